@@ -1,0 +1,73 @@
+# tidegate: `make run` starts everything on one machine; `make test` installs and tests.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export SPARK_LOCAL_IP ?= 127.0.0.1
+
+.PHONY: run test install lint typecheck openapi openapi-check unit e2e clean clients clients-check
+
+$(STAMP): pyproject.toml
+	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@java -version 2>&1 | grep -qE 'version "(17|21)' || { echo "Java 17+ is required"; java -version; exit 1; }
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/tidegate run
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check app tests migrations
+	$(VENV)/bin/ruff format --check app tests migrations || true
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+openapi: $(STAMP)
+	$(PY) -m app.openapi_dump openapi/openapi.json
+
+openapi-check: $(STAMP)
+	$(PY) -m app.openapi_dump --check openapi/openapi.json
+
+# ---- generated API clients (openapi/clients, from openapi/openapi.json) ---------------------
+# Pinned generators, installed once ($(VENV)/tools, openapi/clients/typescript/node_modules);
+# clients-check regenerates into a temp dir and fails when the committed clients drift.
+clients: $(STAMP)
+	VENV=$(VENV) scripts/gen-clients.sh
+
+clients-check: $(STAMP)
+	VENV=$(VENV) scripts/gen-clients.sh --check
+# ---------------------------------------------------------------------------------------------
+
+# ---- proof under load, faults and bad input (bench/, tests/chaos, tests/fuzz, tests/security) --
+# `make test` runs the chaos, fuzz and security suites at smoke size (plain pytest collection).
+# `make chaos` runs them in full: every worker step boundary of submit/stop/cancel/restart,
+# three PostgreSQL crashes, three driver kills, 150 schemathesis examples per operation.
+# `make bench` runs every benchmark at its default (modest) size; each prints medians and
+# ratios to a baseline measured in the same run and writes bench/results/<name>.json.
+.PHONY: bench chaos
+chaos: $(STAMP)
+	TIDEGATE_SUITE=full $(PY) -m pytest -q -rs tests/chaos tests/fuzz tests/security
+
+bench: $(STAMP)
+	$(PY) bench/api.py
+	$(PY) bench/reaction.py
+	$(PY) bench/startpoints.py
+	$(PY) bench/upgrade.py
+	@for extra in bench/snapshots.py bench/drain.py; do \
+		if [ -f $$extra ]; then echo "== $$extra"; $(PY) $$extra || exit 1; fi; \
+	done
+# ---------------------------------------------------------------------------------------------
+
+unit: $(STAMP)
+	$(PY) -m pytest -m "not e2e and not spark" -q
+
+test: $(STAMP) lint typecheck openapi-check clients-check
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .tidegate

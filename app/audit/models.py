@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Index, SmallInteger, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.clusters.models import JSONType
+from app.db import Base, UTCDateTime, utcnow
+
+
+class AuditEvent(Base):
+    """Who did what to which job, when, with what result. The job is kept by name so the
+    trail outlives a deleted job."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index("ix_audit_events_job_id", "job", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    actor: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    job: Mapped[str | None] = mapped_column(String(128))
+    target: Mapped[str | None] = mapped_column(Text)
+    result: Mapped[str] = mapped_column(String(16))
+    status_code: Mapped[int] = mapped_column(SmallInteger)
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    request_id: Mapped[str | None] = mapped_column(String(64))

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from app.audit import service
+from app.auth.deps import Reader
+from app.deps import DbSession
+from app.pagination import Cursor, Limit, Page
+from app.schemas import Response
+
+router = APIRouter(tags=["audit"])
+
+
+class EventResponse(Response):
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    job: str | None
+    target: str | None
+    result: str
+    status_code: int
+    detail: dict[str, Any] | None
+    request_id: str | None
+
+
+@router.get(
+    "/events", response_model=Page[EventResponse], operation_id="listEvents", name="event.list"
+)
+def list_events(
+    session: DbSession,
+    _: Reader,
+    job: Annotated[
+        str | None, Query(max_length=128, description="Only events of this job.")
+    ] = None,
+    action: Annotated[str | None, Query(max_length=64, examples=["job.create"])] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Page[EventResponse]:
+    rows, next_cursor = service.list_events(
+        session, job=job, action=action, limit=limit, cursor=cursor
+    )
+    return Page(items=[EventResponse.model_validate(r) for r in rows], next_cursor=next_cursor)

@@ -1,0 +1,46 @@
+"""FastAPI dependencies that authenticate the caller and check its scope."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.auth.service import Principal, Scope, authenticate, check_scope
+from app.deps import DbSession
+
+# auto_error=False: we answer missing tokens ourselves, as problem+json.
+_bearer = HTTPBearer(auto_error=False, description="A tidegate API token.")
+
+
+def _principal(
+    request: Request,
+    session: DbSession,
+    _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    admin = request.app.state.settings.admin_token
+    principal = authenticate(
+        session,
+        request.headers.get("authorization"),
+        admin.get_secret_value() if admin else None,
+    )
+    request.state.principal = principal
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(_principal)]
+
+
+def require(scope: Scope) -> Callable[[Principal], Principal]:
+    def dep(principal: CurrentPrincipal) -> Principal:
+        check_scope(principal, scope)
+        return principal
+
+    return dep
+
+
+Reader = Annotated[Principal, Depends(require(Scope.READ))]
+Operator = Annotated[Principal, Depends(require(Scope.OPERATE))]
+Admin = Annotated[Principal, Depends(require(Scope.ADMIN))]

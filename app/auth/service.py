@@ -1,0 +1,131 @@
+"""Bearer tokens: scopes, hashing, creation and checking."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.auth.models import ApiToken
+from app.db import utcnow
+from app.errors import Forbidden, NotFound, Unauthorized
+
+
+class Scope(enum.StrEnum):
+    READ = "read"
+    OPERATE = "operate"
+    ADMIN = "admin"
+    RUN = "run"  # a run's own runtime channel, nothing else
+
+
+# admin ⊇ operate ⊇ read; a run token holds none of them.
+_RANK = {Scope.READ: 1, Scope.OPERATE: 2, Scope.ADMIN: 3, Scope.RUN: 0}
+
+TOKEN_PREFIX = "tg_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    scope: Scope
+    token_id: int | None = None
+    run_id: int | None = None
+
+    def allows(self, needed: Scope) -> bool:
+        return _RANK[self.scope] >= _RANK[needed] > 0
+
+
+def hash_token(secret: str) -> str:
+    # Tokens are 256-bit random, so a plain SHA-256 is not brute-forceable; no salt needed.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_token(
+    session: Session,
+    *,
+    name: str,
+    scope: Scope,
+    run_id: int | None = None,
+    expires_at: datetime | None = None,
+) -> tuple[ApiToken, str]:
+    """Returns the stored row and the secret, which is never retrievable again."""
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = ApiToken(
+        name=name,
+        scope=scope.value,
+        token_hash=hash_token(secret),
+        prefix=secret[:10],
+        run_id=run_id,
+        expires_at=expires_at,
+    )
+    session.add(row)
+    session.flush()
+    return row, secret
+
+
+def revoke_token(session: Session, token_id: int) -> None:
+    result = session.execute(
+        update(ApiToken)
+        .where(ApiToken.id == token_id, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    if result.rowcount == 0:  # type: ignore[attr-defined]
+        raise NotFound(f"No active token with id {token_id}.")
+
+
+def revoke_run_tokens(session: Session, run_id: int) -> None:
+    session.execute(
+        update(ApiToken)
+        .where(ApiToken.run_id == run_id, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+
+
+def authenticate(session: Session, authorization: str | None, admin_token: str | None) -> Principal:
+    if not authorization:
+        raise Unauthorized(
+            "Missing bearer token: send 'Authorization: Bearer <token>' "
+            "(create one with 'tidegate tokens create').",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    kind, _, secret = authorization.partition(" ")
+    secret = secret.strip()
+    if kind.lower() != "bearer" or not secret:
+        raise Unauthorized(
+            "Malformed Authorization header: expected 'Bearer <token>'.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if admin_token and hmac.compare_digest(secret.encode(), admin_token.encode()):
+        return Principal(name="admin-token", scope=Scope.ADMIN)
+    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
+    now = utcnow()
+    if row is None or row.revoked_at is not None or (row.expires_at and row.expires_at <= now):
+        raise Unauthorized(
+            "The bearer token is unknown, revoked or expired.",
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
+    return Principal(name=row.name, scope=Scope(row.scope), token_id=row.id, run_id=row.run_id)
+
+
+def check_scope(principal: Principal, needed: Scope) -> None:
+    if not principal.allows(needed):
+        raise Forbidden(
+            f"This call needs a token with scope '{needed.value}' (or higher); "
+            f"the token '{principal.name}' has scope '{principal.scope.value}'.",
+            required_scope=needed.value,
+        )
+
+
+def check_run(principal: Principal, run_id: int) -> None:
+    """The runtime channel: a run token for this very run, or an operator."""
+    if principal.scope == Scope.RUN:
+        if principal.run_id != run_id:
+            raise Forbidden(f"This run token belongs to run {principal.run_id}, not run {run_id}.")
+        return
+    check_scope(principal, Scope.OPERATE)

@@ -1,0 +1,150 @@
+"""The `tidegate` command: servers (api, worker, runner, spark) and admin tasks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from app.config import Settings, get_settings
+
+cli = typer.Typer(
+    name="tidegate",
+    help="Change long-running Spark Structured Streaming jobs without losing data or state.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+tokens_cli = typer.Typer(help="API tokens.", no_args_is_help=True)
+cli.add_typer(tokens_cli, name="tokens")
+
+
+def _setup(settings: Settings) -> None:
+    from app.logging_setup import configure_logging
+
+    configure_logging(settings.log_level, json=settings.log_json)
+
+
+@cli.command()
+def migrate(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+) -> None:
+    """Upgrade the metadata store's schema (TIDEGATE_DATABASE_URL, or the embedded one).
+
+    Example: tidegate migrate
+    """
+    from app import migrate as m
+    from app.embedded import resolve_database_url
+
+    settings = get_settings()
+    _setup(settings)
+    m.upgrade(resolve_database_url(settings), revision)
+    typer.echo(f"migrated to {revision}")
+
+
+@cli.command()
+def api(
+    no_migrate: Annotated[bool, typer.Option(help="Do not upgrade the schema first.")] = False,
+) -> None:
+    """Serve the HTTP API on TIDEGATE_HOST:TIDEGATE_PORT.
+
+    Example: TIDEGATE_DATABASE_URL=postgresql://… tidegate api
+    """
+    import uvicorn
+
+    from app import migrate as m
+    from app.embedded import resolve_database_url
+    from app.main import create_app
+
+    settings = get_settings()
+    _setup(settings)
+    url = resolve_database_url(settings)
+    if not no_migrate:
+        m.upgrade(url)
+    app = create_app(settings.model_copy(update={"database_url": url}))
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_config=None, timeout_graceful_shutdown=10
+    )
+
+
+@tokens_cli.command("create")
+def tokens_create(
+    name: Annotated[str, typer.Option(help="Who or what the token is for.")],
+    scope: Annotated[str, typer.Option(help="read, operate or admin.")] = "read",
+) -> None:
+    """Create an API token and print it once (it is stored hashed).
+
+    Example: tidegate tokens create --scope operate --name deploy-pipeline
+    """
+    from app.auth.service import Scope, create_token
+    from app.db import make_engine, make_sessionmaker, transaction
+    from app.embedded import resolve_database_url
+
+    if scope not in ("read", "operate", "admin"):
+        typer.echo("--scope must be read, operate or admin", err=True)
+        raise typer.Exit(2)
+    settings = get_settings()
+    engine = make_engine(resolve_database_url(settings), pool_size=1)
+    with transaction(make_sessionmaker(engine)) as session:
+        _, secret = create_token(session, name=name, scope=Scope(scope))
+    engine.dispose()
+    typer.echo(secret)
+
+
+@cli.command()
+def run() -> None:
+    """Everything on one machine: embedded PostgreSQL, the local Livy-compatible runner
+    (registered as cluster 'local'), the worker and the API. Ctrl-C stops it all.
+
+    Example: make run
+    """
+    from app.local_stack import run_local_stack
+
+    settings = get_settings()
+    _setup(settings)
+    run_local_stack(settings)
+
+
+def _register_optional(name: str, module: str, attr: str) -> None:
+    """Sub-commands whose modules are optional at import time (heavy or not yet built)."""
+    try:
+        mod = __import__(module, fromlist=[attr])
+    except ImportError:
+        return
+    cli.add_typer(getattr(mod, attr), name=name)
+
+
+_register_optional("runner", "app.runner.cli", "runner_app")
+_register_optional("spark", "app.spark_cli", "spark_app")
+_register_optional("events", "app.events_cli", "events_app")
+_register_optional("worker", "app.worker.cli", "worker_app")
+__import__("app.client", fromlist=["register"]).register(cli)  # the API client commands
+
+
+def terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+
+
+def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args], env={**os.environ, **(env or {})}
+    )
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,419 @@
+"""Lifecycle commands (each a 202 and an operation the worker carries out), named as in
+hz-cli, flink and gcloud dataflow: submit, stop, cancel, drain, restart, update; and the
+operations they create: ``operations list|show``, ``wait``.
+
+Every one sends an ``Idempotency-Key``: a fresh one per invocation unless given, so the
+CLI's retries after a lost answer never start a second submission, and a script that
+passes its own key (``--idempotency-key deploy-$CI_PIPELINE_ID``) can re-run the command.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from app.client.api import new_idempotency_key, seg
+from app.client.base import All, Ctx, DefaultListGroup, Limit, command, exclusive, load_document
+from app.client.errors import CliError, Exit
+from app.client.output import Column, human_time
+from app.client.wait import KeyOption, TimeoutOption, WaitOption, accepted, follow, report
+
+JobArg = Annotated[str, typer.Argument(help="The job's name.", show_default=False)]
+VersionOption = Annotated[
+    int, typer.Option("--version", "-v", min=1, help="The version number.", show_default=False)
+]
+
+
+class Strategy(StrEnum):
+    snapshot = "snapshot"
+    drain = "drain"
+    stateless = "stateless"
+
+
+operations_app = typer.Typer(
+    cls=DefaultListGroup,
+    help="Operations: what submit, stop, drain, … asked for and how far the worker got. "
+    "'tidegate operations JOB' lists a job's.",
+    no_args_is_help=True,
+)
+
+
+def operate(
+    ctx: Ctx,
+    job: str,
+    verb: str,
+    body: dict[str, Any] | None,
+    key: str | None,
+    wait: bool,
+    timeout: float | None,
+) -> None:
+    op = ctx.api.post(
+        f"/jobs/{seg(job)}/{verb}", body, idempotency_key=key or new_idempotency_key()
+    )
+    accepted(ctx, op, wait, timeout)
+
+
+def register(cli: typer.Typer) -> None:
+    """The top-level verbs (tidegate submit JOB …), as stream engineers type them."""
+    command(cli, "submit", rich_help_panel="Lifecycle")(submit)
+    command(cli, "stop", rich_help_panel="Lifecycle")(stop)
+    command(cli, "cancel", rich_help_panel="Lifecycle")(cancel)
+    command(cli, "drain", rich_help_panel="Lifecycle")(drain)
+    command(cli, "restart", rich_help_panel="Lifecycle")(restart)
+    command(cli, "update", rich_help_panel="Lifecycle")(update)
+    command(cli, "compat", rich_help_panel="Lifecycle")(compat)
+    command(cli, "wait", rich_help_panel="Lifecycle")(wait_command)
+
+
+GraceOption = Annotated[
+    int | None,
+    typer.Option(
+        "--grace",
+        min=1,
+        help="Seconds to wait for a graceful stop before the driver is killed (default 120).",
+        show_default=False,
+    ),
+]
+SnapshotJobOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With --snapshot: the job it belongs to (default this job).", show_default=False
+    ),
+]
+ResumePointOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="A resume point file (YAML/JSON): query -> {mode: resume, snapshot|run, query} or "
+        "{mode: initialize}; 'tidegate resume-points build --save' writes one.",
+        show_default=False,
+    ),
+]
+
+
+def resume_point_file(path: Path) -> Any:
+    doc = load_document(path)
+    # A saved 'resume-points build' answer carries the mapping under 'resume_point'.
+    if isinstance(doc, dict) and isinstance(doc.get("resume_point"), dict) and "version" in doc:
+        return doc["resume_point"]
+    return doc
+
+
+def _start_from(
+    version: int, snapshot: str | None, snapshot_job: str | None, resume_point: Path | None
+) -> dict[str, Any]:
+    """The body's start: a snapshot (maybe another job's), a resume point, or nothing."""
+    exclusive(snapshot=snapshot, resume_point=resume_point)
+    if snapshot_job is not None and snapshot is None:
+        raise CliError("--snapshot-job goes with --snapshot", Exit.USAGE)
+    body: dict[str, Any] = {"version": version}
+    if snapshot is not None:
+        body["snapshot"] = snapshot
+    if snapshot_job is not None:
+        body["snapshot_job"] = snapshot_job
+    if resume_point is not None:
+        body["resume_point"] = resume_point_file(resume_point)
+    return body
+
+
+def submit(
+    ctx: Ctx,
+    job: JobArg,
+    version: VersionOption,
+    snapshot: Annotated[
+        str | None,
+        typer.Option(help="Start from this named snapshot (state restored by query name)."),
+    ] = None,
+    snapshot_job: SnapshotJobOption = None,
+    resume_point: ResumePointOption = None,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
+    idempotency_key: KeyOption = None,
+) -> None:
+    """Start a run of a version, fresh or from a snapshot or resume point.
+
+    Without --wait it prints the operation id and returns; --wait follows it to the end.
+
+    Example: tidegate submit clicks-per-minute --version 2 --snapshot before-v2 --wait
+    """
+    body = _start_from(version, snapshot, snapshot_job, resume_point)
+    operate(ctx, job, "submit", body, idempotency_key, wait, timeout)
+
+
+def stop(
+    ctx: Ctx,
+    job: JobArg,
+    grace: GraceOption = None,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
+    idempotency_key: KeyOption = None,
+) -> None:
+    """Stop the job's run at a batch boundary (no snapshot); restart resumes it.
+
+    Example: tidegate stop clicks-per-minute --wait
+    """
+    body = {"timeout_seconds": grace} if grace is not None else None
+    operate(ctx, job, "stop", body, idempotency_key, wait, timeout)
+
+
+def cancel(
+    ctx: Ctx,
+    job: JobArg,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
+    idempotency_key: KeyOption = None,
+) -> None:
+    """Kill the job's run now (the last batch may be re-run on restart).
+
+    Example: tidegate cancel clicks-per-minute
+    """
+    operate(ctx, job, "cancel", None, idempotency_key, wait, timeout)
+
+
+def drain(
+    ctx: Ctx,
+    job: JobArg,
+    drain_timeout: Annotated[
+        int | None,
+        typer.Option(
+            "--drain-timeout",
+            min=10,
+            help="Seconds the drain may take; then the job is stopped cleanly at a batch "
+            "boundary instead (server default 1800).",
+        ),
+    ] = None,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
+    idempotency_key: KeyOption = None,
+) -> None:
+    """Stop-and-drain: process up to the current end offsets, flush windows, stop.
+
+    The drained end offsets are recorded, so the next version can start exactly there with
+    fresh state: an incompatible change loses nothing and duplicates nothing.
+
+    Example: tidegate drain clicks-per-minute --wait
+    """
+    body = {"timeout_seconds": drain_timeout} if drain_timeout is not None else None
+    operate(ctx, job, "drain", body, idempotency_key, wait, timeout)
+
+
+def restart(
+    ctx: Ctx,
+    job: JobArg,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
+    idempotency_key: KeyOption = None,
+) -> None:
+    """Restart the current version from its own checkpoint (applies pending startpoints).
+
+    Example: tidegate restart clicks-per-minute --wait
+    """
+    operate(ctx, job, "restart", None, idempotency_key, wait, timeout)
+
+
+def update(
+    ctx: Ctx,
+    job: JobArg,
+    version: VersionOption,
+    strategy: Annotated[
+        Strategy,
+        typer.Option(
+            help="snapshot: save a snapshot, start the new version from it (state kept); "
+            "drain: drain, start fresh at the drained offsets; stateless (no state held): stop "
+            "at a batch boundary, start fresh at the committed offsets.",
+        ),
+    ] = Strategy.snapshot,
+    snapshot_name: Annotated[
+        str | None,
+        typer.Option(
+            help="Name of the snapshot the update saves (default update-v<old>-v<new>-…)."
+        ),
+    ] = None,
+    grace: GraceOption = None,
+    verify_seconds: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="How long the new run must keep running before the update counts as done; a "
+            "failure in that time rolls back (server default 20).",
+        ),
+    ] = None,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
+    idempotency_key: KeyOption = None,
+) -> None:
+    """Replace the running version with another (snapshot, drain or stateless).
+
+    Stops the old run the chosen way and starts the new version from it. Check first with
+    'tidegate compat'.
+
+    Example: tidegate update clicks-per-minute --version 3 --strategy snapshot --wait
+    """
+    body: dict[str, Any] = {"version": version, "strategy": strategy.value}
+    for key, value in (
+        ("snapshot_name", snapshot_name),
+        ("timeout_seconds", grace),
+        ("verify_seconds", verify_seconds),
+    ):
+        if value is not None:
+            body[key] = value
+    operate(ctx, job, "update", body, idempotency_key, wait, timeout)
+
+
+def outcomes_table(ctx: Ctx, doc: dict[str, Any]) -> None:
+    """Per query: resume (from where), initialize or dropped; then every problem."""
+    ctx.out.table(
+        doc.get("queries") or [],
+        [
+            ("QUERY", "query"),
+            ("OUTCOME", "outcome"),
+            ("FROM", lambda q: _source(q.get("source"))),
+            ("PARTS", lambda q: ", ".join(q.get("parts") or []) or None),
+            ("DETAIL", "detail"),
+        ],
+        "No queries in the answer.",
+    )
+    for name in doc.get("dropped") or []:
+        ctx.out.line(f"dropped: {name} (in the snapshot, not in version {doc.get('version')})")
+    for problem in doc.get("problems") or []:
+        ctx.out.line(f"incompatible: {_problem(problem)}")
+
+
+def _source(source: Any) -> str | None:
+    if not isinstance(source, dict):
+        return None
+    where = (
+        f"snapshot {source['snapshot']}"
+        if source.get("snapshot")
+        else f"run {source.get('run')}"
+        + (f" batch {source['batch_id']}" if source.get("batch_id") is not None else "")
+    )
+    job = f" of {source['job']}" if source.get("job") else ""
+    return f"{where}{job}, query {source.get('query')}"
+
+
+def _problem(problem: Any) -> str:
+    if not isinstance(problem, dict):
+        return str(problem)
+    return f"{problem.get('query')}: {problem.get('detail')} ({problem.get('kind')})"
+
+
+def compat(
+    ctx: Ctx,
+    job: JobArg,
+    version: VersionOption,
+    snapshot: Annotated[
+        str | None, typer.Option(help="The snapshot to start from.", show_default=False)
+    ] = None,
+    snapshot_job: SnapshotJobOption = None,
+    resume_point: ResumePointOption = None,
+) -> None:
+    """Check whether a version can start from a snapshot, before anything is stopped.
+
+    Shows which queries resume their state, start empty, or are dropped; exit 3 if the
+    version is incompatible (a renamed stateful query, another operator kind, a changed
+    state schema or number of state partitions).
+
+    Example: tidegate compat clicks-per-minute --version 3 --snapshot before-v3
+    """
+    if snapshot is None and resume_point is None:
+        raise CliError("give --snapshot NAME or --resume-point FILE", Exit.USAGE)
+    body = _start_from(version, snapshot, snapshot_job, resume_point)
+    doc = ctx.api.post(f"/jobs/{seg(job)}/compatibility", body)
+    compatible = bool(doc.get("compatible"))
+    start = f"snapshot {snapshot}" if snapshot else f"resume point {resume_point}"
+
+    def table() -> None:
+        outcomes_table(ctx, doc)
+        ctx.out.line(f"version {version} {'can' if compatible else 'cannot'} start from {start}")
+
+    ctx.out.emit(doc, table)
+    if not compatible:
+        problems = doc.get("problems") or []
+        raise CliError(
+            f"version {version} of {job} cannot start from {start}"
+            + (f": {_problem(problems[0])}" if problems else ""),
+            Exit.CONFLICT,
+        )
+
+
+# ---- operations -------------------------------------------------------------------------
+
+OP_COLUMNS: list[Column] = [
+    ("ID", "id"),
+    ("KIND", "kind"),
+    ("STATE", "state"),
+    ("RUN", "run_id"),
+    ("STEPS", lambda o: ", ".join(str(s.get("name")) for s in o.get("steps") or []) or None),
+    ("CREATED", lambda o: human_time(o.get("created_at"))),
+    ("BY", "created_by"),
+    ("ERROR", "error"),
+]
+
+
+def show_operation(ctx: Ctx, op: dict[str, Any]) -> None:
+    def table() -> None:
+        ctx.out.fields(
+            op,
+            [
+                ("ID", "id"),
+                ("JOB", "job"),
+                ("KIND", "kind"),
+                ("STATE", "state"),
+                ("PARAMS", "params"),
+                ("RUN", "run_id"),
+                ("ERROR", "error"),
+                ("RESULT", "result"),
+                ("IDEMPOTENCY KEY", "idempotency_key"),
+                (
+                    "CREATED",
+                    lambda o: f"{human_time(o.get('created_at'))} by {o.get('created_by')}",
+                ),
+                ("STARTED", lambda o: human_time(o.get("started_at"))),
+                ("FINISHED", lambda o: human_time(o.get("finished_at"))),
+            ],
+        )
+        if op.get("steps"):
+            ctx.out.line("")
+            ctx.out.table(
+                op["steps"],
+                [
+                    ("STEP", "name"),
+                    ("AT", lambda s: human_time(s.get("at"))),
+                    ("DETAIL", "detail"),
+                ],
+            )
+
+    ctx.out.emit(op, table)
+
+
+@command(operations_app, "list")
+def operations_list(ctx: Ctx, job: JobArg, limit: Limit = 20, all_: All = False) -> None:
+    """List a job's operations, newest first.
+
+    Example: tidegate operations list clicks-per-minute
+    """
+    rows = ctx.list(f"/jobs/{seg(job)}/operations", limit, all_)
+    ctx.out.emit(rows, lambda: ctx.out.table(rows, OP_COLUMNS, f"No operations for {job}."))
+
+
+OpIdArg = Annotated[int, typer.Argument(min=1, help="The operation id.", show_default=False)]
+
+
+@command(operations_app, "show")
+def operations_show(ctx: Ctx, op_id: OpIdArg) -> None:
+    """Show one operation: state, steps done, error, result.
+
+    Example: tidegate operations show 42
+    """
+    show_operation(ctx, ctx.api.get(f"/operations/{op_id}"))
+
+
+def wait_command(ctx: Ctx, op_id: OpIdArg, timeout: TimeoutOption = None) -> None:
+    """Follow an operation to its end with live progress; exit 1 if it failed.
+
+    Example: tidegate wait 42 --timeout 600
+    """
+    report(ctx, follow(ctx, ctx.api.get(f"/operations/{op_id}"), timeout))

@@ -1,0 +1,170 @@
+"""``tidegate runs JOB`` and ``tidegate runs show ID``: each submission of a version, with its
+restarts and the latest progress of every query. (``run`` is taken: it starts the stack.)"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from app.client.api import seg
+from app.client.base import All, Ctx, DefaultListGroup, Limit, command
+from app.client.output import Column, cell, human_time
+
+runs_app = typer.Typer(
+    cls=DefaultListGroup,
+    help="Runs: submissions of a version, their restarts and progress. "
+    "'tidegate runs JOB' lists a job's runs.",
+    no_args_is_help=True,
+)
+
+RunIdArg = Annotated[int, typer.Argument(min=1, help="The run id.", show_default=False)]
+
+
+def _progress_summary(run: dict[str, Any]) -> str | None:
+    progress = run.get("progress") or {}
+    parts = [f"{q}@{p.get('batch_id')}" for q, p in progress.items() if isinstance(p, dict)]
+    return ", ".join(parts) or None
+
+
+RUN_COLUMNS: list[Column] = [
+    ("ID", "id"),
+    ("VERSION", "version"),
+    ("STATE", "state"),
+    ("ATTEMPT", "attempt"),
+    ("FAILURES", "failures"),
+    ("BACKEND ID", "backend_id"),
+    ("NEXT RESTART", lambda r: human_time(r.get("next_restart_at"))),
+    ("BATCHES", _progress_summary),
+    ("CREATED", lambda r: human_time(r.get("created_at"))),
+]
+
+
+def _offsets(sources: Any) -> str | None:
+    if not isinstance(sources, list):
+        return None
+    return "; ".join(cell(s.get("end_offset")) for s in sources if isinstance(s, dict)) or None
+
+
+def _state_rows(ops: Any) -> int | None:
+    if not isinstance(ops, list):
+        return None
+    rows = [o.get("num_rows_total") for o in ops if isinstance(o, dict)]
+    return sum(r for r in rows if isinstance(r, int)) if rows else None
+
+
+@command(runs_app, "list")
+def runs_list(
+    ctx: Ctx,
+    job: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    limit: Limit = 20,
+    all_: All = False,
+) -> None:
+    """List a job's runs, newest first.
+
+    Example: tidegate runs clicks-per-minute
+    """
+    rows = ctx.list(f"/jobs/{seg(job)}/runs", limit, all_)
+    ctx.out.emit(
+        rows, lambda: ctx.out.table(rows, RUN_COLUMNS, f"{job} has not run yet: tidegate submit")
+    )
+
+
+@command(runs_app, "show")
+def runs_show(ctx: Ctx, run_id: RunIdArg) -> None:
+    """Show one run: state, backend id, restarts, per-query progress and recent transitions.
+
+    Example: tidegate runs show 7
+    """
+    run = ctx.api.get(f"/runs/{run_id}")
+
+    def table() -> None:
+        ctx.out.fields(
+            run,
+            [
+                ("ID", "id"),
+                ("JOB", "job"),
+                ("VERSION", "version"),
+                ("CLUSTER", "cluster"),
+                ("STATE", "state"),
+                ("STOP REASON", "stop_reason"),
+                ("ATTEMPT", "attempt"),
+                ("FAILURES", "failures"),
+                ("BACKEND ID", "backend_id"),
+                ("TAG", "tag"),
+                (
+                    "OBSERVED",
+                    lambda r: (
+                        f"{cell(r.get('observed_state'))} at {human_time(r.get('observed_at'))}"
+                        if r.get("observed_state")
+                        else None
+                    ),
+                ),
+                ("RUNNING SINCE", lambda r: human_time(r.get("running_since"))),
+                ("NEXT RESTART", lambda r: human_time(r.get("next_restart_at"))),
+                ("LAST ERROR", "last_error"),
+                ("DRAIN", "drain"),  # requested_at, end offsets per source, drained_at
+                (
+                    "CREATED",
+                    lambda r: f"{human_time(r.get('created_at'))} by {r.get('created_by')}",
+                ),
+                ("ENDED", lambda r: human_time(r.get("ended_at"))),
+            ],
+        )
+        progress = run.get("progress") or {}
+        if progress:
+            ctx.out.line("")
+            ctx.out.table(
+                [{"query": q, **p} for q, p in progress.items() if isinstance(p, dict)],
+                [
+                    ("QUERY", "query"),
+                    ("BATCH", "batch_id"),
+                    ("INPUT ROWS", "num_input_rows"),
+                    ("WATERMARK", "watermark"),
+                    ("END OFFSETS", lambda p: _offsets(p.get("sources"))),
+                    ("STATE ROWS", lambda p: _state_rows(p.get("state_operators"))),
+                    ("AT", lambda p: human_time(p.get("timestamp") or p.get("at"))),
+                ],
+            )
+        if run.get("transitions"):
+            ctx.out.line("")
+            ctx.out.table(
+                run["transitions"],
+                [
+                    ("AT", lambda t: human_time(t.get("at"))),
+                    ("FROM", "from_state"),
+                    ("TO", "to_state"),
+                    ("REASON", "reason"),
+                ],
+            )
+
+    ctx.out.emit(run, table)
+
+
+@command(runs_app, "progress")
+def runs_progress(
+    ctx: Ctx,
+    run_id: RunIdArg,
+    query: Annotated[str | None, typer.Option(help="Only this query.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="How many reports.")] = 20,
+) -> None:
+    """Recent progress reports of a run's queries (batch, rows, offsets, watermark).
+
+    Example: tidegate runs progress 7 --query windowed_counts --limit 5
+    """
+    rows = ctx.api.get(f"/runs/{run_id}/progress", query=query, limit=limit)
+    ctx.out.emit(
+        rows,
+        lambda: ctx.out.table(
+            rows,
+            [
+                ("AT", lambda r: human_time(r.get("at"))),
+                ("QUERY", "query"),
+                ("BATCH", "batch_id"),
+                ("INPUT ROWS", lambda r: (r.get("payload") or {}).get("num_input_rows")),
+                ("WATERMARK", lambda r: (r.get("payload") or {}).get("watermark")),
+                ("END OFFSETS", lambda r: _offsets((r.get("payload") or {}).get("sources"))),
+            ],
+            "No progress reported yet.",
+        ),
+    )

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+
+from app.schemas import Body, Name, Response
+
+
+class ClusterCredentials(Body):
+    """Secrets for the backend; stored, never returned."""
+
+    authorization: SecretStr | None = Field(
+        None, description="A full Authorization header value, e.g. for spark.master.rest.filters."
+    )
+    username: str | None = Field(None, max_length=256)
+    password: SecretStr | None = None
+
+
+class ClusterCreate(Body):
+    name: Name = Field(examples=["local", "prod-standalone"])
+    kind: Literal["standalone", "livy"]
+    url: str = Field(
+        pattern=r"^https?://[^\s/]+(/[^\s]*)?$",
+        max_length=2048,
+        description="Standalone: the REST submission server (…:6066). Livy: the Livy base URL.",
+        examples=["http://127.0.0.1:6066", "http://127.0.0.1:8998"],
+    )
+    master_url: str | None = Field(
+        None,
+        pattern=r"^spark://[^\s/]+$",
+        max_length=2048,
+        description="Standalone only: the master's RPC URL (spark://host:7077), not the REST port.",
+    )
+    ui_url: str | None = Field(
+        None,
+        pattern=r"^https?://[^\s/]+(/[^\s]*)?$",
+        max_length=2048,
+        description="Standalone only: the master web UI (…:8080), used to find drivers.",
+    )
+    description: str | None = Field(None, max_length=4000)
+    credentials: ClusterCredentials | None = None
+
+    @model_validator(mode="after")
+    def _standalone_needs_master(self) -> ClusterCreate:
+        if self.kind == "standalone" and not self.master_url:
+            raise ValueError(
+                "a standalone cluster needs master_url (spark://host:7077): REST submissions "
+                "name the master they run on"
+            )
+        if self.kind == "livy" and (self.master_url or self.ui_url):
+            raise ValueError("master_url and ui_url apply to standalone clusters only")
+        return self
+
+
+class ClusterResponse(Response):
+    name: str
+    kind: str
+    url: str
+    master_url: str | None
+    ui_url: str | None
+    description: str | None
+    has_credentials: bool
+    reachable: bool | None = Field(
+        None, description="Checked on GET of one cluster; null in lists."
+    )
+    reachability_error: str | None = None
+    created_at: datetime

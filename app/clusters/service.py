@@ -1,0 +1,118 @@
+"""Spark targets, and the backend client for each."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import exists, select
+from sqlalchemy.orm import Session
+
+from app.audit import service as audit
+from app.auth.service import Principal
+from app.backends.base import Backend, BackendError
+from app.clusters.models import Cluster
+from app.clusters.schemas import ClusterCreate, ClusterResponse
+from app.errors import Conflict, NotFound
+from app.jobs.models import JobVersion
+from app.pagination import decode_cursor, encode_cursor
+
+log = logging.getLogger(__name__)
+
+
+def get_cluster(session: Session, name: str) -> Cluster:
+    cluster = session.scalar(select(Cluster).where(Cluster.name == name))
+    if cluster is None:
+        raise NotFound(f"No cluster named '{name}'. List them with GET /api/v1/clusters.")
+    return cluster
+
+
+def create_cluster(session: Session, body: ClusterCreate, actor: Principal) -> Cluster:
+    if session.scalar(select(Cluster.id).where(Cluster.name == body.name)) is not None:
+        raise Conflict(f"A cluster named '{body.name}' already exists.")
+    creds = None
+    if body.credentials is not None:
+        creds = {
+            k: (v.get_secret_value() if hasattr(v, "get_secret_value") else v)
+            for k, v in body.credentials
+            if v is not None
+        }
+    cluster = Cluster(
+        name=body.name,
+        kind=body.kind,
+        url=body.url.rstrip("/"),
+        master_url=body.master_url,
+        ui_url=body.ui_url.rstrip("/") if body.ui_url else None,
+        description=body.description,
+        credentials=creds or None,
+    )
+    session.add(cluster)
+    session.flush()
+    audit.record(session, actor, "cluster.create", target=cluster.name, status_code=201)
+    return cluster
+
+
+def delete_cluster(session: Session, name: str, actor: Principal) -> None:
+    cluster = get_cluster(session, name)
+    if session.scalar(select(exists().where(JobVersion.cluster_id == cluster.id))):
+        raise Conflict(f"Cluster '{name}' is the target of job versions; it cannot be removed.")
+    session.delete(cluster)
+    audit.record(session, actor, "cluster.delete", target=name, status_code=204)
+
+
+def list_clusters(
+    session: Session, *, limit: int, cursor: str | None
+) -> tuple[list[Cluster], str | None]:
+    stmt = select(Cluster).order_by(Cluster.name).limit(limit + 1)
+    after = decode_cursor(cursor)
+    if isinstance(after, str):
+        stmt = stmt.where(Cluster.name > after)
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1].name) if more else None
+
+
+def backend_for(cluster: Cluster, *, timeout: float = 10.0) -> Backend:
+    import httpx
+
+    from app.backends.livy import LivyBackend
+    from app.backends.standalone import StandaloneBackend
+
+    creds = cluster.credentials or {}
+    headers = {"Authorization": creds["authorization"]} if creds.get("authorization") else {}
+    auth = (creds["username"], creds.get("password", "")) if creds.get("username") else None
+    client = httpx.Client(timeout=timeout, headers=headers, auth=auth)
+    if cluster.kind == "standalone":
+        assert cluster.master_url is not None
+        standalone: Backend = StandaloneBackend(
+            cluster.url, cluster.master_url, ui_url=cluster.ui_url, http_client=client
+        )
+        return standalone
+    livy: Backend = LivyBackend(cluster.url, http_client=client)
+    return livy
+
+
+def cluster_response(cluster: Cluster, *, check: bool = False) -> ClusterResponse:
+    reachable: bool | None = None
+    error: str | None = None
+    if check:
+        try:
+            reachable = backend_for(cluster, timeout=2.0).ready()
+            if not reachable:
+                error = "the backend answered but says it is not ready"
+        except BackendError as exc:
+            reachable, error = False, str(exc)
+        except Exception as exc:  # a probe must never fail the GET
+            reachable, error = False, f"{type(exc).__name__}: {exc}"
+    return ClusterResponse(
+        name=cluster.name,
+        kind=cluster.kind,
+        url=cluster.url,
+        master_url=cluster.master_url,
+        ui_url=cluster.ui_url,
+        description=cluster.description,
+        has_credentials=bool(cluster.credentials),
+        reachable=reachable,
+        reachability_error=error,
+        created_at=cluster.created_at,
+    )

@@ -1,0 +1,63 @@
+"""Settings, read from the environment with the ``TIDEGATE_`` prefix (or a ``.env`` file)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TIDEGATE_", env_file=".env", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        description="External PostgreSQL (postgresql+psycopg://…). Unset: an embedded PostgreSQL "
+        "is started under DATA_DIR.",
+    )
+    data_dir: Path = Field(
+        default=Path(".tidegate"), description="Embedded database and local data."
+    )
+    host: str = "127.0.0.1"
+    port: int = 8000
+    runner_port: int = Field(
+        default=8998,
+        description="`tidegate run`: where its embedded Livy-compatible runner listens.",
+    )
+    admin_token: SecretStr | None = Field(
+        default=None, description="Bootstrap admin bearer token, accepted when set."
+    )
+    checkpoint_root: Path | None = Field(
+        default=None, description="Where run checkpoints live; default DATA_DIR/checkpoints."
+    )
+    snapshot_root: str | None = Field(
+        default=None, description="Snapshot store (path or fsspec URL); default DATA_DIR/snapshots."
+    )
+    public_url: str | None = Field(
+        default=None,
+        description="URL Spark drivers use to reach this API; default http://HOST:PORT.",
+    )
+    log_level: str = "INFO"
+    log_json: bool = True
+    db_pool_size: int = 10
+    db_statement_timeout_ms: int = 15_000
+    max_page_size: int = 500
+
+    @property
+    def resolved_checkpoint_root(self) -> Path:
+        return (self.checkpoint_root or self.data_dir / "checkpoints").absolute()
+
+    @property
+    def resolved_snapshot_root(self) -> str:
+        return self.snapshot_root or str((self.data_dir / "snapshots").absolute())
+
+    @property
+    def api_url(self) -> str:
+        return self.public_url or f"http://{self.host}:{self.port}"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

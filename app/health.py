@@ -1,0 +1,73 @@
+"""Liveness, readiness and Prometheus metrics: the only routes that need no token (but /metrics)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+
+from app.auth.deps import Reader
+from app.errors import problem
+from app.migrate import current_revision
+
+router = APIRouter(tags=["service"])
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    database: str
+    migration: str | None
+    expected_migration: str | None
+
+
+@router.get("/healthz", response_model=Health, operation_id="getHealth", name="service.health")
+def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    operation_id="getReadiness",
+    name="service.ready",
+    responses={503: {"description": "Not ready: database unreachable or migrations not at head."}},
+)
+def readyz(request: Request) -> Response:
+    head = request.app.state.migration_head
+    try:
+        current = current_revision(request.app.state.engine)
+    except Exception as exc:
+        return problem(
+            503,
+            "Not ready",
+            f"The database is unreachable: {str(exc).splitlines()[0]}",
+            headers={"Retry-After": "5"},
+        )
+    if current != head:
+        return problem(
+            503,
+            "Not ready",
+            f"Database schema is at {current or 'nothing'}, expected {head}: "
+            "run 'tidegate migrate'.",
+            headers={"Retry-After": "5"},
+        )
+    return JSONResponse(
+        Readiness(
+            status="ready", database="ok", migration=current, expected_migration=head
+        ).model_dump()
+    )
+
+
+@router.get(
+    "/metrics",
+    operation_id="getMetrics",
+    name="service.metrics",
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}},
+)
+def metrics(_: Reader) -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.clusters.models import Cluster, JSONType
+from app.db import Base, UTCDateTime, utcnow
+
+
+class Job(Base):
+    """A named streaming job. Its code lives in immutable versions; its life in runs."""
+
+    __tablename__ = "jobs"
+    # A page of jobs in one state is a range scan in name order (keyset pagination).
+    __table_args__ = (Index("ix_jobs_state_name", "state", "name"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    restart_policy: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # Denormalised from the current run so lists can filter by it cheaply.
+    state: Mapped[str] = mapped_column(String(16), default="idle")
+    # The run the job's state follows (no FK: runs reference jobs, and a run row only goes
+    # away with its job).
+    current_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    # Optimistic locking: PATCH with If-Match compares this, concurrent writers get 409.
+    revision: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    versions: Mapped[list[JobVersion]] = relationship(
+        back_populates="job",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="JobVersion.number",
+    )
+
+    __mapper_args__ = {"version_id_col": revision}
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.revision}"'
+
+
+class JobVersion(Base):
+    """An immutable version of a job: the app to run, its Spark conf, its target and queries."""
+
+    __tablename__ = "job_versions"
+    __table_args__ = (UniqueConstraint("job_id", "number"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    cluster_id: Mapped[int] = mapped_column(
+        ForeignKey("clusters.id", ondelete="RESTRICT"), index=True
+    )
+    app: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    conf: Mapped[dict[str, str]] = mapped_column(JSONType)
+    queries: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    description: Mapped[str | None] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    job: Mapped[Job] = relationship(back_populates="versions")
+    cluster: Mapped[Cluster] = relationship(lazy="joined")

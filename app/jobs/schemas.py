@@ -1,0 +1,183 @@
+"""Jobs, versions and their queries, as callers send and see them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from app.durations import normalise_trigger, parse_duration, parse_trigger
+from app.schemas import Body, JsonObject, Name, Response
+
+Duration = Annotated[str, Field(examples=["1s", "100ms", "1h"], max_length=32)]
+
+
+class RestartPolicy(Body):
+    """PSTL's supervised exponential backoff. Defaults are PSTL's."""
+
+    enabled: bool = True
+    min_backoff: Duration = "1s"
+    max_backoff: Duration = "1h"
+    random_factor: float = Field(0.0, ge=0.0, le=100.0)
+    max_attempts: int | None = Field(
+        None,
+        ge=0,
+        le=2_147_483_647,
+        description="Restarts before the job is failed; null = unlimited.",
+    )
+    stable_period: Duration = Field(
+        "1m", description="A run healthy this long resets the failure count."
+    )
+
+    @field_validator("min_backoff", "max_backoff", "stable_period")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @model_validator(mode="after")
+    def _order(self) -> RestartPolicy:
+        if parse_duration(self.min_backoff) > parse_duration(self.max_backoff):
+            raise ValueError("min_backoff must not be greater than max_backoff")
+        return self
+
+
+JobState = Literal[
+    "idle",
+    "submitting",
+    "running",
+    "stopping",
+    "draining",
+    "restarting",
+    "stopped",
+    "drained",
+    "succeeded",
+    "failed",
+]
+
+
+class JobCreate(Body):
+    name: Name = Field(examples=["clicks-per-minute"])
+    description: str | None = Field(None, max_length=4000)
+    restart_policy: RestartPolicy = Field(default_factory=RestartPolicy)
+
+
+class JobUpdate(Body):
+    description: str | None = Field(None, max_length=4000)
+    restart_policy: RestartPolicy | None = None
+
+
+class JobResponse(Response):
+    name: str
+    description: str | None
+    state: JobState
+    restart_policy: RestartPolicy
+    latest_version: int | None = None
+    current_run_id: int | None = None
+    next_restart_at: datetime | None = None
+    revision: int = Field(description="Send as If-Match (quoted) to PATCH safely.")
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class AppSpec(Body):
+    file: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="The PySpark main file: an absolute path or a URL the cluster can read.",
+        examples=["/opt/pipelines/windowed_counts.py"],
+    )
+    py_files: list[Annotated[str, Field(max_length=4096)]] = Field(
+        default_factory=list, max_length=100
+    )
+    args: list[Annotated[str, Field(max_length=4096)]] = Field(default_factory=list, max_length=200)
+
+
+class SourceSpec(Body):
+    name: Name = Field(description="Unique within the job; startpoints address sources by it.")
+    kind: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] = Field(
+        examples=["eventlog", "kafka", "file"]
+    )
+    options: JsonObject = Field(default_factory=dict)
+
+
+class StatefulOperatorSpec(Body):
+    kind: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")] = Field(
+        examples=["tumbling_window", "sliding_window", "session_window", "aggregate", "dedup"]
+    )
+    name: str | None = Field(None, max_length=128)
+    key_schema: str | None = Field(None, max_length=8192, description="DDL of the state key.")
+    value_schema: str | None = Field(None, max_length=8192, description="DDL of the state value.")
+
+
+class QuerySpec(Body):
+    name: Name | None = Field(
+        None, description="Unique within the version. Omitted: derived from the query's input."
+    )
+    sources: list[SourceSpec] = Field(min_length=1, max_length=50)
+    stateful_operators: list[StatefulOperatorSpec] = Field(default_factory=list, max_length=50)
+    output_mode: Literal["append", "complete", "update"] = "append"
+    trigger: str | None = Field(
+        None,
+        max_length=64,
+        description="PSTL interval, e.g. '15 SECONDS'; omitted: as fast as possible.",
+        examples=["15 SECONDS", "5 MINUTES"],
+    )
+    partitioned_on: list[Name] = Field(default_factory=list, max_length=32)
+    checkpoint_location: str | None = Field(
+        None,
+        max_length=4096,
+        description="Must lie under the checkpoint root. "
+        "Omitted: ${checkpoint_root}/${job}/${run}/${query}.",
+    )
+    upstream: list[Name] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Queries of this version whose output this query reads (a chain). A "
+        "drain finishes them before it fixes this query's end offsets, so nothing they write "
+        "is left behind.",
+    )
+
+    @field_validator("trigger")
+    @classmethod
+    def _trigger(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        parse_trigger(v)
+        return normalise_trigger(v)
+
+
+class VersionCreate(Body):
+    app: AppSpec
+    cluster: Name = Field(description="A registered cluster's name.")
+    conf: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=500)
+    queries: list[QuerySpec] = Field(min_length=1, max_length=100)
+    description: str | None = Field(None, max_length=4000)
+
+
+class QueryResponse(Response):
+    name: str
+    name_derived: bool
+    sources: list[SourceSpec]
+    stateful_operators: list[StatefulOperatorSpec]
+    output_mode: str
+    trigger: str | None
+    trigger_ms: int | None
+    partitioned_on: list[str]
+    checkpoint_location: str | None
+    upstream: list[str] = []
+    stateful: bool
+
+
+class VersionResponse(Response):
+    job: str
+    number: int
+    cluster: str
+    app: AppSpec
+    conf: dict[str, str]
+    queries: list[QueryResponse]
+    description: str | None
+    created_by: str
+    created_at: datetime

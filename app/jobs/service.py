@@ -1,0 +1,357 @@
+"""Jobs and their immutable versions. Services take the session first and never commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.audit import service as audit
+from app.auth.service import Principal
+from app.clusters.models import Cluster
+from app.config import Settings
+from app.durations import parse_trigger
+from app.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
+from app.jobs.models import Job, JobVersion
+from app.jobs.schemas import (
+    JobCreate,
+    JobResponse,
+    JobUpdate,
+    QueryResponse,
+    QuerySpec,
+    RestartPolicy,
+    VersionCreate,
+    VersionResponse,
+)
+from app.pagination import decode_cursor, encode_cursor
+from app.paths import PathOutsideRoot, confine
+from app.runtime.chain import drain_stages
+
+# Keys tidegate sets itself on every submission; a version may not override them.
+RESERVED_CONF_PREFIXES = ("spark.tidegate.",)
+RESERVED_CONF_KEYS = frozenset({"spark.app.name", "spark.master", "spark.submit.deployMode"})
+
+
+def get_job(session: Session, name: str, *, lock: bool = False) -> Job:
+    stmt = select(Job).where(Job.name == name)
+    if lock:
+        stmt = stmt.with_for_update()
+    job = session.scalar(stmt)
+    if job is None:
+        raise NotFound(f"No job named '{name}'. List jobs with GET /api/v1/jobs.")
+    return job
+
+
+def create_job(session: Session, body: JobCreate, actor: Principal) -> Job:
+    if session.scalar(select(Job.id).where(Job.name == body.name)) is not None:
+        raise Conflict(f"A job named '{body.name}' already exists; choose another name.")
+    job = Job(
+        name=body.name,
+        description=body.description,
+        restart_policy=body.restart_policy.model_dump(),
+        created_by=actor.name,
+    )
+    session.add(job)
+    session.flush()
+    audit.record(session, actor, "job.create", job=job.name, status_code=201)
+    return job
+
+
+def list_jobs(
+    session: Session, *, state: str | None, limit: int, cursor: str | None
+) -> tuple[list[Job], str | None]:
+    stmt = select(Job).order_by(Job.name).limit(limit + 1)
+    if state is not None:
+        stmt = stmt.where(Job.state == state)
+    after = decode_cursor(cursor)
+    if isinstance(after, str):
+        stmt = stmt.where(Job.name > after)
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1].name) if more else None
+
+
+def update_job(
+    session: Session, name: str, body: JobUpdate, if_match: str | None, actor: Principal
+) -> Job:
+    job = get_job(session, name, lock=True)
+    if if_match is not None and if_match.strip() not in (job.etag, "*", f"W/{job.etag}"):
+        raise PreconditionFailed(
+            f"Job '{name}' changed since you read it (If-Match {if_match}, now {job.etag}); "
+            "GET it again and retry.",
+            headers={"ETag": job.etag},
+        )
+    changes = body.model_dump(exclude_unset=True)
+    if "restart_policy" in changes:
+        if changes["restart_policy"] is None:
+            changes["restart_policy"] = RestartPolicy().model_dump()
+        job.restart_policy = changes["restart_policy"]
+    if "description" in changes:
+        job.description = changes["description"]
+    session.flush()
+    audit.record(session, actor, "job.update", job=name, detail={"fields": sorted(changes)})
+    return job
+
+
+ACTIVE_JOB_STATES = frozenset({"submitting", "running", "stopping", "draining", "restarting"})
+
+
+def delete_job(session: Session, name: str, actor: Principal) -> None:
+    job = get_job(session, name, lock=True)
+    if job.state in ACTIVE_JOB_STATES:
+        raise Conflict(
+            f"Job '{name}' has an active run (state {job.state}); stop or cancel it first."
+        )
+    session.delete(job)
+    session.flush()
+    audit.record(session, actor, "job.delete", job=name, status_code=204)
+
+
+def latest_version_number(session: Session, job: Job) -> int | None:
+    return session.scalar(select(func.max(JobVersion.number)).where(JobVersion.job_id == job.id))
+
+
+def job_response(session: Session, job: Job) -> JobResponse:
+    return job_responses(session, [job])[0]
+
+
+def job_responses(session: Session, jobs: list[Job]) -> list[JobResponse]:
+    """Responses for a page of jobs in two queries, whatever its size."""
+    from app.runs.models import Run
+
+    ids = [job.id for job in jobs]
+    latest: dict[int, int] = {
+        job_id: number
+        for job_id, number in session.execute(
+            select(JobVersion.job_id, func.max(JobVersion.number))
+            .where(JobVersion.job_id.in_(ids))
+            .group_by(JobVersion.job_id)
+        )
+    }
+    run_ids = [job.current_run_id for job in jobs if job.current_run_id]
+    restarts = {
+        run_id: at
+        for run_id, at in (
+            session.execute(select(Run.id, Run.next_restart_at).where(Run.id.in_(run_ids)))
+            if run_ids
+            else []
+        )
+    }
+    return [
+        JobResponse.model_validate(
+            {
+                "current_run_id": job.current_run_id,
+                "next_restart_at": restarts.get(job.current_run_id or 0),
+                **{
+                    k: getattr(job, k)
+                    for k in (
+                        "name",
+                        "description",
+                        "state",
+                        "revision",
+                        "created_by",
+                        "created_at",
+                        "updated_at",
+                    )
+                },
+                "restart_policy": job.restart_policy,
+                "latest_version": latest.get(job.id),
+            }
+        )
+        for job in jobs
+    ]
+
+
+# ---- versions ---------------------------------------------------------------------------
+
+
+def derive_query_name(query: QuerySpec) -> str:
+    """PSTL: without a name, a query is named after its input."""
+    return "_".join(source.name for source in query.sources)[:128]
+
+
+def _normalise_queries(queries: list[QuerySpec], settings: Settings) -> list[dict[str, Any]]:
+    names: dict[str, list[int]] = {}
+    out = []
+    for index, query in enumerate(queries):
+        name = query.name or derive_query_name(query)
+        names.setdefault(name, []).append(index)
+        source_names = [s.name for s in query.sources]
+        if len(set(source_names)) != len(source_names):
+            raise Unprocessable(
+                f"Query {index} ('{name}') lists a source name twice; source names must be unique.",
+                errors=[{"field": f"queries.{index}.sources", "message": "duplicate source name"}],
+            )
+        if query.checkpoint_location is not None:
+            try:
+                confine(query.checkpoint_location, settings.resolved_checkpoint_root)
+            except PathOutsideRoot as exc:
+                raise Unprocessable(
+                    f"Query '{name}': checkpoint_location {exc}. Use a path under "
+                    f"{settings.resolved_checkpoint_root} or omit it to use the convention.",
+                    errors=[{"field": f"queries.{index}.checkpoint_location", "message": str(exc)}],
+                ) from None
+        out.append(
+            {
+                **query.model_dump(),
+                "name": name,
+                "name_derived": query.name is None,
+            }
+        )
+    clashes = {n: idx for n, idx in names.items() if len(idx) > 1}
+    if clashes:
+        described = "; ".join(
+            f"queries {', '.join(map(str, idx))} are all named '{n}'" for n, idx in clashes.items()
+        )
+        raise Unprocessable(
+            f"Query names must be unique within a version: {described}. "
+            "Give each query an explicit, unique 'name' (names derived from the input clash "
+            "when two queries read the same sources).",
+            errors=[
+                {"field": f"queries.{i}.name", "message": f"duplicate query name '{n}'"}
+                for n, idx in clashes.items()
+                for i in idx
+            ],
+        )
+    _check_chain(out)
+    # A source name identifies one input of the job (startpoints address it), so the same
+    # name must not mean two different inputs.
+    seen: dict[str, tuple[str, dict[str, Any]]] = {}
+    for q in out:
+        for s in q["sources"]:
+            prior = seen.setdefault(s["name"], (s["kind"], s["options"]))
+            if prior != (s["kind"], s["options"]):
+                raise Unprocessable(
+                    f"Source '{s['name']}' is declared twice with different kind or options; "
+                    "one name must mean one input."
+                )
+    return out
+
+
+def _check_chain(queries: list[dict[str, Any]]) -> None:
+    names = {q["name"] for q in queries}
+    for index, q in enumerate(queries):
+        unknown = [u for u in q.get("upstream") or [] if u not in names or u == q["name"]]
+        if unknown:
+            raise Unprocessable(
+                f"Query '{q['name']}': upstream {', '.join(unknown)} is not another query of "
+                f"this version (queries: {', '.join(sorted(names))}).",
+                errors=[{"field": f"queries.{index}.upstream", "message": "unknown query"}],
+            )
+    try:
+        drain_stages(queries)
+    except ValueError as exc:
+        raise Unprocessable(
+            f"Queries cannot be upstream of each other in a loop: {exc}.",
+            errors=[{"field": "queries", "message": str(exc)}],
+        ) from None
+
+
+def _normalise_conf(conf: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in conf.items():
+        if key in RESERVED_CONF_KEYS or key.startswith(RESERVED_CONF_PREFIXES):
+            raise Unprocessable(
+                f"conf '{key}' is set by tidegate on every submission and cannot be overridden.",
+                errors=[{"field": f"conf.{key}", "message": "reserved key"}],
+            )
+        if not key or len(key) > 256:
+            raise Unprocessable("conf keys must be 1 to 256 characters.")
+        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def create_version(
+    session: Session, job_name: str, body: VersionCreate, actor: Principal, settings: Settings
+) -> JobVersion:
+    job = get_job(session, job_name, lock=True)  # serialises version numbering per job
+    cluster = session.scalar(select(Cluster).where(Cluster.name == body.cluster))
+    if cluster is None:
+        raise Unprocessable(
+            f"No cluster named '{body.cluster}'. Register it with POST /api/v1/clusters "
+            "or list them with GET /api/v1/clusters.",
+            errors=[{"field": "cluster", "message": "unknown cluster"}],
+        )
+    file = body.app.file
+    if "://" not in file and not file.startswith(("/", "file:", "local:")):
+        raise Unprocessable(
+            f"app.file '{file}' must be an absolute path or a URL: Spark drivers run in "
+            "their own working directory.",
+            errors=[{"field": "app.file", "message": "not absolute"}],
+        )
+    queries = _normalise_queries(body.queries, settings)
+    number = (latest_version_number(session, job) or 0) + 1
+    version = JobVersion(
+        job_id=job.id,
+        number=number,
+        cluster_id=cluster.id,
+        app=body.app.model_dump(),
+        conf=_normalise_conf(body.conf),
+        queries=queries,
+        description=body.description,
+        created_by=actor.name,
+    )
+    session.add(version)
+    session.flush()
+    audit.record(
+        session, actor, "version.create", job=job.name, target=f"version {number}", status_code=201
+    )
+    return version
+
+
+def get_version(session: Session, job_name: str, number: int) -> JobVersion:
+    job = get_job(session, job_name)
+    version = session.scalar(
+        select(JobVersion).where(JobVersion.job_id == job.id, JobVersion.number == number)
+    )
+    if version is None:
+        raise NotFound(
+            f"Job '{job_name}' has no version {number}. "
+            f"List them with GET /api/v1/jobs/{job_name}/versions."
+        )
+    return version
+
+
+def list_versions(
+    session: Session, job_name: str, *, limit: int, cursor: str | None
+) -> tuple[list[JobVersion], str | None]:
+    job = get_job(session, job_name)
+    stmt = (
+        select(JobVersion)
+        .where(JobVersion.job_id == job.id)
+        .order_by(JobVersion.number.desc())
+        .limit(limit + 1)
+    )
+    after = decode_cursor(cursor)
+    if isinstance(after, int):
+        stmt = stmt.where(JobVersion.number < after)
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1].number) if more else None
+
+
+def version_response(version: JobVersion) -> VersionResponse:
+    queries = [
+        QueryResponse.model_validate(
+            {
+                **q,
+                "trigger_ms": parse_trigger(q["trigger"]) if q.get("trigger") else None,
+                "stateful": bool(q.get("stateful_operators")),
+            }
+        )
+        for q in version.queries
+    ]
+    return VersionResponse(
+        job=version.job.name,
+        number=version.number,
+        cluster=version.cluster.name,
+        app=version.app,  # type: ignore[arg-type]
+        conf=version.conf,
+        queries=queries,
+        description=version.description,
+        created_by=version.created_by,
+        created_at=version.created_at,
+    )

@@ -1,0 +1,148 @@
+"""Pure ASGI middleware: request ids, access logs, metrics, body limits, failure audit."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+import anyio
+import structlog
+from prometheus_client import Counter, Histogram
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.audit.service import MUTATING, record_failure
+from app.errors import problem
+from app.request_context import set_request_id
+
+log = logging.getLogger("tidegate.access")
+
+HTTP_REQUESTS = Counter(
+    "tidegate_http_requests_total",
+    "HTTP requests by operation and status",
+    ["method", "operation", "status"],
+)
+HTTP_LATENCY = Histogram(
+    "tidegate_http_request_duration_seconds",
+    "HTTP request latency by operation",
+    ["method", "operation"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+
+def _operation(scope: Scope) -> str:
+    # The route's name (e.g. "job.get"): bounded cardinality, stable across path changes.
+    route = scope.get("route")
+    return getattr(route, "name", None) or "unmatched"
+
+
+class RequestMiddleware:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        incoming = headers.get("x-request-id", "")
+        request_id = (
+            incoming if 0 < len(incoming) <= 64 and incoming.isprintable() else uuid.uuid4().hex
+        )
+        set_request_id(request_id)
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        start = time.perf_counter()
+        status_holder: dict[str, Any] = {"status": 500}
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_holder["status"] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        declared = headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+            response = problem(
+                413,
+                "Payload too large",
+                f"The request body exceeds {self.max_body_bytes} bytes; send less per call.",
+            )
+            await response(scope, receive, send_wrapper)
+        else:
+            received = 0
+
+            async def limited_receive() -> Message:
+                nonlocal received
+                message = await receive()
+                if message["type"] == "http.request":
+                    received += len(message.get("body", b""))
+                    if received > self.max_body_bytes:
+                        raise _BodyTooLarge(self.max_body_bytes)
+                return message
+
+            try:
+                await self.app(scope, limited_receive, send_wrapper)
+            except _BodyTooLarge:
+                response = problem(
+                    413,
+                    "Payload too large",
+                    f"The request body exceeds {self.max_body_bytes} bytes; send less per call.",
+                )
+                await response(scope, receive, send_wrapper)
+
+        status = status_holder["status"]
+        operation = _operation(scope)
+        elapsed = time.perf_counter() - start
+        HTTP_REQUESTS.labels(scope["method"], operation, str(status)).inc()
+        HTTP_LATENCY.labels(scope["method"], operation).observe(elapsed)
+        log.info(
+            "%s %s %s %.1fms",
+            scope["method"],
+            scope["path"],
+            status,
+            elapsed * 1000,
+            extra={"status": status},
+        )
+        if status >= 400 and scope["method"] in MUTATING and scope["path"].startswith("/api/"):
+            await self._audit_failure(scope, status)
+        structlog.contextvars.unbind_contextvars("request_id")
+
+    async def _audit_failure(self, scope: Scope, status: int) -> None:
+        state = scope.get("state") or {}
+        principal = state.get("principal")
+        route = scope.get("route")
+        action = getattr(route, "name", None) or f"{scope['method']} {scope['path']}"[:64]
+        # A route may name the job itself when it is not in the path (POST /jobs).
+        job = state.get("audit_job") or (scope.get("path_params") or {}).get("job")
+        app = scope["app"]
+        await anyio.to_thread.run_sync(
+            lambda: record_failure(
+                app.state.sessionmaker,
+                actor=principal.name if principal else "anonymous",
+                action=action,
+                job=job if isinstance(job, str) and len(job) <= 128 else None,
+                status_code=status,
+                title=_title(status),
+            )
+        )
+
+
+def _title(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "error"
+
+
+class _BodyTooLarge(HTTPException):
+    """An HTTPException, so FastAPI's body parsing lets it through as a 413 (any other
+    exception there becomes "400 error parsing the body")."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"The request body exceeds {limit} bytes; send less per call.")

@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from app.resume_points.schemas import ResumePoint
+from app.schemas import Body, Name, Response
+from app.snapshots.schemas import SnapshotName
+
+OperationKind = Literal["submit", "stop", "cancel", "restart", "drain", "snapshot", "update"]
+OperationState = Literal["pending", "running", "succeeded", "failed"]
+
+
+class SubmitBody(Body):
+    version: int = Field(ge=1, le=2_147_483_647, description="The version number to run.")
+    snapshot: SnapshotName | None = Field(
+        None, description="Start from this snapshot: queries resume their state by name."
+    )
+    snapshot_job: Name | None = Field(
+        None, description="The job the snapshot belongs to; default this job."
+    )
+    resume_point: ResumePoint | None = None
+
+    @model_validator(mode="after")
+    def _one_start(self) -> SubmitBody:
+        if self.snapshot is not None and self.resume_point is not None:
+            raise ValueError("give 'snapshot' or 'resume_point', not both")
+        if self.snapshot_job is not None and self.snapshot is None:
+            raise ValueError("'snapshot_job' goes with 'snapshot'")
+        return self
+
+
+class StopBody(Body):
+    timeout_seconds: int = Field(
+        120,
+        ge=1,
+        le=86_400,
+        description="How long to wait for a graceful stop before killing the driver.",
+    )
+
+
+class Step(Response):
+    name: str
+    at: datetime
+    detail: dict[str, Any] | None = None
+
+
+class OperationResponse(Response):
+    id: int
+    job: str
+    kind: OperationKind
+    state: OperationState
+    params: dict[str, Any]
+    run_id: int | None
+    steps: list[Step] = Field(description="Steps done so far, in order.")
+    error: str | None
+    result: dict[str, Any] | None
+    idempotency_key: str | None
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class DrainBody(Body):
+    timeout_seconds: int = Field(
+        1800,
+        ge=10,
+        le=7 * 86_400,
+        description="A drain still running after this fails, and the job is stopped cleanly "
+        "at a batch boundary (nothing lost; it resumes from its checkpoint).",
+    )
+
+
+class SnapshotBody(Body):
+    name: SnapshotName = Field(description="Unique within the job.", examples=["before-v2"])
+    stop: bool = Field(
+        False,
+        description="Stop every query at a batch boundary first and end the run (hz-cli "
+        "save-snapshot); false exports the committed state while the job keeps running.",
+    )
+    timeout_seconds: int = Field(
+        120, ge=1, le=86_400, description="With stop: how long to wait for a graceful stop."
+    )
+
+
+class UpdateBody(Body):
+    version: int = Field(ge=1, le=2_147_483_647, description="The version to run next.")
+    strategy: Literal["snapshot", "drain", "stateless"] = Field(
+        "snapshot",
+        description="snapshot: save a snapshot (stop), start the new version from it, roll "
+        "back to the old version from the same snapshot if the new one fails to start. "
+        "drain: for an incompatible change (state or intermediate schema): drain the old run "
+        "(all input up to fixed end offsets, every window flushed), then start the new version "
+        "on fresh checkpoints exactly at the drained offsets; nothing lost, nothing twice. "
+        "stateless: for a running version without state: stop it at a batch boundary, start "
+        "the new version on fresh checkpoints exactly where it stopped (refused with 422 when "
+        "the running version declares stateful operators).",
+    )
+    snapshot_name: SnapshotName | None = Field(
+        None,
+        description="Name of the snapshot the update saves; default update-v<old>-v<new>-<time>.",
+    )
+    timeout_seconds: int | None = Field(
+        None,
+        ge=1,
+        le=7 * 86_400,
+        description="snapshot, stateless: how long to wait for the old run's graceful stop "
+        "(default 120). "
+        "drain: how long the drain may take (default 1800); a drain still running then is "
+        "stopped at a batch boundary and the old version started again from its checkpoint.",
+    )
+    verify_seconds: int = Field(
+        20,
+        ge=0,
+        le=3_600,
+        description="After the new run starts, how long it must keep running (or commit a batch "
+        "for every resumed query) before the update counts as done; a failure in that time "
+        "rolls back.",
+    )

@@ -1,0 +1,103 @@
+"""The runtime channel: what the in-job runtime reads (directives) and writes (progress)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.errors import Conflict
+from app.runs import states
+from app.runs.models import QueryProgress, Run
+from app.runs.schemas import Directives, DrainReport, ProgressReport
+from app.runs.service import get_run
+from app.startpoints import service as startpoints
+
+HISTORY_PER_QUERY = 100
+
+
+def directives(session: Session, run_id: int, attempt: int | None) -> Directives:
+    run = get_run(session, run_id)
+    run.runtime_seen_at = utcnow()
+    # An older attempt still alive (being fenced) must stop, whatever the run's state.
+    superseded = attempt is not None and attempt != run.attempt
+    stop = superseded or run.state in (states.STOPPING, *states.TERMINAL)
+    return Directives(
+        run_id=run.id,
+        attempt=run.attempt,
+        state=run.state,
+        stop=stop,
+        reason=f"superseded by attempt {run.attempt}" if superseded else run.stop_reason,
+        drain=(
+            {"end_offsets": (run.drain or {}).get("end_offsets")}
+            if run.state == states.DRAINING and not superseded
+            else None
+        ),
+        # Startpoints apply when a query starts; a stopping run gets none.
+        startpoints=[] if stop else startpoints.for_directives(session, run),
+        sources={
+            s["name"]: {"kind": s["kind"], "options": s["options"]}
+            for q in run.version.queries
+            for s in q["sources"]
+        },
+    )
+
+
+def record_progress(session: Session, run_id: int, report: ProgressReport) -> Run:
+    run = get_run(session, run_id)
+    if run.state in states.TERMINAL:
+        raise Conflict(f"Run {run_id} has ended ({run.state}); progress is no longer accepted.")
+    declared = {q["name"] for q in run.version.queries}
+    if report.query not in declared:
+        raise Conflict(
+            f"Query '{report.query}' is not declared by version {run.version.number}; "
+            f"declared: {', '.join(sorted(declared))}."
+        )
+    payload: dict[str, Any] = report.model_dump(mode="json")
+    run.progress = {**(run.progress or {}), report.query: payload}
+    session.add(
+        QueryProgress(run_id=run.id, query=report.query, batch_id=report.batch_id, payload=payload)
+    )
+    session.flush()
+    startpoints.on_batch_committed(session, run, report.query, report.batch_id)
+    keep = (
+        select(QueryProgress.id)
+        .where(QueryProgress.run_id == run.id, QueryProgress.query == report.query)
+        .order_by(QueryProgress.id.desc())
+        .limit(HISTORY_PER_QUERY)
+    )
+    session.execute(
+        delete(QueryProgress).where(
+            QueryProgress.run_id == run.id,
+            QueryProgress.query == report.query,
+            QueryProgress.id.not_in(keep.scalar_subquery()),
+        )
+    )
+    return run
+
+
+def progress_history(
+    session: Session, run_id: int, query: str | None, limit: int
+) -> list[QueryProgress]:
+    get_run(session, run_id)
+    stmt = select(QueryProgress).where(QueryProgress.run_id == run_id)
+    if query is not None:
+        stmt = stmt.where(QueryProgress.query == query)
+    return list(session.scalars(stmt.order_by(QueryProgress.id.desc()).limit(limit)))
+
+
+def record_drain(session: Session, run_id: int, report: DrainReport) -> Run:
+    """The runtime fixed end offsets for some sources (a chain fixes its downstream sources
+    once the upstream queries are done; the first value per source wins, so a restarted
+    driver drains to the same place), or finished draining."""
+    run = get_run(session, run_id)
+    if run.state != states.DRAINING and not report.drained:
+        raise Conflict(f"Run {run_id} is {run.state}, not draining.")
+    drain = dict(run.drain or {})
+    drain["end_offsets"] = {**report.end_offsets, **(drain.get("end_offsets") or {})}
+    if report.drained:
+        drain["drained_at"] = utcnow().isoformat()
+    run.drain = drain
+    return run

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.clusters.models import JSONType
+from app.db import Base, UTCDateTime, utcnow
+from app.jobs.models import Job, JobVersion
+
+
+class Run(Base):
+    """One submission of a version. Restarts are new *attempts* of the same run: they reuse
+    its checkpoint (``${checkpoint_root}/${job}/${run}/${query}``)."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_job_id_id", "job_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    version_id: Mapped[int] = mapped_column(ForeignKey("job_versions.id", ondelete="CASCADE"))
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    # What ended it (stop, cancel, drain, failure, lost) — for people and for transitions.
+    stop_reason: Mapped[str | None] = mapped_column(String(32))
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    # Failures since the run last stayed healthy for the policy's stable period (PSTL's n).
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    backend_id: Mapped[str | None] = mapped_column(String(128))
+    # The previous attempt's backend id, kept until it is known to be gone (fencing).
+    previous_backend_id: Mapped[str | None] = mapped_column(String(128))
+    observed_state: Mapped[str | None] = mapped_column(String(16))
+    observed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    unknown_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    next_restart_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    running_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    progress: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # When the in-job runtime last asked for directives: a run with a runtime is stopped
+    # gracefully (at a batch boundary); one without can only be killed.
+    runtime_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A drain: when requested, the end offsets fixed then ({source: {partition: offset}}),
+    # and when it completed. The next version can start exactly there.
+    drain: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    job: Mapped[Job] = relationship(lazy="joined")
+    version: Mapped[JobVersion] = relationship(lazy="joined")
+
+    @property
+    def tag(self) -> str:
+        """The Spark app name / Livy batch name of the current attempt: finds it again."""
+        return f"tidegate-run-{self.id}-a{self.attempt}"
+
+
+class RunTransition(Base):
+    """Every state change of a run, for people reading what happened."""
+
+    __tablename__ = "run_transitions"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    from_state: Mapped[str | None] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+
+
+class QueryProgress(Base):
+    """A bounded history of each query's progress (the latest is also on the run)."""
+
+    __tablename__ = "query_progress"
+    __table_args__ = (Index("ix_query_progress_run_id_query_id", "run_id", "query", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    query: Mapped[str] = mapped_column(String(128))
+    batch_id: Mapped[int] = mapped_column(BigInteger)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)

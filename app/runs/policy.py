@@ -1,0 +1,42 @@
+"""PSTL's supervised restart: delay(n) = min(max, min·2^n)·(1 + U[0,1)·random_factor)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from app.durations import parse_duration
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    enabled: bool = True
+    min_backoff: timedelta = timedelta(seconds=1)
+    max_backoff: timedelta = timedelta(hours=1)
+    random_factor: float = 0.0
+    max_attempts: int | None = None
+    stable_period: timedelta = timedelta(minutes=1)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RestartPolicy:
+        return cls(
+            enabled=data.get("enabled", True),
+            min_backoff=parse_duration(data.get("min_backoff", "1s")),
+            max_backoff=parse_duration(data.get("max_backoff", "1h")),
+            random_factor=float(data.get("random_factor", 0.0)),
+            max_attempts=data.get("max_attempts"),
+            stable_period=parse_duration(data.get("stable_period", "1m")),
+        )
+
+    def delay(self, failures: int, rng: random.Random | None = None) -> timedelta:
+        """``failures`` is n: failures since the run last stayed healthy (0 for the first)."""
+        exponent = min(max(failures, 0), 64)  # 2^64 seconds dwarfs any max_backoff
+        base = min(self.max_backoff.total_seconds(), self.min_backoff.total_seconds() * 2**exponent)
+        jitter = (rng or random).random() * self.random_factor
+        return timedelta(seconds=base * (1 + jitter))
+
+    def may_restart(self, failures: int) -> bool:
+        """After its ``failures``-th failure in a row, may the run be restarted again?"""
+        return self.enabled and (self.max_attempts is None or failures <= self.max_attempts)

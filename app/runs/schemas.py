@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from app.schemas import Body, JsonValue, Response
+
+
+class TransitionResponse(Response):
+    at: datetime
+    from_state: str | None
+    to_state: str
+    reason: str | None
+
+
+class RunResponse(Response):
+    id: int
+    job: str
+    version: int
+    cluster: str
+    state: str
+    stop_reason: str | None
+    attempt: int = Field(description="Restarts of this run so far (0 for the first submission).")
+    failures: int = Field(description="Failures since the run last stayed healthy (PSTL's n).")
+    backend_id: str | None
+    tag: str = Field(description="The Spark app name / Livy batch name of the current attempt.")
+    observed_state: str | None
+    observed_at: datetime | None
+    last_error: str | None
+    next_restart_at: datetime | None
+    running_since: datetime | None
+    progress: dict[str, Any] = Field(description="Latest progress per query.")
+    drain: dict[str, Any] | None = Field(
+        None, description="Drain: requested_at, end_offsets per source and partition, drained_at."
+    )
+    created_by: str
+    created_at: datetime
+    ended_at: datetime | None
+    transitions: list[TransitionResponse] | None = Field(
+        None, description="Recent state changes, newest first (single-run reads only)."
+    )
+
+
+class SourceProgress(Body):
+    description: str | None = Field(None, max_length=2000)
+    start_offset: JsonValue = None
+    end_offset: JsonValue = None
+    latest_offset: JsonValue = None
+    num_input_rows: int | None = None
+
+
+class StateOperatorProgress(Body):
+    operator_name: str | None = Field(None, max_length=256)
+    num_rows_total: int | None = None
+    memory_used_bytes: int | None = None
+
+
+class ProgressReport(Body):
+    """One StreamingQueryListener progress event, as the runtime posts it."""
+
+    query: str = Field(max_length=128)
+    batch_id: int = Field(ge=0)
+    timestamp: str | None = Field(None, max_length=64)
+    num_input_rows: int | None = None
+    watermark: str | None = Field(None, max_length=64)
+    sources: list[SourceProgress] = Field(default_factory=list, max_length=100)
+    state_operators: list[StateOperatorProgress] = Field(default_factory=list, max_length=100)
+    durations_ms: dict[str, int] = Field(default_factory=dict, max_length=50)
+
+
+class ProgressResponse(Response):
+    query: str
+    batch_id: int
+    at: datetime
+    payload: dict[str, Any]
+
+
+class Directives(Response):
+    run_id: int
+    attempt: int = Field(description="The attempt the control plane considers current.")
+    state: str
+    stop: bool = Field(description="Stop every query at a batch boundary, then exit.")
+    reason: str | None = None
+    drain: dict[str, Any] | None = Field(None, description="Drain request (end offsets).")
+    startpoints: list[dict[str, Any]] = Field(
+        default_factory=list, description="Startpoints to apply before queries start."
+    )
+    sources: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="The version's sources: kind and options, by name."
+    )
+
+
+class DrainReport(Body):
+    end_offsets: dict[str, dict[str, Any]] = Field(
+        description="Per source, the offsets the drain processes up to, in the source's own "
+        'format (eventlog: {"0": 120, "1": 95}; file: {"logOffset": 7}). Sources fixed in an '
+        "earlier report keep their first value."
+    )
+    drained: bool = False

@@ -1,0 +1,104 @@
+"""Runs: the one transition function, and what the API shows of a run."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.errors import Conflict, NotFound
+from app.jobs.models import Job
+from app.jobs.service import get_job
+from app.pagination import decode_cursor, encode_cursor
+from app.runs import states
+from app.runs.models import Run, RunTransition
+
+log = logging.getLogger(__name__)
+
+
+class IllegalTransition(Conflict):
+    pass
+
+
+def lock_run(session: Session, run_id: int, *, skip_locked: bool = False) -> Run | None:
+    stmt = select(Run).where(Run.id == run_id).with_for_update(skip_locked=skip_locked, of=Run)
+    return session.scalar(stmt.execution_options(populate_existing=True))
+
+
+def transition(
+    session: Session, run: Run, to: str, *, reason: str | None = None, **fields: Any
+) -> Run:
+    """The only way a run's state changes: locks the row, refuses illegal moves, records the
+    change, and keeps the job's state in step. Moving to the state it is already in is a
+    no-op, so a retried step is harmless."""
+    locked = lock_run(session, run.id)
+    assert locked is not None
+    if locked.state == to:
+        for key, value in fields.items():
+            setattr(locked, key, value)
+        return locked
+    if to not in states.ALLOWED[locked.state]:
+        raise IllegalTransition(f"Run {locked.id} is {locked.state}; it cannot become {to}.")
+    session.add(
+        RunTransition(run_id=locked.id, from_state=locked.state, to_state=to, reason=reason)
+    )
+    log.info("run %s: %s -> %s (%s)", locked.id, locked.state, to, reason or "")
+    locked.state = to
+    for key, value in fields.items():
+        setattr(locked, key, value)
+    if to in states.TERMINAL:
+        locked.ended_at = utcnow()
+        locked.next_restart_at = None
+    elif to == states.SUBMITTING:
+        locked.ended_at = None
+    job = session.get(Job, locked.job_id, with_for_update=True, populate_existing=True)
+    if job is not None and job.current_run_id == locked.id:
+        job.state = to
+    session.flush()
+    return locked
+
+
+def active_run(session: Session, job: Job) -> Run | None:
+    if job.current_run_id is None:
+        return None
+    run = session.get(Run, job.current_run_id)
+    return run if run is not None and run.state in states.ACTIVE else None
+
+
+def current_run(session: Session, job: Job) -> Run | None:
+    return session.get(Run, job.current_run_id) if job.current_run_id else None
+
+
+def get_run(session: Session, run_id: int) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"No run with id {run_id}.")
+    return run
+
+
+def list_runs(
+    session: Session, job_name: str, *, limit: int, cursor: str | None
+) -> tuple[list[Run], str | None]:
+    job = get_job(session, job_name)
+    stmt = select(Run).where(Run.job_id == job.id).order_by(Run.id.desc()).limit(limit + 1)
+    after = decode_cursor(cursor)
+    if isinstance(after, int):
+        stmt = stmt.where(Run.id < after)
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1].id) if more else None
+
+
+def transitions(session: Session, run_id: int, limit: int = 50) -> list[RunTransition]:
+    return list(
+        session.scalars(
+            select(RunTransition)
+            .where(RunTransition.run_id == run_id)
+            .order_by(RunTransition.id.desc())
+            .limit(limit)
+        )
+    )

@@ -1,0 +1,33 @@
+"""The run state machine: which changes are legal. Only ``runs.service.transition`` applies them."""
+
+from __future__ import annotations
+
+SUBMITTING = "submitting"
+RUNNING = "running"
+STOPPING = "stopping"
+DRAINING = "draining"
+RESTARTING = "restarting"
+STOPPED = "stopped"
+CANCELLED = "cancelled"
+DRAINED = "drained"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+
+ACTIVE = frozenset({SUBMITTING, RUNNING, STOPPING, DRAINING, RESTARTING})
+TERMINAL = frozenset({STOPPED, CANCELLED, DRAINED, SUCCEEDED, FAILED})
+# States in which a Spark application of this run may exist and must be watched.
+ON_BACKEND = frozenset({SUBMITTING, RUNNING, STOPPING, DRAINING})
+
+ALLOWED: dict[str, frozenset[str]] = {
+    SUBMITTING: frozenset({RUNNING, RESTARTING, FAILED, STOPPING, SUCCEEDED}),
+    RUNNING: frozenset({STOPPING, DRAINING, RESTARTING, FAILED, SUCCEEDED}),
+    STOPPING: frozenset({STOPPED, CANCELLED, FAILED}),
+    DRAINING: frozenset({DRAINED, STOPPING, FAILED, STOPPED}),
+    RESTARTING: frozenset({SUBMITTING, STOPPED, CANCELLED, FAILED}),
+    # A person may restart a run that ended: from its own checkpoint, as a new attempt.
+    STOPPED: frozenset({SUBMITTING}),
+    CANCELLED: frozenset({SUBMITTING}),
+    DRAINED: frozenset(),
+    SUCCEEDED: frozenset({SUBMITTING}),
+    FAILED: frozenset({SUBMITTING}),
+}

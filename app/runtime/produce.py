@@ -1,0 +1,64 @@
+"""Event generator: writes keyed, numbered events into an event-log stream at a given rate.
+
+Record ``i`` of a run has key ``keys[i % len(keys)]`` and value ``str(i % 100)``, so the
+example pipelines have something to count and sum; ground truth is computed from the log,
+not from these rules.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+
+from app.runtime.eventlog import EventLog, Producer
+
+DEFAULT_KEYS = tuple(f"k{i}" for i in range(10))
+# Shortest pause between two appends when rate-limited: batches appends at high rates.
+_MIN_TICK_S = 0.02
+
+
+def produce(
+    root: str | os.PathLike[str],
+    stream: str,
+    partitions: int,
+    rate: float,
+    count: int | None,
+    start_ts_ms: int | None = None,
+    ts_step_ms: int = 100,
+    keys: Sequence[str] = DEFAULT_KEYS,
+) -> dict[int, int]:
+    """Append ``count`` records (None: until interrupted) at ``rate`` records/s (0: at once).
+
+    The stream is created with ``partitions`` partitions if missing, grown if it has fewer.
+    Event time of record ``i`` is ``start_ts_ms + i * ts_step_ms``; without ``start_ts_ms``
+    it is the wall clock when the record is produced. Returns the latest offsets.
+    """
+    if not keys:
+        raise ValueError("keys must not be empty")
+    if rate < 0 or (count is None and rate == 0):
+        raise ValueError("rate must be >= 0, and > 0 when count is unbounded")
+    log = EventLog(root)
+    target = log.create_stream(stream, partitions, exist_ok=True)
+    producer = Producer(target)
+    started = time.monotonic()
+    sent = 0
+    try:
+        while count is None or sent < count:
+            if rate > 0:
+                due = int((time.monotonic() - started) * rate) + 1
+            else:
+                due = sent + producer.batch_records
+            if count is not None:
+                due = min(due, count)
+            for i in range(sent, due):
+                ts = None if start_ts_ms is None else start_ts_ms + i * ts_step_ms
+                producer.send(keys[i % len(keys)], str(i % 100), ts)
+            producer.flush()
+            sent = max(sent, due)
+            if rate > 0 and (count is None or sent < count):
+                next_due = started + sent / rate
+                time.sleep(max(next_due - time.monotonic(), _MIN_TICK_S))
+    finally:
+        producer.flush()
+    return target.latest_offsets()

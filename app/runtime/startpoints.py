@@ -1,0 +1,299 @@
+"""Startpoints on the Spark side: resolve them to concrete offsets per source format and
+apply them to a checkpoint (or hand them to a fresh query as its starting offsets).
+
+Shared by the control plane (validation, preview) and the in-job runtime, so it imports only
+the standard library and the runtime's own modules.
+
+Formats:
+* ``eventlog`` — ``{"0": 123, "1": 45}``; every type, resolved from the log itself.
+* ``kafka`` — Spark's ``{"topic": {"0": 123}}``; timestamps resolve through a
+  :class:`KafkaResolver` (a consumer's ``offsets_for_times``), which the job provides.
+* ``file`` — Spark's file source ``{"logOffset": N}``; OLDEST and OFFSET only.
+Anything else is refused with an error that names the source kind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from app.runtime import checkpoint as cp
+from app.runtime.eventlog import EventLog, format_offsets, parse_offsets
+
+TYPES = ("OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP")
+
+
+class StartpointError(ValueError):
+    """A startpoint cannot be resolved or applied; the message says why, for a person."""
+
+
+@dataclass(frozen=True)
+class Startpoint:
+    id: int
+    source: str
+    partition: int | None  # None: every partition of the source (fan-out)
+    type: str
+    value: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Startpoint:
+        return cls(
+            int(data["id"]),
+            str(data["source"]),
+            data.get("partition"),
+            str(data["type"]),
+            data.get("value"),
+        )
+
+
+class KafkaResolver(Protocol):
+    """What a Kafka consumer knows: the contract tidegate needs to resolve startpoints."""
+
+    def partitions(self, topic: str) -> list[int]: ...
+    def earliest(self, topic: str) -> dict[int, int]: ...
+    def latest(self, topic: str) -> dict[int, int]: ...
+    def offsets_for_times(self, topic: str, ts_ms: int) -> dict[int, int]: ...
+
+
+class SourcePositions(Protocol):
+    """Where a source's partitions start and end, and where a timestamp falls."""
+
+    def partitions(self) -> list[int]: ...
+    def earliest(self) -> dict[int, int]: ...
+    def latest(self) -> dict[int, int]: ...
+    def at_timestamp(self, partition: int, ts_ms: int) -> int: ...
+
+
+class EventLogPositions:
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        root, stream = options.get("root") or options.get("path"), options.get("stream")
+        if not root or not stream:
+            raise StartpointError("an eventlog source needs options 'root' and 'stream'")
+        self.stream = EventLog(str(root)).stream(str(stream))
+
+    def partitions(self) -> list[int]:
+        return list(range(self.stream.partitions))
+
+    def earliest(self) -> dict[int, int]:
+        return self.stream.earliest_offsets()
+
+    def latest(self) -> dict[int, int]:
+        return self.stream.latest_offsets()
+
+    def at_timestamp(self, partition: int, ts_ms: int) -> int:
+        return self.stream.resolve_timestamp(partition, ts_ms)
+
+
+class KafkaPositions:
+    def __init__(self, options: Mapping[str, Any], resolver: KafkaResolver | None) -> None:
+        self.topic = str(options.get("subscribe") or options.get("topic") or "")
+        if not self.topic or "," in self.topic:
+            raise StartpointError("a kafka source needs exactly one topic ('subscribe' option)")
+        if resolver is None:
+            raise StartpointError(
+                "kafka startpoints need a KafkaResolver (a consumer) to look offsets up"
+            )
+        self.resolver = resolver
+
+    def partitions(self) -> list[int]:
+        return sorted(self.resolver.partitions(self.topic))
+
+    def earliest(self) -> dict[int, int]:
+        return self.resolver.earliest(self.topic)
+
+    def latest(self) -> dict[int, int]:
+        return self.resolver.latest(self.topic)
+
+    def at_timestamp(self, partition: int, ts_ms: int) -> int:
+        return self.resolver.offsets_for_times(self.topic, ts_ms)[partition]
+
+
+# ---- offset line formats -----------------------------------------------------------------
+
+
+def parse_line(kind: str, line: str | None, options: Mapping[str, Any]) -> dict[int, int]:
+    if line is None or line == "-":
+        return {}
+    data = json.loads(line)
+    if kind == "eventlog":
+        return parse_offsets(data)
+    if kind == "kafka":
+        topic = str(options.get("subscribe") or options.get("topic"))
+        return {int(p): int(o) for p, o in (data.get(topic) or {}).items()}
+    if kind == "file":
+        return {0: int(data["logOffset"])}
+    raise unsupported(kind)
+
+
+def format_line(kind: str, offsets: Mapping[int, int], options: Mapping[str, Any]) -> str:
+    if kind == "eventlog":
+        return format_offsets(dict(offsets))
+    if kind == "kafka":
+        topic = str(options.get("subscribe") or options.get("topic"))
+        return json.dumps({topic: {str(p): o for p, o in sorted(offsets.items())}})
+    if kind == "file":
+        return json.dumps({"logOffset": offsets[0]})
+    raise unsupported(kind)
+
+
+def unsupported(kind: str) -> StartpointError:
+    return StartpointError(
+        f"startpoints are not supported for sources of kind '{kind}' "
+        "(supported: eventlog, kafka, file)"
+    )
+
+
+def positions_for(
+    kind: str, options: Mapping[str, Any], kafka: KafkaResolver | None = None
+) -> SourcePositions:
+    if kind == "eventlog":
+        return EventLogPositions(options)
+    if kind == "kafka":
+        return KafkaPositions(options, kafka)
+    raise unsupported(kind)
+
+
+def resolve(
+    kind: str,
+    options: Mapping[str, Any],
+    startpoints: list[Startpoint],
+    current: Mapping[int, int] | None = None,
+    kafka: KafkaResolver | None = None,
+) -> dict[int, int]:
+    """The offsets the source starts from: every partition, with startpoints applied (a
+    partition-level startpoint beats a source-level one) over ``current``."""
+    if kind == "file":
+        return _resolve_file(startpoints, current)
+    pos = positions_for(kind, options, kafka)
+    partitions = pos.partitions()
+    by_partition = {sp.partition: sp for sp in startpoints if sp.partition is not None}
+    fan_out = next((sp for sp in startpoints if sp.partition is None), None)
+    for p in by_partition:
+        if p not in partitions:
+            raise StartpointError(
+                f"partition {p} does not exist (the source has partitions 0..{len(partitions) - 1})"
+            )
+    earliest: dict[int, int] | None = None
+    latest: dict[int, int] | None = None
+    result = dict(current or {})
+    for p in partitions:
+        sp = by_partition.get(p, fan_out)
+        if sp is None:
+            if p not in result:
+                earliest = earliest if earliest is not None else pos.earliest()
+                result[p] = earliest[p]
+            continue
+        if sp.type == "OLDEST":
+            earliest = earliest if earliest is not None else pos.earliest()
+            result[p] = earliest[p]
+        elif sp.type == "UPCOMING":
+            latest = latest if latest is not None else pos.latest()
+            result[p] = latest[p]
+        elif sp.type == "OFFSET":
+            assert sp.value is not None
+            latest = latest if latest is not None else pos.latest()
+            if sp.value > latest[p]:
+                raise StartpointError(
+                    f"offset {sp.value} is beyond partition {p}'s end ({latest[p]})"
+                )
+            result[p] = sp.value
+        elif sp.type == "TIMESTAMP":
+            assert sp.value is not None
+            result[p] = pos.at_timestamp(p, sp.value)
+        else:
+            raise StartpointError(f"unknown startpoint type {sp.type}")
+    return result
+
+
+def _resolve_file(
+    startpoints: list[Startpoint], current: Mapping[int, int] | None
+) -> dict[int, int]:
+    if len(startpoints) != 1 or startpoints[0].partition not in (None, 0):
+        raise StartpointError("a file source has one position: set one source-level startpoint")
+    sp = startpoints[0]
+    if sp.type == "OLDEST":
+        return {0: -1}
+    if sp.type == "OFFSET" and sp.value is not None:
+        return {0: sp.value}
+    raise StartpointError(
+        f"a file source cannot resolve {sp.type}: its log has no record times or end; use "
+        "OLDEST or OFFSET (the file log index)"
+    )
+
+
+# ---- applying to a checkpoint ------------------------------------------------------------
+
+
+@dataclass
+class Application:
+    query: str
+    source: str
+    startpoint_ids: list[int]
+    checkpoint: str
+    batch_id: int | None  # None: the query had no committed batch; offsets given at start
+    before: dict[str, int] | None
+    after: dict[str, int]
+    original_file: str | None
+
+
+def apply_to_checkpoint(
+    checkpoint: str | os.PathLike[str],
+    query: str,
+    source: str,
+    source_index: int,
+    kind: str,
+    options: Mapping[str, Any],
+    startpoints: list[Startpoint],
+    kafka: KafkaResolver | None = None,
+    starting: Callable[[dict[int, int]], None] | None = None,
+) -> Application:
+    """Rewrite the source's line of the latest committed ``offsets/N`` (kept beside it), so
+    batch N+1 starts there with all state kept. With no committed batch, the resolved
+    offsets are handed to ``starting`` (the query's startingOffsets) instead."""
+    ids = [sp.id for sp in startpoints]
+    batch = cp.latest_commit_batch(checkpoint) if os.path.isdir(str(checkpoint)) else None
+    if batch is None:
+        after = resolve(kind, options, startpoints, None, kafka)
+        if starting is not None:
+            starting(after)
+        return Application(query, source, ids, str(checkpoint), None, None, _str_keys(after), None)
+    _, lines = cp.read_offsets(checkpoint, batch)
+    if source_index >= len(lines):
+        raise StartpointError(f"offsets/{batch} of {checkpoint} has no source {source_index}")
+    before = parse_line(kind, lines[source_index], options)
+    after = resolve(kind, options, startpoints, before, kafka)
+    original = cp.rewrite_source_offsets(
+        checkpoint,
+        batch,
+        source_index,
+        format_line(kind, after, options),
+        discard_uncommitted=True,
+    )
+    return Application(
+        query,
+        source,
+        ids,
+        str(checkpoint),
+        batch,
+        _str_keys(before),
+        _str_keys(after),
+        str(original),
+    )
+
+
+def revert(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str) -> None:
+    """Put ``offsets/batch_id`` back as it was before the startpoint was applied."""
+    with open(original_file, encoding="utf-8") as f:
+        text = f.read()
+    source_lines = text.split("\n")[2:]
+    for index, line in enumerate(source_lines):
+        if line == "-":  # a source with no offsets yet: nothing was rewritten there
+            continue
+        cp.rewrite_source_offsets(checkpoint, batch_id, index, line, discard_uncommitted=True)
+
+
+def _str_keys(offsets: Mapping[int, int]) -> dict[str, int]:
+    return {str(p): int(o) for p, o in sorted(offsets.items())}

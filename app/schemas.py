@@ -1,0 +1,44 @@
+"""Shared pieces of the request and response models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+
+# Names end up in checkpoint paths and URLs: no slashes, no dots-only names, no spaces.
+Name = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", max_length=128),
+]
+NAME_HINT = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 128"
+
+# Free-form JSON (source options, reported offsets) is stored and echoed back; nesting past
+# what the response serialiser handles (~250 levels) would turn a request into a 500.
+MAX_JSON_DEPTH = 32
+
+
+def _shallow(value: Any) -> Any:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+JsonValue = Annotated[Any, AfterValidator(_shallow)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_shallow)]
+
+
+class Body(BaseModel):
+    """Request bodies refuse unknown fields, so a typo is an error rather than ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Response(BaseModel):
+    model_config = ConfigDict(from_attributes=True)

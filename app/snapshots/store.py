@@ -1,0 +1,264 @@
+"""The snapshot store: content-addressed files under a root that is a path or any fsspec URL.
+
+Layout::
+
+    blobs/<sha256[:2]>/<sha256>      every distinct file once (two-level fan-out, like git)
+    manifests/<job>/<snapshot>.json  relative path -> sha256 + size, per query; written last
+    tmp/                             uploads in flight (local roots), swept by gc
+
+A snapshot exists once its manifest does; the manifest is written after every blob it names,
+atomically (rename on a local root, a single PUT on object stores). State files are immutable,
+so the second snapshot of a job mostly references blobs the first one wrote: only new files
+cost a write. ``gc`` deletes manifests no catalog row knows and then blobs no manifest names;
+callers keep it from running while an export is in flight (see ``snapshots.service``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+CHUNK = 4 * 1024 * 1024
+MANIFEST_FORMAT = 1
+# A file's identity for the hash cache: same path, size and mtime means the same content
+# (state files are never rewritten in place).
+FileKey = tuple[str, int, int]
+
+
+class StoreError(Exception):
+    """The store is unreachable, or a blob is missing or corrupt."""
+
+
+@dataclass
+class PutResult:
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bytes_referenced: int = 0
+    bytes_written: int = 0
+    files_written: int = 0
+    files_hashed: int = 0
+
+
+@dataclass
+class GcResult:
+    manifests_deleted: int = 0
+    blobs_deleted: int = 0
+    bytes_freed: int = 0
+
+
+class SnapshotStore:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        fs, root = fsspec.core.url_to_fs(url)
+        self.fs: fsspec.AbstractFileSystem = fs
+        self.root = str(root).rstrip("/")
+        self.local = isinstance(fs, LocalFileSystem)
+        self._made: set[Path] = set()
+
+    def _mkdir(self, path: Path) -> None:
+        if path not in self._made:
+            path.mkdir(parents=True, exist_ok=True)
+            self._made.add(path)
+
+    # ---- paths ------------------------------------------------------------------------
+
+    def blob_path(self, sha256: str) -> str:
+        return f"{self.root}/blobs/{sha256[:2]}/{sha256}"
+
+    def manifest_path(self, job: str, name: str) -> str:
+        return f"{self.root}/manifests/{job}/{name}.json"
+
+    # ---- writing ----------------------------------------------------------------------
+
+    def put_files(
+        self,
+        checkpoint: Path,
+        files: Iterable[str],
+        known: Mapping[FileKey, str] | None = None,
+    ) -> PutResult:
+        """Store each file of ``checkpoint`` (relative paths) unless its content is already
+        stored. ``known`` maps (path, size, mtime_ns) to a sha256 learned earlier, so files
+        that did not change are neither reread nor rewritten."""
+        result = PutResult()
+        known = known or {}
+        for rel in files:
+            path = checkpoint / rel
+            st = path.stat()
+            sha = known.get((str(path), st.st_size, st.st_mtime_ns))
+            if sha is None or not self.fs.exists(self.blob_path(sha)):
+                result.files_hashed += 1
+                sha, wrote = self._put_blob(path)
+                if wrote:
+                    result.bytes_written += st.st_size
+                    result.files_written += 1
+            result.entries[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            result.bytes_referenced += st.st_size
+        return result
+
+    def _put_blob(self, path: Path) -> tuple[str, bool]:
+        # Hash first (a read from the page cache), then copy only a blob not yet stored: on a
+        # local root the copy stays in the kernel (copy_file_range), as cp does. The file must
+        # not change in between, which holds for checkpoint files (never rewritten in place).
+        sha = _hash_file(path)
+        target = self.blob_path(sha)
+        if self.fs.exists(target):
+            return sha, False
+        if self.local:
+            tmp_dir = Path(self.root) / "tmp"
+            self._mkdir(tmp_dir)
+            tmp = tmp_dir / uuid.uuid4().hex
+            try:
+                shutil.copyfile(path, tmp)
+                self._mkdir(Path(target).parent)
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+        else:
+            self.fs.put_file(str(path), target)  # one PUT: all or nothing on object stores
+        return sha, True
+
+    def write_manifest(self, job: str, name: str, manifest: dict[str, Any]) -> str:
+        data = json.dumps({"format": MANIFEST_FORMAT, **manifest}, sort_keys=True).encode()
+        target = self.manifest_path(job, name)
+        if self.local:
+            final = Path(target)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+        else:
+            self.fs.pipe_file(target, data)
+        return target
+
+    # ---- reading ----------------------------------------------------------------------
+
+    def read_manifest(self, job: str, name: str) -> dict[str, Any] | None:
+        try:
+            with self.fs.open(self.manifest_path(job, name), "rb") as f:
+                doc: dict[str, Any] = json.loads(f.read())
+        except FileNotFoundError:
+            return None
+        if doc.get("format") != MANIFEST_FORMAT:
+            raise StoreError(f"manifest {job}/{name} has unknown format {doc.get('format')}")
+        return doc
+
+    def restore(self, entries: Mapping[str, Mapping[str, Any]], dest: Path) -> dict[str, Any]:
+        """Copy blobs to ``dest/<relative path>``, checking each hash. Returns the hints
+        (path -> sha256, size, mtime_ns) that let a later export skip rereading them."""
+        hints: dict[str, Any] = {}
+        for rel, entry in sorted(entries.items()):
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self.copy_blob(str(entry["sha256"]), target)
+            st = target.stat()
+            hints[rel] = {"sha256": entry["sha256"], "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        return hints
+
+    def copy_blob(self, sha256: str, target: Path) -> None:
+        digest = hashlib.sha256()
+        try:
+            with self.fs.open(self.blob_path(sha256), "rb") as src, open(target, "wb") as dst:
+                while chunk := src.read(CHUNK):
+                    digest.update(chunk)
+                    dst.write(chunk)
+        except FileNotFoundError:
+            raise StoreError(f"blob {sha256} is missing from the snapshot store") from None
+        if digest.hexdigest() != sha256:
+            target.unlink(missing_ok=True)
+            raise StoreError(f"blob {sha256} is corrupt (content hashes to {digest.hexdigest()})")
+
+    # ---- garbage collection -----------------------------------------------------------
+
+    def manifests(self) -> list[tuple[str, str]]:
+        """(job, snapshot) of every manifest in the store."""
+        base = f"{self.root}/manifests"
+        if not self.fs.exists(base):
+            return []
+        out = []
+        for path in self.fs.find(base):
+            rel = str(path)[len(base) + 1 :]
+            job, _, file = rel.partition("/")
+            if file.endswith(".json") and "/" not in file and not file.startswith("."):
+                out.append((job, file[: -len(".json")]))
+        return sorted(out)
+
+    def delete_manifest(self, job: str, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(self.manifest_path(job, name))
+
+    def gc(self, live: set[tuple[str, str]], *, tmp_grace_seconds: float = 3600.0) -> GcResult:
+        """Delete manifests not in ``live``, then every blob no remaining manifest names."""
+        result = GcResult()
+        referenced: set[str] = set()
+        for job, name in self.manifests():
+            if (job, name) not in live:
+                self.delete_manifest(job, name)
+                result.manifests_deleted += 1
+                continue
+            doc = self.read_manifest(job, name) or {}
+            for query in (doc.get("queries") or {}).values():
+                referenced.update(e["sha256"] for e in (query.get("files") or {}).values())
+        base = f"{self.root}/blobs"
+        if self.fs.exists(base):
+            for path, info in self.fs.find(base, detail=True).items():
+                sha = str(path).rsplit("/", 1)[-1]
+                if sha not in referenced:
+                    self.fs.rm_file(path)
+                    result.blobs_deleted += 1
+                    result.bytes_freed += int(info.get("size") or 0)
+        if self.local:
+            tmp_dir = Path(self.root) / "tmp"
+            if tmp_dir.is_dir():
+                cutoff = time.time() - tmp_grace_seconds
+                for tmp in tmp_dir.iterdir():
+                    if tmp.stat().st_mtime < cutoff:
+                        tmp.unlink(missing_ok=True)
+        return result
+
+    def total_blob_bytes(self) -> int:
+        base = f"{self.root}/blobs"
+        if not self.fs.exists(base):
+            return 0
+        return sum(int(i.get("size") or 0) for i in self.fs.find(base, detail=True).values())
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def known_hashes(checkpoint: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[FileKey, str]:
+    """Hash-cache entries for files of ``checkpoint`` as a manifest or restore hints list
+    them (path -> sha256, size, mtime_ns)."""
+    out: dict[FileKey, str] = {}
+    for rel, entry in files.items():
+        if "mtime_ns" in entry:
+            out[(str(checkpoint / rel), int(entry["size"]), int(entry["mtime_ns"]))] = str(
+                entry["sha256"]
+            )
+    return out
+
+
+def copy_tree_files(src: Path, files: Iterable[str], dest: Path) -> None:
+    """Plain copy of ``files`` from one checkpoint to another (resume from run coordinates)."""
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / rel, target)

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Response
+
+from app.auth.deps import Operator, Reader
+from app.deps import AppSettings, DbSession
+from app.jobs.routes import JobName
+from app.jobs.service import get_job
+from app.operations import lifecycle
+from app.startpoints import service
+from app.startpoints.schemas import (
+    ApplicationResponse,
+    Preview,
+    PutResult,
+    StartpointResponse,
+    StartpointsPut,
+    StartpointsView,
+)
+
+router = APIRouter(tags=["startpoints"])
+
+Source = Annotated[str, Path(max_length=128)]
+Partition = Annotated[int, Path(ge=0, le=1_000_000)]
+
+
+@router.get(
+    "/jobs/{job}/startpoints",
+    response_model=StartpointsView,
+    operation_id="listStartpoints",
+    name="startpoints.list",
+)
+def list_startpoints(job: JobName, session: DbSession, _: Reader) -> StartpointsView:
+    row = get_job(session, job)
+    return StartpointsView(
+        pending=[StartpointResponse.model_validate(s) for s in service.list_pending(session, row)],
+        applied=[
+            ApplicationResponse.model_validate(a) for a in service.recent_applications(session, row)
+        ],
+    )
+
+
+@router.put(
+    "/jobs/{job}/startpoints",
+    response_model=PutResult,
+    operation_id="setStartpoints",
+    name="startpoints.set",
+)
+def set_startpoints(
+    job: JobName, body: StartpointsPut, session: DbSession, actor: Operator
+) -> PutResult:
+    count = service.upsert(session, job, body.startpoints, actor)
+    op_id = None
+    if body.restart:
+        op, _ = lifecycle.restart(session, job, actor, None)
+        op_id = op.id
+    return PutResult(upserted=count, restart_operation_id=op_id)
+
+
+@router.delete(
+    "/jobs/{job}/startpoints/{source}",
+    status_code=204,
+    operation_id="withdrawStartpoint",
+    name="startpoints.withdraw",
+)
+def withdraw_source(job: JobName, source: Source, session: DbSession, actor: Operator) -> Response:
+    service.withdraw(session, job, source, None, actor)
+    return Response(status_code=204)
+
+
+@router.delete(
+    "/jobs/{job}/startpoints/{source}/{partition}",
+    status_code=204,
+    operation_id="withdrawPartitionStartpoint",
+    name="startpoints.withdraw_partition",
+)
+def withdraw_partition(
+    job: JobName, source: Source, partition: Partition, session: DbSession, actor: Operator
+) -> Response:
+    service.withdraw(session, job, source, partition, actor)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/jobs/{job}/startpoints/preview",
+    response_model=Preview,
+    operation_id="previewStartpoints",
+    name="startpoints.preview",
+)
+def preview(job: JobName, session: DbSession, _: Reader, settings: AppSettings) -> Preview:
+    return service.preview(session, job, str(settings.resolved_checkpoint_root))
+
+
+@router.post(
+    "/jobs/{job}/startpoints/{application_id}/revert",
+    response_model=ApplicationResponse,
+    operation_id="revertStartpoint",
+    name="startpoints.revert",
+)
+def revert(
+    job: JobName,
+    application_id: Annotated[int, Path(ge=1, le=2**62)],
+    session: DbSession,
+    actor: Operator,
+) -> ApplicationResponse:
+    return ApplicationResponse.model_validate(service.revert(session, job, application_id, actor))

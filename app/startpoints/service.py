@@ -1,0 +1,430 @@
+"""Startpoints: stored apart from checkpoints, previewed, applied by the runtime, undone."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app.audit import service as audit
+from app.auth.service import Principal
+from app.db import utcnow
+from app.errors import Conflict, NotFound, Unprocessable
+from app.jobs.models import Job, JobVersion
+from app.jobs.service import get_job
+from app.runs.models import Run
+from app.runs.service import active_run, current_run
+from app.runtime import checkpoint as cp
+from app.runtime import startpoints as rt
+from app.startpoints.models import Startpoint, StartpointApplication
+from app.startpoints.schemas import (
+    AppliedReport,
+    Preview,
+    PreviewError,
+    PreviewRow,
+    StartpointSet,
+)
+
+log = logging.getLogger(__name__)
+
+RECENT_APPLICATIONS = 50
+
+
+def version_for(session: Session, job: Job) -> JobVersion:
+    """The job's current version: its current run's, else the newest one."""
+    run = current_run(session, job)
+    if run is not None:
+        return run.version
+    version = session.scalar(
+        select(JobVersion).where(JobVersion.job_id == job.id).order_by(JobVersion.number.desc())
+    )
+    if version is None:
+        raise Unprocessable(
+            f"Job '{job.name}' has no version yet, so it has no sources to set startpoints on."
+        )
+    return version
+
+
+def declared_sources(version: JobVersion) -> dict[str, dict[str, Any]]:
+    """Source name -> {kind, options, queries: [(query, source index)]}."""
+    out: dict[str, dict[str, Any]] = {}
+    for q in version.queries:
+        for index, s in enumerate(q["sources"]):
+            entry = out.setdefault(
+                s["name"], {"kind": s["kind"], "options": s["options"], "queries": []}
+            )
+            entry["queries"].append((q["name"], index))
+    return out
+
+
+def _partition_count(kind: str, options: dict[str, Any]) -> int | None:
+    if kind != "eventlog":
+        return None
+    try:
+        return len(rt.EventLogPositions(options).partitions())
+    except Exception:  # the log may not be readable from here; the runtime checks again
+        return None
+
+
+def upsert(
+    session: Session,
+    job_name: str,
+    items: list[StartpointSet],
+    actor: Principal,
+    version: JobVersion | None = None,
+) -> int:
+    """Store startpoints for the sources of ``version`` (default: the job's current one)."""
+    job = get_job(session, job_name, lock=True)
+    sources = declared_sources(version or version_for(session, job))
+    seen: set[tuple[str, int | None]] = set()
+    counts: dict[str, int | None] = {}
+    errors = []
+    for i, sp in enumerate(items):
+        key = (sp.source, sp.partition)
+        if key in seen:
+            errors.append(
+                {
+                    "field": f"startpoints.{i}",
+                    "message": f"source '{sp.source}' partition {sp.partition} is set twice",
+                }
+            )
+        seen.add(key)
+        if sp.source not in sources:
+            errors.append(
+                {"field": f"startpoints.{i}.source", "message": f"unknown source '{sp.source}'"}
+            )
+            continue
+        kind = sources[sp.source]["kind"]
+        if kind not in ("eventlog", "kafka", "file"):
+            errors.append(
+                {"field": f"startpoints.{i}.source", "message": str(rt.unsupported(kind))}
+            )
+        elif kind == "file" and sp.type not in ("OLDEST", "OFFSET"):
+            errors.append(
+                {
+                    "field": f"startpoints.{i}.type",
+                    "message": f"a file source supports OLDEST and OFFSET, not {sp.type}",
+                }
+            )
+        if sp.partition is not None:
+            if sp.source not in counts:
+                counts[sp.source] = _partition_count(kind, sources[sp.source]["options"])
+            total = counts[sp.source]
+            if total is not None and sp.partition >= total:
+                errors.append(
+                    {
+                        "field": f"startpoints.{i}.partition",
+                        "message": f"source '{sp.source}' has partitions 0..{total - 1}",
+                    }
+                )
+    if errors:
+        shown = "; ".join(e["message"] for e in errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise Unprocessable(
+            f"{len(errors)} startpoint(s) refused, nothing was stored: {shown}{more}. "
+            f"Declared sources: {', '.join(sorted(sources))}.",
+            errors=errors[:100],
+        )
+    rows = [
+        {
+            "job_id": job.id,
+            "source": sp.source,
+            "partition": sp.partition,
+            "type": sp.type,
+            "value": sp.value,
+            "state": "pending",
+            "created_by": actor.name,
+        }
+        for sp in items
+    ]
+    stmt = pg_insert(Startpoint)
+    stmt = stmt.on_conflict_do_update(
+        # Literal -1, as in the unique index: a bound parameter would not match it.
+        index_elements=[Startpoint.job_id, Startpoint.source, text("coalesce(partition, -1)")],
+        set_={
+            "type": stmt.excluded.type,
+            "value": stmt.excluded.value,
+            "state": "pending",
+            "created_by": stmt.excluded.created_by,
+            "updated_at": func.now(),
+        },
+    )
+    session.execute(stmt, rows)
+    audit.record(
+        session,
+        actor,
+        "startpoints.set",
+        job=job.name,
+        detail={"count": len(rows), "sources": sorted({r["source"] for r in rows})},
+    )
+    return len(rows)
+
+
+def hand_off(
+    session: Session,
+    job_name: str,
+    version: JobVersion,
+    end_offsets: dict[str, dict[str, int]],
+    actor: Principal,
+) -> dict[str, dict[str, int]]:
+    """After a drain: OFFSET startpoints at the drained end offsets for every source the next
+    version reads too, so it starts exactly at the next record of each partition."""
+    declared = declared_sources(version)
+    handed = {name: end for name, end in end_offsets.items() if name in declared}
+    items = [
+        StartpointSet(source=name, partition=int(p), type="OFFSET", value=int(o))
+        for name, end in sorted(handed.items())
+        for p, o in sorted(end.items(), key=lambda item: int(item[0]))
+    ]
+    if items:
+        upsert(session, job_name, items, actor, version=version)
+    return handed
+
+
+def list_pending(session: Session, job: Job) -> list[Startpoint]:
+    return list(
+        session.scalars(
+            select(Startpoint)
+            .where(Startpoint.job_id == job.id)
+            .order_by(Startpoint.source, Startpoint.partition.nulls_first())
+        )
+    )
+
+
+def recent_applications(session: Session, job: Job) -> list[StartpointApplication]:
+    return list(
+        session.scalars(
+            select(StartpointApplication)
+            .where(StartpointApplication.job_id == job.id)
+            .order_by(StartpointApplication.id.desc())
+            .limit(RECENT_APPLICATIONS)
+        )
+    )
+
+
+def withdraw(
+    session: Session, job_name: str, source: str, partition: int | None, actor: Principal
+) -> None:
+    job = get_job(session, job_name)
+    cond = [Startpoint.job_id == job.id, Startpoint.source == source]
+    cond.append(
+        Startpoint.partition.is_(None) if partition is None else Startpoint.partition == partition
+    )
+    row = session.scalar(select(Startpoint).where(*cond).with_for_update())
+    where = f"source '{source}'" + (f" partition {partition}" if partition is not None else "")
+    if row is None:
+        raise NotFound(f"Job '{job_name}' has no startpoint for {where}.")
+    if row.state == "applied":
+        raise Conflict(
+            f"The startpoint for {where} was already applied to the checkpoint; undo it with "
+            "POST …/startpoints/{application id}/revert while the job is stopped."
+        )
+    session.delete(row)
+    audit.record(
+        session, actor, "startpoints.withdraw", job=job.name, target=where, status_code=204
+    )
+
+
+# ---- preview ---------------------------------------------------------------------------
+
+
+def _committed_offsets(
+    checkpoint_root: str,
+    job: Job,
+    run: Run | None,
+    query: str,
+    index: int,
+    kind: str,
+    options: dict[str, Any],
+) -> dict[int, int] | None:
+    if run is None:
+        return None
+    spec = next((q for q in run.version.queries if q["name"] == query), {})
+    path = spec.get("checkpoint_location") or os.path.join(
+        checkpoint_root, job.name, str(run.id), query
+    )
+    try:
+        batch = cp.latest_commit_batch(path) if os.path.isdir(path) else None
+        if batch is None:
+            return None
+        _, lines = cp.read_offsets(path, batch)
+        return rt.parse_line(kind, lines[index], options)
+    except Exception:
+        return None
+
+
+def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
+    job = get_job(session, job_name)
+    version = version_for(session, job)
+    sources = declared_sources(version)
+    run = current_run(session, job)
+    pending = [sp for sp in list_pending(session, job) if sp.state == "pending"]
+    rows: list[PreviewRow] = []
+    errors: list[PreviewError] = []
+    for name in sorted({sp.source for sp in pending}):
+        points = [
+            rt.Startpoint(sp.id, sp.source, sp.partition, sp.type, sp.value)
+            for sp in pending
+            if sp.source == name
+        ]
+        decl = sources.get(name)
+        if decl is None:
+            errors.append(PreviewError(source=name, error="the current version has no such source"))
+            continue
+        query, index = decl["queries"][0]
+        current = _committed_offsets(
+            checkpoint_root, job, run, query, index, decl["kind"], decl["options"]
+        )
+        try:
+            target = rt.resolve(decl["kind"], decl["options"], points, current)
+        except Exception as exc:
+            errors.append(PreviewError(source=name, error=str(exc)))
+            continue
+        by_partition = {p.partition: p for p in points if p.partition is not None}
+        fan_out = next((p for p in points if p.partition is None), None)
+        for partition, offset in sorted(target.items()):
+            sp = by_partition.get(partition, fan_out)
+            if sp is None:
+                continue
+            now = current.get(partition) if current else None
+            move = (
+                "unknown"
+                if now is None
+                else ("replay" if offset < now else "skip" if offset > now else "none")
+            )
+            rows.append(
+                PreviewRow(
+                    source=name,
+                    partition=partition,
+                    startpoint_id=sp.id,
+                    type=sp.type,  # type: ignore[arg-type]
+                    value=sp.value,
+                    current=now,
+                    target=offset,
+                    move=move,  # type: ignore[arg-type]
+                    records=abs(offset - now) if now is not None else None,
+                )
+            )
+    return Preview(rows=rows, errors=errors)
+
+
+# ---- the runtime's side ------------------------------------------------------------------
+
+
+def for_directives(session: Session, run: Run) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": sp.id,
+            "source": sp.source,
+            "partition": sp.partition,
+            "type": sp.type,
+            "value": sp.value,
+        }
+        for sp in list_pending(session, run.job)
+    ]
+
+
+def record_applied(session: Session, run: Run, reports: list[AppliedReport]) -> int:
+    for report in reports:
+        # Keep who set each startpoint and what it said: the rows go once a batch commits.
+        setters = session.scalars(
+            select(Startpoint).where(
+                Startpoint.id.in_(report.startpoint_ids), Startpoint.job_id == run.job_id
+            )
+        ).all()
+        session.add(
+            StartpointApplication(
+                job_id=run.job_id,
+                run_id=run.id,
+                attempt=run.attempt,
+                query=report.query,
+                source=report.source,
+                startpoints=[
+                    {
+                        "id": sp.id,
+                        "type": sp.type,
+                        "value": sp.value,
+                        "partition": sp.partition,
+                        "set_by": sp.created_by,
+                        "set_at": sp.created_at.isoformat(),
+                    }
+                    for sp in setters
+                ],
+                checkpoint=report.checkpoint,
+                batch_id=report.batch_id,
+                before_offsets=report.before,
+                after_offsets=report.after,
+                original_file=report.original_file,
+            )
+        )
+        for sp in setters:
+            sp.state = "applied"
+    audit.record(
+        session,
+        f"run-{run.id}",
+        "startpoints.applied",
+        job=run.job.name,
+        target=f"run {run.id}",
+        detail={"sources": [r.source for r in reports]},
+    )
+    return len(reports)
+
+
+def on_batch_committed(session: Session, run: Run, query: str, batch_id: int) -> None:
+    """A batch past an application has committed: its startpoints are done; delete them so
+    a later restart does not apply them again."""
+    apps = session.scalars(
+        select(StartpointApplication).where(
+            StartpointApplication.run_id == run.id,
+            StartpointApplication.query == query,
+            StartpointApplication.committed_at.is_(None),
+        )
+    ).all()
+    for app in apps:
+        if app.batch_id is None or batch_id > app.batch_id:
+            app.committed_at = utcnow()
+            ids = [s["id"] for s in app.startpoints]
+            session.execute(
+                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == "applied")
+            )
+
+
+def revert(
+    session: Session, job_name: str, application_id: int, actor: Principal
+) -> StartpointApplication:
+    job = get_job(session, job_name, lock=True)
+    app = session.get(StartpointApplication, application_id, with_for_update=True)
+    if app is None or app.job_id != job.id:
+        raise NotFound(f"Job '{job_name}' has no startpoint application {application_id}.")
+    if app.reverted_at is not None:
+        raise Conflict(f"Application {application_id} was already reverted.")
+    running = active_run(session, job)
+    if running is not None:
+        raise Conflict(
+            f"Job '{job_name}' is running (run {running.id}); stop it before reverting, so the "
+            "checkpoint is not in use."
+        )
+    if app.batch_id is None or not app.original_file or not app.checkpoint:
+        raise Conflict(
+            "That startpoint was applied to a fresh query (no checkpoint existed), so there is "
+            "no earlier position to put back."
+        )
+    latest = cp.latest_commit_batch(app.checkpoint)
+    if latest != app.batch_id:
+        raise Conflict(
+            f"The query has committed batches since (now at {latest}, applied at "
+            f"{app.batch_id}); putting the old offsets back would replay against newer state. "
+            "Set a new startpoint instead."
+        )
+    rt.revert(app.checkpoint, app.batch_id, app.original_file)
+    app.reverted_at, app.reverted_by = utcnow(), actor.name
+    ids = [s["id"] for s in app.startpoints]
+    session.execute(delete(Startpoint).where(Startpoint.id.in_(ids)))
+    audit.record(
+        session, actor, "startpoints.revert", job=job.name, target=f"application {application_id}"
+    )
+    return app

@@ -1,0 +1,137 @@
+"""The worker process: claims operations (FOR UPDATE SKIP LOCKED, woken by LISTEN/NOTIFY),
+keeps their leases alive, and supervises every active run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import psycopg
+from sqlalchemy import text
+
+from app.db import transaction
+from app.operations.service import NOTIFY_CHANNEL
+from app.worker.context import WorkerContext
+from app.worker.operations import execute
+from app.worker.reconcile import due_runs, reconcile_run
+
+log = logging.getLogger(__name__)
+
+CLAIM = text(
+    """
+    update operations set state = 'running', lease_owner = :me,
+           lease_expires_at = now() + make_interval(secs => :lease),
+           attempts = attempts + 1, started_at = coalesce(started_at, now())
+    where id = (
+        select id from operations
+        where state = 'pending' or (state = 'running' and lease_expires_at < now())
+        order by id
+        for update skip locked
+        limit 1
+    )
+    returning id
+    """
+)
+RENEW = text(
+    "update operations set lease_expires_at = now() + make_interval(secs => :lease) "
+    "where id = any(:ids) and lease_owner = :me and state = 'running'"
+)
+
+
+class Worker:
+    def __init__(self, ctx: WorkerContext, *, concurrency: int = 4) -> None:
+        self.ctx = ctx
+        self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="op")
+        self.concurrency = concurrency
+        self.active: dict[int, Future[None]] = {}
+        self.stopping = threading.Event()
+
+    def claim(self) -> int | None:
+        with transaction(self.ctx.factory) as session:
+            op_id: int | None = session.scalar(
+                CLAIM, {"me": self.ctx.worker_id, "lease": self.ctx.lease_seconds}
+            )
+            return op_id
+
+    def renew_leases(self) -> None:
+        ids = list(self.active)
+        if ids:
+            with transaction(self.ctx.factory) as session:
+                session.execute(
+                    RENEW, {"ids": ids, "me": self.ctx.worker_id, "lease": self.ctx.lease_seconds}
+                )
+
+    def _run_op(self, op_id: int) -> None:
+        try:
+            execute(self.ctx, op_id)
+        except Exception:
+            log.exception("operation %s: error; it will be retried when its lease expires", op_id)
+
+    def fill(self) -> None:
+        self.active = {k: f for k, f in self.active.items() if not f.done()}
+        while len(self.active) < self.concurrency and not self.stopping.is_set():
+            op_id = self.claim()
+            if op_id is None:
+                return
+            log.info("claimed operation %s", op_id)
+            self.active[op_id] = self.pool.submit(self._run_op, op_id)
+
+    def supervise(self) -> None:
+        for run_id in due_runs(self.ctx):
+            if self.stopping.is_set():
+                return
+            try:
+                reconcile_run(self.ctx, run_id)
+            except Exception:
+                log.exception("run %s: reconcile failed; will retry", run_id)
+
+    def _heartbeat(self) -> None:
+        while not self.stopping.wait(self.ctx.lease_seconds / 3):
+            try:
+                self.renew_leases()
+            except Exception as exc:
+                log.warning("lease renewal failed: %s", exc)
+
+    def serve(self, listen_url: str) -> None:
+        threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
+        log.info("worker %s started", self.ctx.worker_id)
+        conn: psycopg.Connection[tuple[object, ...]] | None = None
+        while not self.stopping.is_set():
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(listen_url, autocommit=True, connect_timeout=5)
+                    conn.execute(f"listen {NOTIFY_CHANNEL}")
+                self.fill()
+                self.supervise()
+                # Sleep until NOTIFY or the fallback poll, whichever is first.
+                for _ in conn.notifies(timeout=self.ctx.poll_seconds, stop_after=1):
+                    pass
+            except Exception as exc:  # e.g. PostgreSQL restarting: reconnect and go on
+                log.warning("worker loop error (retrying): %s", str(exc).splitlines()[0])
+                if conn is not None:
+                    conn.close()
+                conn = None
+                self.stopping.wait(2.0)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        if conn is not None:
+            conn.close()
+        log.info("worker %s stopped", self.ctx.worker_id)
+
+    def request_stop(self, *_: object) -> None:
+        self.stopping.set()
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def run_worker(ctx: WorkerContext, listen_url: str, concurrency: int = 4) -> None:
+    worker = Worker(ctx, concurrency=concurrency)
+    signal.signal(signal.SIGTERM, worker.request_stop)
+    signal.signal(signal.SIGINT, worker.request_stop)
+    worker.serve(listen_url)

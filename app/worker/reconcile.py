@@ -1,0 +1,301 @@
+"""Observe what the backend says about a run, then reconcile: make the run's recorded state
+true and act (submit, fence, restart with backoff). Every pass is idempotent and safe to
+repeat after a crash at any point: a submission is always looked up by its tag first."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from app.auth.service import Scope, create_token, revoke_run_tokens
+from app.backends.base import AppState, AppStatus, Backend, BackendError, SubmitSpec
+from app.db import transaction, utcnow
+from app.runs import states
+from app.runs.models import Run
+from app.runs.policy import RestartPolicy
+from app.runs.service import lock_run, transition
+from app.worker.context import WorkerContext, fault_point, run_guard
+
+log = logging.getLogger(__name__)
+
+ERROR_LIMIT = 4000
+QUERY_CONF_KEYS = (
+    "name",
+    "trigger",
+    "output_mode",
+    "partitioned_on",
+    "checkpoint_location",
+    "upstream",
+)
+
+
+def reconcile_run(ctx: WorkerContext, run_id: int) -> str | None:
+    """One pass over one run. Returns its state afterwards, or None if another worker holds it."""
+    with run_guard(ctx, run_id) as mine:
+        if not mine:
+            return None
+        try:
+            return _reconcile(ctx, run_id)
+        except BackendError as exc:
+            if not exc.temporary:
+                _record_error(ctx, run_id, str(exc))
+            log.warning(
+                "run %s: backend error (%s): %s",
+                run_id,
+                "temporary" if exc.temporary else "permanent",
+                exc,
+            )
+            return None
+
+
+def _reconcile(ctx: WorkerContext, run_id: int) -> str:
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        if run.state == states.RESTARTING:
+            if run.next_restart_at is not None and run.next_restart_at <= utcnow():
+                transition(
+                    session,
+                    run,
+                    states.SUBMITTING,
+                    reason=f"restart attempt {run.attempt + 1} after backoff",
+                    attempt=run.attempt + 1,
+                    previous_backend_id=run.backend_id or run.previous_backend_id,
+                    backend_id=None,
+                    observed_state=None,
+                    unknown_since=None,
+                    running_since=None,
+                    next_restart_at=None,
+                )
+            else:
+                return run.state
+        if run.state not in states.ON_BACKEND:
+            return run.state
+        backend = ctx.backend(run.version.cluster)
+        backend_id = run.backend_id
+        state = run.state
+    if state == states.SUBMITTING and backend_id is None:
+        return _ensure_submitted(ctx, run_id, backend)
+    if backend_id is None:  # stopping/draining before the app was ever submitted
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
+            assert run is not None
+            return _ended(session, run, None).state
+    status = backend.status(backend_id)
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        if run.backend_id != backend_id:  # changed under us: next pass
+            return run.state
+        return _observe(ctx, session, run, status, backend).state
+
+
+def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        previous, tag = run.previous_backend_id, run.tag
+    # Fencing: Spark does not stop two drivers sharing one checkpoint, so the previous
+    # attempt must be gone before the next is submitted.
+    if previous is not None:
+        prev = backend.status(previous)
+        if not (prev.state.terminal or prev.state == AppState.UNKNOWN):
+            log.info(
+                "run %s: fencing: killing previous attempt %s (%s)",
+                run_id,
+                previous,
+                prev.raw_state,
+            )
+            backend.kill(previous)
+            return states.SUBMITTING
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
+            assert run is not None
+            run.previous_backend_id = None
+    found = backend.find(tag)
+    if found is None:
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
+            assert run is not None
+            revoke_run_tokens(session, run.id)
+            _, secret = create_token(session, name=f"run-{run.id}", scope=Scope.RUN, run_id=run.id)
+            spec = _submit_spec(ctx, run, secret)
+        fault_point("reconcile:before_backend_submit")
+        found = backend.submit(spec)
+        fault_point("reconcile:after_backend_submit")
+        log.info("run %s: submitted %s as %s", run_id, tag, found)
+    else:
+        log.info("run %s: found %s already on the backend as %s", run_id, tag, found)
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        run.backend_id = found
+        return run.state
+
+
+def _submit_spec(ctx: WorkerContext, run: Run, token: str) -> SubmitSpec:
+    version = run.version
+    checkpoint_dir = ctx.settings.resolved_checkpoint_root / run.job.name / str(run.id)
+    conf = {
+        **version.conf,
+        "spark.tidegate.api_url": ctx.settings.api_url,
+        "spark.tidegate.job": run.job.name,
+        "spark.tidegate.run_id": str(run.id),
+        "spark.tidegate.attempt": str(run.attempt),
+        "spark.tidegate.version": str(version.number),
+        "spark.tidegate.checkpoint_dir": str(checkpoint_dir),
+        # Source options stay out of the Spark conf (it is shown in the UI): the runtime
+        # reads them through its directives.
+        "spark.tidegate.queries": json.dumps(
+            [
+                {
+                    **{k: q.get(k) for k in QUERY_CONF_KEYS},
+                    "stateful": bool(q.get("stateful_operators")),
+                    "sources": [{"name": s["name"], "kind": s["kind"]} for s in q["sources"]],
+                }
+                for q in version.queries
+            ],
+            separators=(",", ":"),
+        ),
+    }
+    return SubmitSpec(
+        tag=run.tag,
+        file=version.app["file"],
+        py_files=list(version.app.get("py_files", [])),
+        args=list(version.app.get("args", [])),
+        conf=conf,
+        # The run token travels as an environment variable: not in the Spark UI's
+        # environment page, and not in logs.
+        env={"TIDEGATE_RUN_TOKEN": token},
+    )
+
+
+def _observe(
+    ctx: WorkerContext, session: Session, run: Run, status: AppStatus, backend: Backend
+) -> Run:
+    now = utcnow()
+    run.observed_state = status.state.value
+    run.observed_at = now
+    if status.state != AppState.UNKNOWN:
+        run.unknown_since = None
+    if status.state == AppState.RUNNING:
+        if run.state == states.SUBMITTING:
+            return transition(
+                session,
+                run,
+                states.RUNNING,
+                reason="the backend reports RUNNING",
+                running_since=now,
+                last_error=None,
+            )
+        policy = RestartPolicy.from_json(run.job.restart_policy)
+        if run.failures and run.running_since and now - run.running_since >= policy.stable_period:
+            run.failures = 0  # healthy for the stable period: the backoff starts over
+        return run
+    if status.state == AppState.PENDING:
+        return run
+    if status.state == AppState.UNKNOWN and run.state == states.STOPPING:
+        return _ended(session, run, status, backend)  # e.g. Livy forgets a deleted batch
+    if status.state == AppState.UNKNOWN:
+        run.unknown_since = run.unknown_since or now
+        if (now - run.unknown_since).total_seconds() < ctx.lost_after_seconds:
+            return run
+        status = AppStatus(
+            status.backend_id,
+            AppState.FAILED,
+            status.raw_state,
+            f"lost: the backend has not known the application for "
+            f"{ctx.lost_after_seconds:.0f}s ({status.raw_state})",
+        )
+    return _ended(session, run, status, backend)
+
+
+def _ended(
+    session: Session, run: Run, status: AppStatus | None, backend: Backend | None = None
+) -> Run:
+    if run.state == states.STOPPING:
+        to = states.CANCELLED if run.stop_reason == "cancel" else states.STOPPED
+        return transition(session, run, to, reason=f"the application ended ({_raw(status)})")
+    if run.state == states.DRAINING:
+        ok = status is not None and status.state == AppState.SUCCEEDED
+        return transition(
+            session,
+            run,
+            states.DRAINED if ok else states.FAILED,
+            reason=f"the application ended while draining ({_raw(status)})",
+        )
+    assert status is not None
+    if status.state == AppState.SUCCEEDED:
+        return transition(session, run, states.SUCCEEDED, reason="the application finished")
+    message = status.message
+    if not message and backend is not None:
+        try:
+            message = backend.log_tail(status.backend_id, 30)
+        except BackendError:
+            message = None
+    error = f"attempt {run.attempt} ended {status.raw_state}" + (f": {message}" if message else "")
+    failures = run.failures + 1
+    policy = RestartPolicy.from_json(run.job.restart_policy)
+    if policy.may_restart(failures):
+        delay = policy.delay(failures - 1)
+        return transition(
+            session,
+            run,
+            states.RESTARTING,
+            reason=f"failure {failures}; restarting in {delay.total_seconds():g}s",
+            failures=failures,
+            last_error=error[-ERROR_LIMIT:],
+            next_restart_at=utcnow() + delay,
+        )
+    why = (
+        "restarts are disabled"
+        if not policy.enabled
+        else (f"the restart policy allows {policy.max_attempts} restart(s)")
+    )
+    return transition(
+        session,
+        run,
+        states.FAILED,
+        reason=f"failure {failures}; {why}",
+        failures=failures,
+        stop_reason="failure",
+        last_error=(error + f" — failed for good: {why}; a person must act")[-ERROR_LIMIT:],
+    )
+
+
+def _raw(status: AppStatus | None) -> str:
+    return status.raw_state if status else "never submitted"
+
+
+def _record_error(ctx: WorkerContext, run_id: int, message: str) -> None:
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        if run is None:
+            return
+        if run.state == states.SUBMITTING and run.backend_id is None:
+            # The backend refused the submission itself: a failure like any other.
+            fake = AppStatus("", AppState.FAILED, "REJECTED", message)
+            _ended(session, run, fake)
+        else:
+            run.last_error = message[-ERROR_LIMIT:]
+
+
+def due_runs(ctx: WorkerContext, now: datetime | None = None) -> list[int]:
+    now = now or utcnow()
+    with ctx.factory() as session:
+        return list(
+            session.scalars(
+                select(Run.id)
+                .where(
+                    or_(
+                        Run.state.in_(states.ON_BACKEND),
+                        (Run.state == states.RESTARTING) & (Run.next_restart_at <= now),
+                    )
+                )
+                .order_by(Run.id)
+            )
+        )

@@ -1,0 +1,107 @@
+"""The API benchmark's baseline: bare FastAPI routes that each do one psycopg query on the
+same database, served by uvicorn exactly as `tidegate api` serves the real app. What is
+left of the gap is tidegate's own work (auth, ORM, validation, audit, logging).
+
+Run by bench/api.py: ``python bench/baseline_app.py`` with TIDEGATE_DATABASE_URL and
+BENCH_PORT set.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import uvicorn
+from fastapi import FastAPI, HTTPException
+from psycopg.rows import dict_row
+from pydantic import BaseModel
+
+
+class Pool:
+    """A fixed set of connections (the real app's pool is 10 as well)."""
+
+    def __init__(self, url: str, size: int = 10) -> None:
+        self.free: queue.Queue[psycopg.Connection[dict[str, Any]]] = queue.Queue()
+        for _ in range(size):
+            self.free.put(psycopg.connect(url, autocommit=True, row_factory=dict_row))
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        conn = self.free.get(timeout=5)
+        try:
+            yield conn
+        finally:
+            self.free.put(conn)
+
+
+class Startpoint(BaseModel):
+    source: str
+    partition: int | None = None
+    type: str
+    value: int | None = None
+
+
+class Put(BaseModel):
+    startpoints: list[Startpoint]
+
+
+def create_app(url: str) -> FastAPI:
+    app = FastAPI()
+    pool = Pool(url.replace("postgresql+psycopg://", "postgresql://"))
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/baseline/jobs/{name}")
+    def get_job(name: str) -> dict[str, Any]:
+        with pool.connection() as conn:
+            row = conn.execute(
+                "select name, description, state, restart_policy, revision, created_at "
+                "from jobs where name = %s",
+                (name,),
+            ).fetchone()
+        if row is None:
+            raise HTTPException(404)
+        return row
+
+    @app.get("/baseline/jobs")
+    def list_jobs(limit: int = 50, after: str = "") -> dict[str, Any]:
+        with pool.connection() as conn:
+            rows = conn.execute(
+                "select name, description, state, restart_policy, revision, created_at "
+                "from jobs where name > %s order by name limit %s",
+                (after, limit),
+            ).fetchall()
+        return {"items": rows}
+
+    @app.put("/baseline/jobs/{name}/startpoints")
+    def put_startpoints(name: str, body: Put) -> dict[str, int]:
+        with pool.connection() as conn:
+            for sp in body.startpoints:
+                conn.execute(
+                    "insert into startpoints (job_id, source, partition, type, value, state, "
+                    "created_by, created_at, updated_at) "
+                    "select id, %s, %s, %s, %s, 'pending', 'baseline', now(), now() "
+                    "from jobs where name = %s "
+                    "on conflict (job_id, source, coalesce(partition, -1)) do update "
+                    "set type = excluded.type, value = excluded.value, updated_at = now()",
+                    (sp.source, sp.partition, sp.type, sp.value, name),
+                )
+        return {"upserted": len(body.startpoints)}
+
+    return app
+
+
+if __name__ == "__main__":
+    uvicorn.run(
+        create_app(os.environ["TIDEGATE_DATABASE_URL"]),
+        host="127.0.0.1",
+        port=int(os.environ["BENCH_PORT"]),
+        log_config=None,
+        timeout_graceful_shutdown=10,
+    )

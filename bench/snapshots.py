@@ -1,0 +1,256 @@
+"""Benchmark: exporting a snapshot of a checkpoint with large state, against ``cp -r``.
+
+    .venv/bin/python bench/snapshots.py                 # ~64 MB of state, about a minute
+    .venv/bin/python bench/snapshots.py --size-mb 500   # the full run
+    .venv/bin/python bench/snapshots.py --real          # a real windowed-counts checkpoint
+
+What is measured, per repetition, on one filesystem and with the page cache warm for both:
+
+1. **first export**: ``select_files`` + ``SnapshotStore.put_files`` (hash, copy each file once
+   into ``blobs/``) + the manifest, into an empty store — exactly what the worker's export
+   step does, minus the catalog row;
+2. **cp -r** of the same checkpoint directory;
+3. **second export** after ``--more-batches`` more batches, into the same store, with the hash
+   cache the worker uses (files of the previous manifest whose path, size and mtime did not
+   change are not read again): bytes written and time as a ratio of the first export;
+4. the same second export **without the hash cache** (every file hashed again).
+
+By default the checkpoint is synthesised: the layout Spark's HDFS state store provider writes
+(``offsets/N``, ``commits/N``, ``state/0/<partition>/<version>.delta`` with ``.crc`` sidecars,
+operator metadata and schema), with incompressible deltas of equal size per batch. Real state
+of hundreds of MB would take many minutes of local Spark on a small machine to produce, and
+the export only depends on file count and sizes. No ``.snapshot`` files are synthesised, so
+the export selects every file and ``cp -r`` copies exactly the same bytes. ``--real`` instead
+runs the windowed-counts pipeline in local mode over ``--real-records`` unique keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.runtime.checkpoint import hadoop_crc
+from app.snapshots.export import committed_batch, select_files
+from app.snapshots.store import PutResult, SnapshotStore, known_hashes
+from bench.common import save
+
+PARTITIONS = 4
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    path.with_name(f".{path.name}.crc").write_bytes(hadoop_crc(data))
+
+
+@dataclass
+class Synthetic:
+    """A checkpoint growing batch by batch like a windowed aggregation's."""
+
+    root: Path
+    delta_bytes: int
+    batches: int = 0
+
+    def __post_init__(self) -> None:
+        _write(self.root / "metadata", b'{"id":"bench"}')
+        info = {
+            "operatorInfo": {"operatorId": 0, "operatorName": "stateStoreSave"},
+            "stateStoreInfo": [
+                {"storeName": "default", "numColsPrefixKey": 0, "numPartitions": PARTITIONS}
+            ],
+        }
+        _write(self.root / "state/0/_metadata/metadata", f"v1\n{json.dumps(info)}".encode())
+
+    def batch(self) -> None:
+        n = self.batches
+        meta = {"batchWatermarkMs": n, "batchTimestampMs": n, "conf": {}}
+        _write(self.root / f"offsets/{n}", f'v1\n{json.dumps(meta)}\n{{"0": {n}}}'.encode())
+        for p in range(PARTITIONS):
+            _write(self.root / f"state/0/{p}/{n + 1}.delta", os.urandom(self.delta_bytes))
+        _write(self.root / f"commits/{n}", b'v1\n{"nextBatchWatermarkMs":0}')
+        self.batches += 1
+
+
+def real_checkpoint(work: Path, records: int) -> tuple[Path, Any]:
+    """Windowed counts over ``records`` unique keys in local mode; returns the checkpoint and
+    a function that runs a few more batches."""
+    from pyspark.sql import SparkSession
+
+    from app.runtime.eventlog import EventLog
+    from app.runtime.produce import produce
+    from app.runtime.source import read_events
+    from pipelines.windowed_counts import build_windowed_counts
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root, ck, out = work / "log", work / "ck", work / "out"
+    EventLog(root).create_stream("s", 2)
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(PARTITIONS))
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    start = 1_767_225_600_000
+    state = {"next_key": 0}
+
+    def run(count: int) -> None:
+        # Unique keys, all within one open window: every record adds a state row.
+        first = state["next_key"]
+        keys = [f"key-{i:09d}" for i in range(first, first + count)]
+        state["next_key"] = first + count
+        produce(str(root), "s", 2, rate=0, count=count, start_ts_ms=start, ts_step_ms=0, keys=keys)
+        query = (
+            build_windowed_counts(read_events(spark, str(root), "s", maxRecordsPerBatch="50000"))
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(ck))
+            .outputMode("append")
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+    run(records)
+    return ck, lambda: run(max(1, records // 20))
+
+
+def export(store: SnapshotStore, ck: Path, name: str, known: Any = None) -> tuple[float, PutResult]:
+    t = time.perf_counter()
+    batch = committed_batch(ck)
+    assert batch is not None
+    selection = select_files(ck, batch)
+    put = store.put_files(ck, selection.files, known)
+    store.write_manifest(
+        "bench",
+        name,
+        {"queries": {"q": {"batch_id": batch, "checkpoint": str(ck), "files": put.entries}}},
+    )
+    return time.perf_counter() - t, put
+
+
+def cp_r(src: Path, dest: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run(["cp", "-r", str(src), str(dest)], check=True)
+    return time.perf_counter() - t
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:8.1f} MB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=int, default=64, help="state size (synthetic)")
+    parser.add_argument("--batches", type=int, default=50, help="batches before the first export")
+    parser.add_argument("--more-batches", type=int, default=3, help="before the second export")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--real", action="store_true", help="a real windowed-counts checkpoint")
+    parser.add_argument("--real-records", type=int, default=200_000)
+    parser.add_argument("--dir", type=Path, default=None, help="work directory (default: tmp)")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="tidegate-bench-", dir=args.dir))
+    try:
+        rows: dict[str, list[float]] = {
+            k: [] for k in ("export1", "cp1", "export2", "nocache2", "cp2")
+        }
+        written: dict[str, list[int]] = {"first": [], "second": [], "ref1": [], "ref2": []}
+        files = 0
+        for rep in range(args.reps):
+            base = work / f"rep{rep}"
+            base.mkdir()
+            if args.real:
+                ck, more = real_checkpoint(base, args.real_records)
+            else:
+                delta = args.size_mb * 1_000_000 // (args.batches * PARTITIONS)
+                synthetic = Synthetic(base / "ck", delta)
+                for _ in range(args.batches):
+                    synthetic.batch()
+                ck, more = synthetic.root, synthetic.batch
+            store = SnapshotStore(str(base / "store"))
+            # Alternate the order so neither side always gets the warmer cache.
+            if rep % 2:
+                rows["cp1"].append(cp_r(ck, base / "copy1"))
+                seconds, first = export(store, ck, "s1")
+            else:
+                seconds, first = export(store, ck, "s1")
+                rows["cp1"].append(cp_r(ck, base / "copy1"))
+            rows["export1"].append(seconds)
+            files = len(first.entries)
+            for _ in range(args.more_batches):
+                more()
+            known = known_hashes(ck, first.entries)
+            seconds, second = export(store, ck, "s2", known)
+            rows["export2"].append(seconds)
+            seconds, _ = export(SnapshotStore(str(base / "store")), ck, "s3")
+            rows["nocache2"].append(seconds)
+            rows["cp2"].append(cp_r(ck, base / "copy2"))
+            written["first"].append(first.bytes_written)
+            written["ref1"].append(first.bytes_referenced)
+            written["second"].append(second.bytes_written)
+            written["ref2"].append(second.bytes_referenced)
+            shutil.rmtree(base)
+
+        med = {k: statistics.median(v) for k, v in rows.items()}
+        w = {k: statistics.median(v) for k, v in written.items()}
+        kind = f"real windowed counts, {args.real_records} keys" if args.real else "synthetic"
+        print(
+            f"checkpoint: {kind}; {mb(w['ref1']).strip()} in {files} files, "
+            f"{PARTITIONS} state partitions; {args.reps} reps, medians"
+        )
+        print(f"  first export          {med['export1']:7.3f} s   wrote {mb(w['first'])}")
+        print(f"  cp -r (same files)    {med['cp1']:7.3f} s")
+        print(f"  export / cp -r        {med['export1'] / med['cp1']:7.2f} x")
+        print(
+            f"  second export (+{args.more_batches} batches, hash cache)"
+            f"  {med['export2']:7.3f} s   wrote {mb(w['second'])} of {mb(w['ref2']).strip()}"
+        )
+        print(
+            f"  second / first: time  {med['export2'] / med['export1']:7.3f}    "
+            f"bytes written {w['second'] / w['first']:.3f}"
+        )
+        print(
+            f"  second export, no hash cache  {med['nocache2']:7.3f} s "
+            f"({med['nocache2'] / med['export1']:.2f} of the first)"
+        )
+        print(
+            f"  cp -r after +{args.more_batches} batches   {med['cp2']:7.3f} s "
+            f"(second export / cp -r {med['export2'] / med['cp2']:.3f})"
+        )
+        save(
+            "snapshots-real" if args.real else f"snapshots-{args.size_mb}mb",
+            {
+                "checkpoint": kind,
+                "size_bytes": w["ref1"],
+                "files": files,
+                "reps": args.reps,
+                "more_batches": args.more_batches,
+                "median_seconds": med,
+                "bytes_written": {"first": w["first"], "second": w["second"]},
+                "ratios": {
+                    "export_over_cp": med["export1"] / med["cp1"],
+                    "second_over_first_time": med["export2"] / med["export1"],
+                    "second_over_first_bytes": w["second"] / w["first"],
+                },
+            },
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.restart_policy import RestartPolicy
+
+
+T = TypeVar("T", bound="JobUpdate")
+
+
+@_attrs_define
+class JobUpdate:
+    """
+    Attributes:
+        description (None | str | Unset):
+        restart_policy (None | RestartPolicy | Unset):
+    """
+
+    description: None | str | Unset = UNSET
+    restart_policy: None | RestartPolicy | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.restart_policy import RestartPolicy  # noqa: PLC0415
+
+        description: None | str | Unset
+        if isinstance(self.description, Unset):
+            description = UNSET
+        else:
+            description = self.description
+
+        restart_policy: dict[str, Any] | None | Unset
+        if isinstance(self.restart_policy, Unset):
+            restart_policy = UNSET
+        elif isinstance(self.restart_policy, RestartPolicy):
+            restart_policy = self.restart_policy.to_dict()
+        else:
+            restart_policy = self.restart_policy
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if description is not UNSET:
+            field_dict["description"] = description
+        if restart_policy is not UNSET:
+            field_dict["restart_policy"] = restart_policy
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.restart_policy import RestartPolicy  # noqa: PLC0415
+
+        d = dict(src_dict)
+
+        def _parse_description(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        description = _parse_description(d.pop("description", UNSET))
+
+        def _parse_restart_policy(data: object) -> None | RestartPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                restart_policy_type_0 = RestartPolicy.from_dict(data)
+
+                return restart_policy_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RestartPolicy | Unset, data)
+
+        restart_policy = _parse_restart_policy(d.pop("restart_policy", UNSET))
+
+        job_update = cls(
+            description=description,
+            restart_policy=restart_policy,
+        )
+
+        return job_update

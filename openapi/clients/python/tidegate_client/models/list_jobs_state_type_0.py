@@ -1,0 +1,17 @@
+from enum import StrEnum
+
+
+class ListJobsStateType0(StrEnum):
+    DRAINED = "drained"
+    DRAINING = "draining"
+    FAILED = "failed"
+    IDLE = "idle"
+    RESTARTING = "restarting"
+    RUNNING = "running"
+    STOPPED = "stopped"
+    STOPPING = "stopping"
+    SUBMITTING = "submitting"
+    SUCCEEDED = "succeeded"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+
+class StartpointResponseType(StrEnum):
+    OFFSET = "OFFSET"
+    OLDEST = "OLDEST"
+    TIMESTAMP = "TIMESTAMP"
+    UPCOMING = "UPCOMING"
+
+    def __str__(self) -> str:
+        return str(self.value)

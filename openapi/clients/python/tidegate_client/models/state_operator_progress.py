@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="StateOperatorProgress")
+
+
+@_attrs_define
+class StateOperatorProgress:
+    """
+    Attributes:
+        operator_name (None | str | Unset):
+        num_rows_total (int | None | Unset):
+        memory_used_bytes (int | None | Unset):
+    """
+
+    operator_name: None | str | Unset = UNSET
+    num_rows_total: int | None | Unset = UNSET
+    memory_used_bytes: int | None | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        operator_name: None | str | Unset
+        if isinstance(self.operator_name, Unset):
+            operator_name = UNSET
+        else:
+            operator_name = self.operator_name
+
+        num_rows_total: int | None | Unset
+        if isinstance(self.num_rows_total, Unset):
+            num_rows_total = UNSET
+        else:
+            num_rows_total = self.num_rows_total
+
+        memory_used_bytes: int | None | Unset
+        if isinstance(self.memory_used_bytes, Unset):
+            memory_used_bytes = UNSET
+        else:
+            memory_used_bytes = self.memory_used_bytes
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if operator_name is not UNSET:
+            field_dict["operator_name"] = operator_name
+        if num_rows_total is not UNSET:
+            field_dict["num_rows_total"] = num_rows_total
+        if memory_used_bytes is not UNSET:
+            field_dict["memory_used_bytes"] = memory_used_bytes
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+
+        def _parse_operator_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        operator_name = _parse_operator_name(d.pop("operator_name", UNSET))
+
+        def _parse_num_rows_total(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        num_rows_total = _parse_num_rows_total(d.pop("num_rows_total", UNSET))
+
+        def _parse_memory_used_bytes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        memory_used_bytes = _parse_memory_used_bytes(d.pop("memory_used_bytes", UNSET))
+
+        state_operator_progress = cls(
+            operator_name=operator_name,
+            num_rows_total=num_rows_total,
+            memory_used_bytes=memory_used_bytes,
+        )
+
+        return state_operator_progress

@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..models.update_body_strategy import UpdateBodyStrategy
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="UpdateBody")
+
+
+@_attrs_define
+class UpdateBody:
+    """
+    Attributes:
+        version (int): The version to run next.
+        strategy (UpdateBodyStrategy | Unset): snapshot: save a snapshot (stop), start the new version from it, roll
+            back to the old version from the same snapshot if the new one fails to start. drain: for an incompatible change
+            (state or intermediate schema): drain the old run (all input up to fixed end offsets, every window flushed),
+            then start the new version on fresh checkpoints exactly at the drained offsets; nothing lost, nothing twice.
+            stateless: for a running version without state: stop it at a batch boundary, start the new version on fresh
+            checkpoints exactly where it stopped (refused with 422 when the running version declares stateful operators).
+            Default: UpdateBodyStrategy.SNAPSHOT.
+        snapshot_name (None | str | Unset): Name of the snapshot the update saves; default update-v<old>-v<new>-<time>.
+        timeout_seconds (int | None | Unset): snapshot, stateless: how long to wait for the old run's graceful stop
+            (default 120). drain: how long the drain may take (default 1800); a drain still running then is stopped at a
+            batch boundary and the old version started again from its checkpoint.
+        verify_seconds (int | Unset): After the new run starts, how long it must keep running (or commit a batch for
+            every resumed query) before the update counts as done; a failure in that time rolls back. Default: 20.
+    """
+
+    version: int
+    strategy: UpdateBodyStrategy | Unset = UpdateBodyStrategy.SNAPSHOT
+    snapshot_name: None | str | Unset = UNSET
+    timeout_seconds: int | None | Unset = UNSET
+    verify_seconds: int | Unset = 20
+
+    def to_dict(self) -> dict[str, Any]:
+        version = self.version
+
+        strategy: str | Unset = UNSET
+        if not isinstance(self.strategy, Unset):
+            strategy = self.strategy.value
+
+        snapshot_name: None | str | Unset
+        if isinstance(self.snapshot_name, Unset):
+            snapshot_name = UNSET
+        else:
+            snapshot_name = self.snapshot_name
+
+        timeout_seconds: int | None | Unset
+        if isinstance(self.timeout_seconds, Unset):
+            timeout_seconds = UNSET
+        else:
+            timeout_seconds = self.timeout_seconds
+
+        verify_seconds = self.verify_seconds
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "version": version,
+            }
+        )
+        if strategy is not UNSET:
+            field_dict["strategy"] = strategy
+        if snapshot_name is not UNSET:
+            field_dict["snapshot_name"] = snapshot_name
+        if timeout_seconds is not UNSET:
+            field_dict["timeout_seconds"] = timeout_seconds
+        if verify_seconds is not UNSET:
+            field_dict["verify_seconds"] = verify_seconds
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        version = d.pop("version")
+
+        _strategy = d.pop("strategy", UNSET)
+        strategy: UpdateBodyStrategy | Unset
+        if isinstance(_strategy, Unset):
+            strategy = UNSET
+        else:
+            strategy = UpdateBodyStrategy(_strategy)
+
+        def _parse_snapshot_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        snapshot_name = _parse_snapshot_name(d.pop("snapshot_name", UNSET))
+
+        def _parse_timeout_seconds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        timeout_seconds = _parse_timeout_seconds(d.pop("timeout_seconds", UNSET))
+
+        verify_seconds = d.pop("verify_seconds", UNSET)
+
+        update_body = cls(
+            version=version,
+            strategy=strategy,
+            snapshot_name=snapshot_name,
+            timeout_seconds=timeout_seconds,
+            verify_seconds=verify_seconds,
+        )
+
+        return update_body

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import os
+
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import version_body
+
+PROBLEM = "application/problem+json"
+
+
+def _problem(r, status: int) -> dict:  # type: ignore[no-untyped-def]
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith(PROBLEM)
+    body = r.json()
+    assert body["status"] == status and body["title"] and body["detail"]
+    return body
+
+
+def test_create_get_list_jobs(client: TestClient) -> None:
+    r = client.post("/api/v1/jobs", json={"name": "clicks", "description": "per minute"})
+    assert r.status_code == 201
+    job = r.json()
+    assert job["state"] == "idle"
+    assert job["restart_policy"] == {
+        "enabled": True,
+        "min_backoff": "1s",
+        "max_backoff": "1h",
+        "random_factor": 0.0,
+        "max_attempts": None,
+        "stable_period": "1m",
+    }
+    assert r.headers["etag"] == f'"{job["revision"]}"'
+    assert client.get("/api/v1/jobs/clicks").json()["description"] == "per minute"
+    _problem(client.post("/api/v1/jobs", json={"name": "clicks"}), 409)
+    _problem(client.get("/api/v1/jobs/nope"), 404)
+
+
+def test_job_list_is_paginated_and_filterable(client: TestClient) -> None:
+    for i in range(7):
+        assert client.post("/api/v1/jobs", json={"name": f"job-{i}"}).status_code == 201
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
+        page = client.get("/api/v1/jobs", params=params).json()
+        seen += [j["name"] for j in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [f"job-{i}" for i in range(7)]
+    assert len(client.get("/api/v1/jobs", params={"state": "idle"}).json()["items"]) == 7
+    assert client.get("/api/v1/jobs", params={"state": "running"}).json()["items"] == []
+    _problem(client.get("/api/v1/jobs", params={"state": "bogus"}), 422)
+    _problem(client.get("/api/v1/jobs", params={"cursor": "!!notacursor"}), 400)
+
+
+def test_job_name_rules(client: TestClient) -> None:
+    for bad in ["", "../x", "a/b", "has space", "x" * 129, "-lead"]:
+        body = _problem(client.post("/api/v1/jobs", json={"name": bad}), 422)
+        assert body["errors"][0]["field"] == "body.name"
+    _problem(client.post("/api/v1/jobs", json={"name": "ok", "surprise": 1}), 422)
+
+
+def test_patch_honours_if_match(client: TestClient) -> None:
+    etag = client.post("/api/v1/jobs", json={"name": "j"}).headers["etag"]
+    r = client.patch(
+        "/api/v1/jobs/j",
+        json={"restart_policy": {"min_backoff": "100ms", "max_backoff": "2s", "max_attempts": 3}},
+        headers={"If-Match": etag},
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["restart_policy"]["max_attempts"] == 3
+    assert r.headers["etag"] != etag
+    stale = client.patch("/api/v1/jobs/j", json={"description": "x"}, headers={"If-Match": etag})
+    assert _problem(stale, 412)
+    assert client.get("/api/v1/jobs/j").json()["description"] is None  # nothing half-written
+    assert client.patch("/api/v1/jobs/j", json={"description": "y"}).status_code == 200
+
+
+def test_restart_policy_validation(client: TestClient) -> None:
+    for bad in [
+        {"min_backoff": "1 s"},
+        {"max_backoff": "10x"},
+        {"random_factor": -1},
+        {"min_backoff": "2h", "max_backoff": "1h"},
+        {"max_attempts": -1},
+    ]:
+        _problem(client.post("/api/v1/jobs", json={"name": "j", "restart_policy": bad}), 422)
+    r = client.post(
+        "/api/v1/jobs",
+        json={"name": "j", "restart_policy": {"min_backoff": "250us", "max_backoff": "1d"}},
+    )
+    assert r.status_code == 201
+
+
+def test_delete_job(client: TestClient, cluster: str) -> None:
+    client.post("/api/v1/jobs", json={"name": "gone"})
+    assert client.post("/api/v1/jobs/gone/versions", json=version_body()).status_code == 201
+    assert client.delete("/api/v1/jobs/gone").status_code == 204
+    _problem(client.get("/api/v1/jobs/gone"), 404)
+    _problem(client.delete("/api/v1/jobs/gone"), 404)
+
+
+def test_versions_are_numbered_and_immutable(client: TestClient, cluster: str) -> None:
+    client.post("/api/v1/jobs", json={"name": "j"})
+    for n in (1, 2, 3):
+        r = client.post("/api/v1/jobs/j/versions", json=version_body())
+        assert r.status_code == 201, r.text
+        assert r.json()["number"] == n
+    v = client.get("/api/v1/jobs/j/versions/2").json()
+    q = v["queries"][0]
+    assert q["name"] == "events" and q["name_derived"] is True
+    assert q["trigger"] == "15 SECONDS" and q["trigger_ms"] == 15_000 and q["stateful"] is True
+    assert v["conf"] == {"spark.sql.shuffle.partitions": "2"}
+    assert [x["number"] for x in client.get("/api/v1/jobs/j/versions").json()["items"]] == [3, 2, 1]
+    assert client.put("/api/v1/jobs/j/versions/2", json=version_body()).status_code == 405
+    assert client.get("/api/v1/jobs/j").json()["latest_version"] == 3
+    _problem(client.get("/api/v1/jobs/j/versions/9"), 404)
+    _problem(client.post("/api/v1/jobs/nope/versions", json=version_body()), 404)
+
+
+def test_query_name_clash_is_named(client: TestClient, cluster: str) -> None:
+    client.post("/api/v1/jobs", json={"name": "j"})
+    src = [{"name": "events", "kind": "eventlog", "options": {}}]
+    body = version_body(queries=[{"sources": src}, {"sources": src}])
+    problem = _problem(client.post("/api/v1/jobs/j/versions", json=body), 422)
+    assert "events" in problem["detail"] and "name" in problem["detail"]
+    assert {e["field"] for e in problem["errors"]} == {"queries.0.name", "queries.1.name"}
+    named = version_body(queries=[{"sources": src}, {"name": "archive", "sources": src}])
+    assert client.post("/api/v1/jobs/j/versions", json=named).status_code == 201
+
+
+def test_version_validation(client: TestClient, cluster: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    client.post("/api/v1/jobs", json={"name": "j"})
+    src = [{"name": "events", "kind": "eventlog", "options": {}}]
+    cases = {
+        "trigger": version_body(queries=[{"sources": src, "trigger": "15 FORTNIGHTS"}]),
+        "mode": version_body(queries=[{"sources": src, "output_mode": "upsert"}]),
+        "no queries": version_body(queries=[]),
+        "no sources": version_body(queries=[{"sources": []}]),
+        "cluster": version_body(cluster="elsewhere"),
+        "relative file": version_body(app={"file": "job.py"}),
+        "reserved conf": version_body(conf={"spark.app.name": "x"}),
+        "dotdot": version_body(queries=[{"sources": src, "checkpoint_location": "/tmp/../etc/cp"}]),
+        "outside": version_body(queries=[{"sources": src, "checkpoint_location": "/etc/cp"}]),
+    }
+    for case, body in cases.items():
+        r = client.post("/api/v1/jobs/j/versions", json=body)
+        assert r.status_code == 422, (case, r.text)
+    root = client.app.state.settings.resolved_checkpoint_root  # type: ignore[attr-defined]
+    os.symlink("/etc", root / "escape")
+    body = version_body(queries=[{"sources": src, "checkpoint_location": str(root / "escape/cp")}])
+    _problem(client.post("/api/v1/jobs/j/versions", json=body), 422)
+    inside = version_body(queries=[{"sources": src, "checkpoint_location": str(root / "j/q")}])
+    assert client.post("/api/v1/jobs/j/versions", json=inside).status_code == 201
+    assert client.get("/api/v1/jobs/j").json()["latest_version"] == 1  # refusals left nothing

@@ -1,0 +1,220 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from app.auth.service import Scope, create_token
+from app.db import make_sessionmaker, transaction
+from app.jobs.models import Job
+from app.runs.models import Run
+from app.runtime.eventlog import EventLog, NewRecord
+from tests.api.conftest import version_body
+from tests.startpoints.test_resolve import T0, write_checkpoint
+
+URL = "/api/v1/jobs/j/startpoints"
+
+
+@pytest.fixture
+def job(client: TestClient, cluster: str, tmp_path: Path) -> dict[str, str]:
+    root = tmp_path / "log"
+    stream = EventLog(root).create_stream("s", 4)
+    for p in range(4):
+        stream.append(p, [NewRecord(T0 + i * 1000, "k", "1") for i in range(100)])
+    opts = {"root": str(root), "stream": "s"}
+    body = version_body(
+        queries=[
+            {
+                "name": "q",
+                "sources": [{"name": "events", "kind": "eventlog", "options": opts}],
+            }
+        ]
+    )
+    assert client.post("/api/v1/jobs", json={"name": "j"}).status_code == 201
+    assert client.post("/api/v1/jobs/j/versions", json=body).status_code == 201
+    return opts
+
+
+def test_set_list_withdraw(client: TestClient, job: dict[str, str]) -> None:
+    r = client.put(
+        URL,
+        json={
+            "startpoints": [
+                {"source": "events", "type": "TIMESTAMP", "value": "2026-01-01T00:00:30Z"},
+                {"source": "events", "partition": 2, "type": "OFFSET", "value": 7},
+            ]
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert r.json() == {"upserted": 2, "restart_operation_id": None}
+    pending = client.get(URL).json()["pending"]
+    assert [(s["partition"], s["type"], s["value"]) for s in pending] == [
+        (None, "TIMESTAMP", T0 + 30_000),
+        (2, "OFFSET", 7),
+    ]
+    # upsert replaces the same (source, partition)
+    client.put(URL, json={"startpoints": [{"source": "events", "partition": 2, "type": "OLDEST"}]})
+    assert client.get(URL).json()["pending"][1]["type"] == "OLDEST"
+    assert client.delete(f"{URL}/events/2").status_code == 204
+    assert client.delete(f"{URL}/events/2").status_code == 404
+    assert client.delete(f"{URL}/events").status_code == 204
+    assert client.get(URL).json()["pending"] == []
+    actions = [
+        e["action"] for e in client.get("/api/v1/events", params={"job": "j"}).json()["items"]
+    ]
+    assert actions.count("startpoints.set") == 2 and actions.count("startpoints.withdraw") == 2
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        ({"source": "nope", "type": "OLDEST"}, "unknown source 'nope'"),
+        ({"source": "events", "type": "OFFSET", "value": -1}, "non-negative"),
+        ({"source": "events", "type": "TIMESTAMP", "value": "yesterday-ish"}, "not a timestamp"),
+        ({"source": "events", "type": "OLDEST", "value": 3}, "takes no value"),
+        ({"source": "events", "type": "UPCOMING", "value": 0}, "takes no value"),
+        ({"source": "events", "type": "OFFSET"}, "needs a 'value'"),
+        ({"source": "events", "partition": 4, "type": "OLDEST"}, "partitions 0..3"),
+        ({"source": "events", "partition": 10**9, "type": "OLDEST"}, "less than or equal"),
+        ({"source": "events", "type": "SOMEWHERE"}, "OLDEST"),
+    ],
+)
+def test_bad_startpoints_are_refused_and_leave_nothing(
+    client: TestClient, job: dict[str, str], item: dict[str, object], needle: str
+) -> None:
+    good = {"source": "events", "partition": 0, "type": "OLDEST"}
+    r = client.put(URL, json={"startpoints": [good, item]})
+    assert r.status_code == 422, r.text
+    assert needle in json.dumps(r.json()), r.json()
+    assert client.get(URL).json()["pending"] == []
+
+
+def test_bulk_upsert_thousands_in_one_call(client: TestClient, cluster: str) -> None:
+    body = version_body(
+        queries=[
+            {
+                "name": "q",
+                "sources": [{"name": "topic", "kind": "kafka", "options": {"subscribe": "t"}}],
+            }
+        ]
+    )
+    client.post("/api/v1/jobs", json={"name": "j"})
+    client.post("/api/v1/jobs/j/versions", json=body)
+    items = [
+        {"source": "topic", "partition": p, "type": "OFFSET", "value": p * 10}
+        for p in range(10_000)
+    ]
+    r = client.put(URL, json={"startpoints": items})
+    assert r.status_code == 200 and r.json()["upserted"] == 10_000
+    again = client.put(URL, json={"startpoints": [{**i, "value": 1} for i in items]})
+    assert again.status_code == 200
+    pending = client.get(URL).json()["pending"]
+    assert len(pending) == 10_000 and {s["value"] for s in pending} == {1}
+
+
+def test_preview_apply_commit_and_revert(
+    client: TestClient, job: dict[str, str], db: Engine, settings
+) -> None:  # type: ignore[no-untyped-def]
+    with transaction(make_sessionmaker(db)) as session:
+        j = session.query(Job).filter_by(name="j").one()
+        run = Run(
+            job_id=j.id,
+            version_id=j.versions[0].id,
+            state="stopped",
+            attempt=0,
+            failures=0,
+            created_by="t",
+            progress={},
+        )
+        session.add(run)
+        session.flush()
+        j.current_run_id = run.id
+        run_id = run.id
+        _, token = create_token(session, name="r", scope=Scope.RUN, run_id=run.id)
+    ck = settings.resolved_checkpoint_root / "j" / str(run_id) / "q"
+    write_checkpoint(ck, 3, '{"0": 50, "1": 50, "2": 50, "3": 50}')
+    client.put(
+        URL,
+        json={
+            "startpoints": [
+                {"source": "events", "type": "TIMESTAMP", "value": T0 + 20_000},
+                {"source": "events", "partition": 3, "type": "OFFSET", "value": 90},
+            ]
+        },
+    )
+    preview = client.post(f"{URL}/preview").json()
+    assert preview["errors"] == []
+    moves = {(r["partition"], r["move"], r["records"], r["target"]) for r in preview["rows"]}
+    assert moves == {
+        (0, "replay", 30, 20),
+        (1, "replay", 30, 20),
+        (2, "replay", 30, 20),
+        (3, "skip", 40, 90),
+    }
+    assert client.get(URL).json()["pending"][0]["state"] == "pending"  # preview applies nothing
+
+    # The run starts; its runtime applies them (as app.runtime.control does) and reports.
+    from app.runtime import startpoints as rt
+
+    with transaction(make_sessionmaker(db)) as session:
+        session.get(Run, run_id).state = "running"  # type: ignore[union-attr]
+
+    directives = client.get(
+        f"/api/v1/runs/{run_id}/directives", headers={"Authorization": f"Bearer {token}"}
+    ).json()
+    points = [rt.Startpoint.from_json(p) for p in directives["startpoints"]]
+    assert len(points) == 2
+    src = directives["sources"]["events"]
+    app = rt.apply_to_checkpoint(ck, "q", "events", 0, src["kind"], src["options"], points)
+    auth = {"Authorization": f"Bearer {token}"}
+    report = [
+        {
+            "query": "q",
+            "source": "events",
+            "startpoint_ids": app.startpoint_ids,
+            "checkpoint": app.checkpoint,
+            "batch_id": app.batch_id,
+            "before": app.before,
+            "after": app.after,
+            "original_file": app.original_file,
+        }
+    ]
+    assert (
+        client.post(
+            f"/api/v1/runs/{run_id}/startpoints/applied", headers=auth, json=report
+        ).status_code
+        == 204
+    )
+    view = client.get(URL).json()
+    assert {s["state"] for s in view["pending"]} == {"applied"}
+    applied = view["applied"][0]
+    assert applied["after_offsets"] == {"0": 20, "1": 20, "2": 20, "3": 90}
+    assert applied["startpoints"][0]["set_by"] == "admin-token"
+    assert client.post(f"{URL}/{applied['id']}/revert").status_code == 409  # job is running
+
+    # Batch 4 commits: the startpoints are done and gone.
+    progress = {"query": "q", "batch_id": 4}
+    assert (
+        client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=progress).status_code
+        == 204
+    )
+    view = client.get(URL).json()
+    assert view["pending"] == [] and view["applied"][0]["committed_at"]
+    with transaction(make_sessionmaker(db)) as session:
+        session.get(Run, run_id).state = "stopped"  # type: ignore[union-attr]
+    # Batch 4 was not written to this hand-made checkpoint, so the revert is still possible.
+    r = client.post(f"{URL}/{applied['id']}/revert")
+    assert r.status_code == 200, r.text
+    assert '"0": 50' in (ck / "offsets" / "3").read_text()
+    assert client.post(f"{URL}/{applied['id']}/revert").status_code == 409
+
+
+def test_restart_in_the_same_request_needs_a_run(client: TestClient, job: dict[str, str]) -> None:
+    r = client.put(
+        URL, json={"startpoints": [{"source": "events", "type": "OLDEST"}], "restart": True}
+    )
+    assert r.status_code == 409 and "never run" in r.json()["detail"]
+    assert client.get(URL).json()["pending"] == []  # nothing half-written

@@ -1,0 +1,129 @@
+"""SIGKILL the worker during a drain and during an update by drain (step names read from
+app/worker/operations.py), on the real local runner with a real pipeline. After a fresh
+worker takes over: the operation completes, one driver per run, the drained offsets are
+where the next version starts, and the two versions' committed outputs together are every
+input record exactly once."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from app.runtime.eventlog import EventLog
+from app.runtime.produce import produce
+from pipelines.ground_truth import expected_enrich
+from tests.chaos.harness import Chaos, caught_up, enrich_rows, enrich_version, step_names
+from tests.e2e.stack import wait_until
+from tests.sizes import FULL
+
+pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
+
+T0 = 1_767_225_600_000
+# The steps of an update by drain when all goes well (the update handler also holds the
+# snapshot strategy's and the rollbacks'); each must still be a step of the worker's code.
+DRAIN_UPDATE_STEPS = [
+    "target",
+    "request_drain",
+    "drained",
+    "hand_off",
+    "plan",
+    "reserve_run",
+    "materialise",
+    "create_run",
+    "await_submitted",
+    "verify",
+]
+assert set(DRAIN_UPDATE_STEPS) <= set(step_names()["update"]), step_names()["update"]
+
+
+def _log(root: Path, count: int, offset_ms: int = 0) -> None:
+    produce(str(root), "clicks", 2, rate=0, count=count, start_ts_ms=T0 + offset_ms, ts_step_ms=50)
+
+
+def _expected(root: Path, ranges: dict[int, tuple[int, int]]) -> list[tuple[int, int, float]]:
+    return sorted(
+        (r.partition, r.offset, r.amount) for r in expected_enrich(root, "clicks", ranges)
+    )
+
+
+def _running_job(chaos: Chaos, tmp: Path) -> tuple[str, Path, int, int, int]:
+    """A job whose version 1 (enrich into out-1) runs and has read the log so far; version 2
+    enriches into out-2. Returns (job, root, v1, v2, run id)."""
+    job = f"chaos-drain-{uuid.uuid4().hex[:8]}"
+    root = tmp / "log"
+    EventLog(root).create_stream("clicks", 2)
+    _log(root, 200)
+    assert chaos.client.post("/jobs", json={"name": job}).status_code == 201
+    v1 = enrich_version(chaos, job, root, tmp / "out-1")
+    v2 = enrich_version(chaos, job, root, tmp / "out-2")
+    first = chaos.operate(job, "submit", {"version": v1})
+    assert first["state"] == "succeeded", first
+    wait_until(caught_up(chaos, first["run_id"], root), bool, 180)
+    return job, root, v1, v2, first["run_id"]
+
+
+def _end(op: dict[str, object]) -> dict[int, int]:
+    result = op["result"]
+    assert isinstance(result, dict)
+    return {int(p): int(o) for p, o in result["end_offsets"]["clicks"].items()}
+
+
+def test_drain_and_update_by_drain_survive_a_killed_worker(chaos: Chaos, tmp_path: Path) -> None:
+    """Smoke: an update by drain killed once the old run has drained (before the new version
+    has startpoints), then a drain of the new version killed right after it was asked."""
+    job, root, _, v2, old_run = _running_job(chaos, tmp_path)
+    _log(root, 100, offset_ms=20_000)  # a backlog for the drain
+    update = chaos.killed_at(
+        "update:drained", job, "update", {"version": v2, "strategy": "drain", "verify_seconds": 0}
+    )
+    assert update is not None and update["result"]["previous_run_id"] == old_run
+    end1 = _end(update)
+    assert end1 == EventLog(root).stream("clicks").latest_offsets()
+    assert chaos.assert_one_driver_per_attempt(old_run)["state"] == "drained"
+    new_run = update["result"]["run_id"]
+    assert chaos.assert_one_driver_per_attempt(new_run)["state"] == "running"
+
+    wait_until(caught_up(chaos, new_run, root), bool, 180)
+    _log(root, 100, offset_ms=40_000)  # a backlog for the drain
+    drain = chaos.killed_at("drain:request_drain", job, "drain", {"timeout_seconds": 300})
+    assert drain is not None
+    end2 = _end(drain)
+    assert chaos.assert_one_driver_per_attempt(new_run)["state"] == "drained"
+    assert enrich_rows(tmp_path / "out-1") == _expected(root, {p: (0, o) for p, o in end1.items()})
+    assert enrich_rows(tmp_path / "out-2") == _expected(root, {p: (end1[p], end2[p]) for p in end2})
+
+
+FULL_CASES = [pytest.param("drain", f"drain:{s}", id=f"drain:{s}") for s in step_names()["drain"]]
+FULL_CASES += [pytest.param("update", f"update:{s}", id=f"update:{s}") for s in DRAIN_UPDATE_STEPS]
+
+
+@pytest.mark.skipif(not FULL, reason="every step boundary runs under `make chaos`")
+@pytest.mark.parametrize(("kind", "fault"), FULL_CASES)
+def test_worker_killed_at_every_drain_step(
+    chaos: Chaos, tmp_path: Path, kind: str, fault: str
+) -> None:
+    job, root, _, v2, old_run = _running_job(chaos, tmp_path)
+    _log(root, 100, offset_ms=20_000)
+    body = (
+        {"version": v2, "strategy": "drain", "verify_seconds": 0}
+        if kind == "update"
+        else {"timeout_seconds": 300}
+    )
+    done = chaos.killed_at(fault, job, kind, body)
+    if done is None:
+        chaos.operate(job, "cancel")
+        pytest.skip(f"{fault} is not on the path of a {kind} by drain")
+    end = _end(done)
+    assert chaos.assert_one_driver_per_attempt(old_run)["state"] == "drained"
+    assert enrich_rows(tmp_path / "out-1") == _expected(root, {p: (0, o) for p, o in end.items()})
+    if kind == "update":
+        new_run = done["result"]["run_id"]
+        assert chaos.assert_one_driver_per_attempt(new_run)["state"] == "running"
+        wait_until(caught_up(chaos, new_run, root), bool, 180)
+        assert chaos.operate(job, "stop")["state"] == "succeeded"
+        latest = EventLog(root).stream("clicks").latest_offsets()
+        assert enrich_rows(tmp_path / "out-2") == _expected(
+            root, {p: (end[p], latest[p]) for p in end}
+        )

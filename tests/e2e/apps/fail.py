@@ -1,0 +1,3 @@
+"""Fails at start with a clear error, before any SparkSession exists."""
+
+raise RuntimeError("tidegate-e2e: failing at start on purpose")

@@ -1,0 +1,140 @@
+"""Real Spark for end-to-end tests: one standalone cluster and one local runner per session.
+
+Ports are picked free at start; everything runs on 127.0.0.1 and is stopped at the end.
+Registered as a plugin by ``tests/conftest.py`` (not a conftest of ``tests/e2e``), so the
+chaos and security suites share these session fixtures instead of starting their own.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+import psutil
+import pytest
+import uvicorn
+
+from app.runner.app import create_app
+from app.spark_local import LocalStandaloneCluster, find_free_port
+
+APPS = Path(__file__).parent.absolute() / "apps"
+
+# Small and quiet: these share a 2-core machine.
+SPARK_TEST_CONF = {
+    "spark.driver.memory": "512m",
+    "spark.executor.memory": "512m",
+    "spark.cores.max": "1",
+    "spark.executor.cores": "1",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+}
+
+T = TypeVar("T")
+
+
+def app_path(name: str) -> str:
+    return str(APPS / name)
+
+
+def unique_tag(prefix: str) -> str:
+    return f"e2e-{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_for(
+    fn: Callable[[], T], until: Callable[[T], bool], timeout: float = 120.0, every: float = 0.5
+) -> T:
+    """Call ``fn`` until its value satisfies ``until``; fail with the last value on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if until(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s; last value: {value!r}")
+        time.sleep(every)
+
+
+def processes_mentioning(text: str) -> list[psutil.Process]:
+    """Live processes whose command line or working directory contains ``text``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "cwd", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        haystack = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
+        if text in haystack:
+            found.append(proc)
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _loopback_spark() -> None:
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LocalStandaloneCluster]:
+    cluster = LocalStandaloneCluster(
+        tmp_path_factory.mktemp("spark-cluster"),
+        find_free_port(),
+        find_free_port(),
+        find_free_port(),
+        worker_cores=4,
+        worker_memory="2g",
+    )
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@contextmanager
+def serve_runner(state_dir: Path, port: int | None = None) -> Iterator[str]:
+    """The runner app under uvicorn in a background thread; yields its URL."""
+    port = port or find_free_port()
+    app = create_app(state_dir, "local[2]", kill_grace=5.0)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, name="livy-runner", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the runner did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def runner_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("livy-runner")
+
+
+@pytest.fixture(scope="session")
+def livy_runner(runner_state_dir: Path) -> Iterator[str]:
+    with serve_runner(runner_state_dir) as url:
+        try:
+            yield url
+        finally:
+            # Leave nothing running: kill every batch that has not ended.
+            batches = httpx.get(f"{url}/batches", params={"size": 1000}).json()["sessions"]
+            for batch in batches:
+                if batch["state"] not in ("success", "dead", "killed"):
+                    httpx.delete(f"{url}/batches/{batch['id']}", timeout=30)
+
+
+from tests.e2e.stack import stack  # noqa: E402, F401  (the tidegate API + workers fixture)

@@ -1,0 +1,167 @@
+"""tidegate itself for end-to-end tests: the API under uvicorn and workers as real processes,
+on their own database. Spark drivers reach the API over loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import uvicorn
+from psycopg import sql
+
+from app import migrate
+from app.config import Settings
+from app.db import make_engine
+from app.main import create_app
+from app.spark_local import find_free_port
+from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Stack:
+    url: str
+    database_url: str
+    checkpoint_root: Path
+    tmp: Path
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    client: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = httpx.Client(
+            base_url=self.url + "/api/v1",
+            timeout=30,
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        )
+
+    def worker_env(self, **extra: str) -> dict[str, str]:
+        return {
+            **os.environ,
+            "TIDEGATE_DATABASE_URL": self.database_url,
+            "TIDEGATE_CHECKPOINT_ROOT": str(self.checkpoint_root),
+            "TIDEGATE_PUBLIC_URL": self.url,
+            "TIDEGATE_LOG_JSON": "false",
+            "TIDEGATE_DATA_DIR": str(self.tmp / "data"),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            **extra,
+        }
+
+    def start_worker(self, **env: str) -> subprocess.Popen[bytes]:
+        log = open(self.tmp / f"worker-{len(self.workers)}.log", "ab")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "worker", "--poll-seconds", "0.5"],
+            env=self.worker_env(**env),
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.workers.append(proc)
+        return proc
+
+    def stop_workers(self) -> None:
+        for proc in self.workers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.workers:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.workers.clear()
+
+    def wait_operation(self, op_id: int, timeout: float = 240.0) -> dict[str, Any]:
+        return wait_until(
+            lambda: self.client.get(f"/operations/{op_id}").json(),
+            lambda op: op["state"] in ("succeeded", "failed"),
+            timeout,
+        )
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        body: dict[str, Any] = self.client.get(f"/runs/{run_id}").json()
+        return body
+
+
+def wait_until(
+    fn: Callable[[], Any], until: Callable[[Any], bool], timeout: float = 120.0, every: float = 0.5
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if until(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s; last value: {value!r}")
+        time.sleep(every)
+
+
+@contextmanager
+def running_stack(tmp: Path, *, first_id: int = 1, pool_size: int = 5) -> Iterator[Stack]:
+    """The API in a thread and a fresh database; workers are started by the caller.
+    ``first_id`` starts run ids elsewhere than 1: a runner shared by several stacks (one per
+    test database) names batches by run id, and two stacks must not adopt each other's."""
+    server = _server_url(tmp)
+    name = f"tidegate_e2e_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    database_url = _with_db(server, name)
+    migrate.upgrade(database_url)
+    if first_id > 1:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("select setval('runs_id_seq', %s, false)", (first_id,))
+    checkpoint_root = tmp / "checkpoints"
+    checkpoint_root.mkdir()
+    port = find_free_port()
+    settings = Settings(
+        database_url=database_url,
+        admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
+        data_dir=tmp / "data",
+        checkpoint_root=checkpoint_root,
+        log_json=False,
+        host="127.0.0.1",
+        port=port,
+    )
+    engine = make_engine(database_url, pool_size=pool_size)
+    api = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings, engine),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            log_config=None,
+        )
+    )
+    thread = threading.Thread(target=api.run, name="tidegate-api", daemon=True)
+    thread.start()
+    wait_until(lambda: api.started, bool, 30, 0.05)
+    result = Stack(f"http://127.0.0.1:{port}", database_url, checkpoint_root, tmp)
+    try:
+        yield result
+    finally:
+        result.stop_workers()
+        api.should_exit = True
+        thread.join(10)
+        engine.dispose()
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with running_stack(tmp_path_factory.mktemp("stack")) as result:
+        yield result

@@ -1,0 +1,66 @@
+"""`make run` (`tidegate run`) from nothing: an embedded PostgreSQL, the local runner
+registered as cluster 'local', the worker and the API come up with a token kept in
+DATA_DIR; one SIGTERM stops every process it started, the database too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from app.spark_local import find_free_port
+from tests.e2e.fixtures import processes_mentioning
+from tests.e2e.stack import ROOT, wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def test_make_run_serves_and_one_sigterm_stops_everything(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    port = find_free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TIDEGATE_")},
+        "TIDEGATE_DATA_DIR": str(data),
+        "TIDEGATE_PORT": str(port),
+        "TIDEGATE_RUNNER_PORT": str(find_free_port()),
+    }
+    log = (tmp_path / "run.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "run"], cwd=ROOT, env=env, stdout=log, stderr=log
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+
+        def ready() -> int:
+            try:
+                return httpx.get(f"{url}/readyz", timeout=2).status_code
+            except httpx.HTTPError:
+                return 0
+
+        wait_until(ready, lambda code: code == 200, 120)
+        token = (data / "admin-token").read_text().strip()
+        assert (data / "admin-token").stat().st_mode & 0o077 == 0  # the owner's alone
+        headers = {"Authorization": f"Bearer {token}"}
+        clusters = httpx.get(f"{url}/api/v1/clusters", headers=headers, timeout=10)
+        assert clusters.status_code == 200, clusters.text
+        (local,) = clusters.json()["items"]
+        assert local["name"] == "local" and local["kind"] == "livy"
+        cluster = httpx.get(f"{url}/api/v1/clusters/local", headers=headers, timeout=30).json()
+        assert cluster["reachable"] is True, cluster
+        started = psutil.Process(proc.pid).children(recursive=True)
+        assert len(started) >= 2  # the runner and the worker (and PostgreSQL)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        finally:
+            log.close()
+    assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in started)
+    # The embedded PostgreSQL (started from DATA_DIR) is gone too.
+    wait_until(lambda: processes_mentioning(str(data / "pg")), lambda found: found == [], 30)

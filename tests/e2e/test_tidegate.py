@@ -1,0 +1,238 @@
+"""tidegate end to end on real Spark: the API, real worker processes, the standalone cluster
+and the local Livy-compatible runner, running the example pipelines with the runtime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.dataset as ds
+import pytest
+
+from app.runtime import checkpoint as cp
+from app.runtime.control import ControlClient, ControlPlaneRefused
+from app.runtime.eventlog import EventLog
+from app.runtime.produce import produce
+from app.spark_local import LocalStandaloneCluster
+from pipelines.ground_truth import expected_windowed_counts
+from tests.e2e.conftest import SPARK_TEST_CONF, app_path
+from tests.e2e.stack import ROOT, Stack, wait_until
+
+pytestmark = pytest.mark.e2e
+
+BACKENDS = ["runner", "standalone"]
+
+
+@pytest.fixture(scope="module")
+def clusters(stack: Stack, standalone_cluster: LocalStandaloneCluster, livy_runner: str) -> Stack:
+    for body in (
+        {"name": "runner", "kind": "livy", "url": livy_runner},
+        {
+            "name": "standalone",
+            "kind": "standalone",
+            "url": standalone_cluster.rest_url,
+            "master_url": standalone_cluster.master_url,
+            "ui_url": standalone_cluster.ui_url,
+        },
+    ):
+        r = stack.client.post("/clusters", json=body)
+        assert r.status_code in (201, 409), r.text
+        assert stack.client.get(f"/clusters/{body['name']}").json()["reachable"] is True
+    if not stack.workers:
+        stack.start_worker()
+    return stack
+
+
+def _job(stack: Stack, name: str, policy: dict[str, Any] | None = None) -> None:
+    r = stack.client.post("/jobs", json={"name": name, "restart_policy": policy or {}})
+    assert r.status_code == 201, r.text
+
+
+def _windowed_version(
+    stack: Stack,
+    job: str,
+    cluster: str,
+    root: Path,
+    out: Path,
+    max_records_per_batch: int | None = None,
+) -> int:
+    limit = {"maxRecordsPerBatch": str(max_records_per_batch)} if max_records_per_batch else {}
+    body = {
+        "app": {
+            "file": str(ROOT / "pipelines" / "windowed_counts.py"),
+            "args": ["--root", str(root), "--stream", "clicks", "--output", str(out)]
+            + (["--max-records-per-batch", str(max_records_per_batch)] if limit else []),
+        },
+        "cluster": cluster,
+        "conf": {
+            **SPARK_TEST_CONF,
+            "spark.sql.session.timeZone": "UTC",
+            "spark.executorEnv.PYTHONPATH": str(ROOT),
+        },
+        "queries": [
+            {
+                "name": "windowed_counts",
+                "sources": [
+                    {
+                        "name": "clicks",
+                        "kind": "eventlog",
+                        "options": {"root": str(root), "stream": "clicks", **limit},
+                    }
+                ],
+                "stateful_operators": [{"kind": "tumbling_window"}],
+                "output_mode": "append",
+                "trigger": "1 SECONDS",
+            }
+        ],
+    }
+    r = stack.client.post(f"/jobs/{job}/versions", json=body)
+    assert r.status_code == 201, r.text
+    number: int = r.json()["number"]
+    return number
+
+
+def _operate(
+    stack: Stack, job: str, verb: str, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    r = stack.client.post(f"/jobs/{job}/{verb}", json=body)
+    assert r.status_code == 202, r.text
+    return stack.wait_operation(r.json()["id"])
+
+
+def _output(out: Path) -> list[tuple[Any, ...]]:
+    if not out.exists():
+        return []
+    table = ds.dataset(str(out), format="parquet", exclude_invalid_files=True).to_table()
+    rows = table.to_pylist()
+    return sorted(
+        (int(r["window_start"].timestamp() * 1000), r["key"], r["count"], r["sum"]) for r in rows
+    )
+
+
+def _expected(root: Path) -> list[tuple[Any, ...]]:
+    return sorted(
+        (w.window_start_ms, w.key, w.count, w.sum) for w in expected_windowed_counts(root, "clicks")
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_windowed_pipeline_submit_progress_stop_restart(
+    clusters: Stack, backend: str, tmp_path: Path
+) -> None:
+    stack, job = clusters, f"windowed-{backend}"
+    root, out = tmp_path / "log", tmp_path / "out"
+    EventLog(root).create_stream("clicks", 2)
+    start = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+    produce(str(root), "clicks", 2, rate=0, count=600, start_ts_ms=start, ts_step_ms=400)
+    _job(stack, job)
+    version = _windowed_version(stack, job, backend, root, out)
+
+    submit = _operate(stack, job, "submit", {"version": version})
+    assert submit["state"] == "succeeded", submit
+    run_id = submit["run_id"]
+    latest = {str(p): o for p, o in EventLog(root).stream("clicks").latest_offsets().items()}
+    run = wait_until(
+        lambda: stack.run(run_id),
+        lambda r: (
+            (r["progress"].get("windowed_counts") or {}).get("sources", [{}])[0].get("end_offset")
+            == latest
+        ),
+        180,
+    )
+    assert run["state"] == "running" and run["backend_id"] and run["tag"].endswith("-a0")
+    assert run["progress"]["windowed_counts"]["state_operators"]
+    wait_until(lambda: _output(out), lambda rows: rows == _expected(root), 120)
+
+    stop = _operate(stack, job, "stop")
+    assert stop["state"] == "succeeded", stop
+    graceful = next(s for s in stop["steps"] if s["name"] == "graceful_stop")
+    assert graceful["detail"]["graceful"] is True, stop["steps"]
+    assert stack.run(run_id)["state"] == "stopped"
+    checkpoint = stack.checkpoint_root / job / str(run_id) / "windowed_counts"
+    assert cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
+
+    # More data, then a restart from the same checkpoint: nothing lost, nothing twice.
+    produce(str(root), "clicks", 2, rate=0, count=300, start_ts_ms=start + 240_000, ts_step_ms=400)
+    restart = _operate(stack, job, "restart")
+    assert restart["state"] == "succeeded", restart
+    assert stack.run(run_id)["attempt"] == 1
+    wait_until(lambda: _output(out), lambda rows: rows == _expected(root), 180)
+    assert _operate(stack, job, "stop")["state"] == "succeeded"
+    events = stack.client.get("/events", params={"job": job}).json()["items"]
+    assert [e["action"] for e in events][:4] == [
+        "operation.stop",
+        "operation.restart",
+        "operation.stop",
+        "operation.submit",
+    ]
+
+
+def test_failing_app_restarts_on_schedule_then_fails(clusters: Stack) -> None:
+    stack, job = clusters, "fails-at-start"
+    _job(stack, job, {"min_backoff": "1s", "max_backoff": "10s", "max_attempts": 2})
+    r = stack.client.post(
+        f"/jobs/{job}/versions",
+        json={
+            "app": {"file": app_path("fail.py")},
+            "cluster": "runner",
+            "conf": SPARK_TEST_CONF,
+            "queries": [{"sources": [{"name": "rate", "kind": "rate"}]}],
+        },
+    )
+    assert r.status_code == 201, r.text
+    submit = _operate(stack, job, "submit", {"version": 1})
+    assert submit["state"] == "failed" and "restarted at" in submit["error"], submit
+    run = wait_until(lambda: stack.run(submit["run_id"]), lambda r: r["state"] == "failed", 240)
+    assert run["attempt"] == 2 and run["failures"] == 3
+    assert "failing at start on purpose" in run["last_error"]
+    restarts = [t for t in reversed(run["transitions"]) if t["to_state"] == "restarting"]
+    assert [t["reason"].split("; ")[1] for t in restarts] == [
+        "restarting in 1s",
+        "restarting in 2s",
+    ]
+    job_body = stack.client.get(f"/jobs/{job}").json()
+    assert job_body["state"] == "failed" and job_body["current_run_id"] == run["id"]
+
+
+def test_worker_killed_mid_submit_leaves_exactly_one_driver(
+    clusters: Stack, standalone_cluster: LocalStandaloneCluster
+) -> None:
+    stack, job = clusters, "sigkill-mid-submit"
+    _job(stack, job)
+    r = stack.client.post(
+        f"/jobs/{job}/versions",
+        json={
+            "app": {"file": app_path("stream.py")},
+            "cluster": "standalone",
+            "conf": SPARK_TEST_CONF,
+            "queries": [{"sources": [{"name": "rate", "kind": "rate"}]}],
+        },
+    )
+    assert r.status_code == 201, r.text
+
+    def active_drivers() -> list[str]:
+        state = httpx.get(standalone_cluster.ui_url + "/json/").json()
+        return [d["id"] for d in state.get("activedrivers", [])]
+
+    before = set(active_drivers())
+    stack.stop_workers()
+    doomed = stack.start_worker(TIDEGATE_FAULT_AT="reconcile:after_backend_submit")
+    op = stack.client.post(f"/jobs/{job}/submit", json={"version": 1}).json()
+    assert doomed.wait(120) == 137  # killed right after the driver was submitted
+    assert stack.client.get(f"/operations/{op['id']}").json()["state"] == "running"
+    stack.start_worker()
+    done = stack.wait_operation(op["id"])
+    assert done["state"] == "succeeded", done
+    new = set(active_drivers()) - before
+    assert len(new) == 1 and stack.run(done["run_id"])["backend_id"] in new
+    cancel = _operate(stack, job, "cancel")
+    assert cancel["state"] == "succeeded", cancel
+    assert stack.run(done["run_id"])["state"] == "cancelled"
+    wait_until(active_drivers, lambda ids: not (set(ids) & new), 60)
+
+
+def test_runtime_with_a_wrong_token_is_refused_and_says_so(clusters: Stack) -> None:
+    client = ControlClient(clusters.url, 1, "tg_not-a-token")
+    with pytest.raises(ControlPlaneRefused, match="refused this run's token"):
+        client.directives(0)

@@ -1,0 +1,133 @@
+"""Checkpoint inspection and the startpoint rewrite of ``offsets/N``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from app.runtime.checkpoint import (
+    CheckpointError,
+    hadoop_crc,
+    latest_commit_batch,
+    latest_offsets_batch,
+    query_id,
+    read_commit,
+    read_offsets,
+    rewrite_source_offsets,
+    state_operators,
+    uncommitted_batches,
+)
+from app.runtime.eventlog import EventLog, format_offsets
+from app.runtime.source import read_events
+
+from .conftest import fill
+
+META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
+
+
+def fake_checkpoint(root: Path, offsets: dict[int, list[str]], commits: list[int]) -> Path:
+    (root / "offsets").mkdir(parents=True)
+    (root / "commits").mkdir()
+    (root / "metadata").write_text('{"id":"q-1"}')
+    for batch, sources in offsets.items():
+        (root / "offsets" / str(batch)).write_text("\n".join(["v1", META, *sources]))
+    for batch in commits:
+        (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    return root
+
+
+def test_inspect_a_checkpoint(tmp_path: Path) -> None:
+    ck = fake_checkpoint(tmp_path / "ck", {0: ['{"0": 1}', "-"], 1: ['{"0": 2}', "7"]}, [0])
+    assert query_id(ck) == "q-1"
+    assert latest_offsets_batch(ck) == 1
+    assert latest_commit_batch(ck) == 0
+    assert uncommitted_batches(ck) == [1]
+    assert read_offsets(f"file:{ck}", 0) == (json.loads(META), ['{"0": 1}', None])
+    assert read_commit(ck, 0) == {"nextBatchWatermarkMs": 0}
+    assert latest_offsets_batch(tmp_path / "none") is None
+    assert state_operators(ck) == []
+
+
+def test_rewrite_refuses_what_spark_would_not_honour(tmp_path: Path) -> None:
+    ck = fake_checkpoint(tmp_path / "ck", {0: ['{"0": 1}'], 1: ['{"0": 2}']}, [0])
+    with pytest.raises(CheckpointError, match="not committed"):
+        rewrite_source_offsets(ck, 1, 0, '{"0": 0}')
+    with pytest.raises(CheckpointError, match="after 0"):
+        rewrite_source_offsets(ck, 0, 0, '{"0": 0}')
+    with pytest.raises(CheckpointError, match="no source 1"):
+        rewrite_source_offsets(ck, 0, 1, '{"0": 0}', discard_uncommitted=True)
+    with pytest.raises(CheckpointError, match="JSON"):
+        rewrite_source_offsets(ck, 0, 0, "{oops", discard_uncommitted=True)
+    assert latest_offsets_batch(ck) == 1  # nothing changed yet
+
+    backup = rewrite_source_offsets(ck, 0, 0, '{"0": 0}', discard_uncommitted=True)
+    assert latest_offsets_batch(ck) == 0
+    assert (ck / "offsets" / ".1.tidegate-discarded").exists()
+    assert backup.read_text() == "\n".join(["v1", META, '{"0": 1}'])
+    rewrite_source_offsets(ck, 0, 0, '{"0": 5}')
+    assert backup.read_text().endswith('{"0": 1}')  # the first original is kept
+    data = (ck / "offsets" / "0").read_bytes()
+    assert data == "\n".join(["v1", META, '{"0": 5}']).encode()
+    assert (ck / "offsets" / ".0.crc").read_bytes() == hadoop_crc(data)
+
+
+@pytest.mark.spark
+def test_rewritten_offsets_rerun_from_there_with_state_kept(
+    spark: SparkSession, log: EventLog, tmp_path: Path
+) -> None:
+    stream = log.create_stream("s", 1)
+    fill(stream, 0, 100)
+    checkpoint = tmp_path / "ck"
+
+    def run() -> tuple[int, dict[str, Any]]:
+        query = (
+            read_events(spark, str(log.root), "s")
+            .groupBy()
+            .count()
+            .writeStream.format("memory")
+            .queryName("counts")
+            .outputMode("complete")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        progress = json.loads(query.lastProgress.json) if query.lastProgress else {}
+        return spark.table("counts").collect()[0]["count"], progress
+
+    count, _ = run()
+    assert count == 100
+    batch = latest_commit_batch(checkpoint)
+    assert batch is not None and latest_offsets_batch(checkpoint) == batch
+    _, sources = read_offsets(checkpoint, batch)
+    assert sources == ['{"0": 100}']
+    original = (checkpoint / "offsets" / str(batch)).read_bytes()
+    crc = checkpoint / "offsets" / f".{batch}.crc"
+    assert crc.read_bytes() == hadoop_crc(original)  # our sidecar is what Hadoop writes
+
+    fill(stream, 0, 20)
+    rewrite_source_offsets(checkpoint, batch, 0, format_offsets({0: 50}))
+    count, progress = run()
+    assert count == 170  # 100 from the kept state + 50..119 re-read
+    assert progress["batchId"] == batch + 1
+    source = progress["sources"][0]
+    assert (source["startOffset"], source["endOffset"], source["numInputRows"]) == (
+        {"0": 50},
+        {"0": 120},
+        70,
+    )
+    assert (checkpoint / "offsets" / f".{batch}.tidegate-orig").read_bytes() == original
+
+    (operator,) = state_operators(checkpoint)
+    assert (operator.operator_id, operator.operator_name, operator.num_partitions) == (
+        0,
+        "stateStoreSave",
+        2,
+    )
+    assert operator.store_names == ("default",)
+    assert operator.value_schema is not None
+    assert [f["name"] for f in operator.value_schema["fields"]] == ["count"]

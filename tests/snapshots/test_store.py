@@ -1,0 +1,110 @@
+"""The content-addressed store: each file once, manifests last, restores verified, gc."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.snapshots.export import select_files
+from app.snapshots.store import SnapshotStore, StoreError, known_hashes
+from tests.snapshots.conftest import FakeCheckpoint
+
+
+def _export(store: SnapshotStore, ck: FakeCheckpoint, name: str, known=None):  # type: ignore[no-untyped-def]
+    batch = ck.batches
+    selection = select_files(ck.root, batch)
+    put = store.put_files(ck.root, selection.files, known)
+    store.write_manifest(
+        "job",
+        name,
+        {"queries": {"q": {"batch_id": batch, "checkpoint": str(ck.root), "files": put.entries}}},
+    )
+    return put
+
+
+def test_second_snapshot_writes_only_new_files(tmp_path: Path) -> None:
+    store = SnapshotStore(str(tmp_path / "store"))
+    ck = FakeCheckpoint(tmp_path / "ck", delta_bytes=50_000)
+    for _ in range(10):
+        ck.batch()
+    first = _export(store, ck, "s1")
+    assert first.bytes_written == first.bytes_referenced > 10 * 2 * 50_000
+    ck.batch()
+    ck.batch()
+    second = _export(store, ck, "s2")
+    # Two new deltas per partition plus the small log files; every older delta is shared.
+    assert second.bytes_referenced > first.bytes_referenced
+    assert second.bytes_written < 2 * 2 * 50_000 + 2000
+    assert second.bytes_written < first.bytes_written / 4
+    assert store.total_blob_bytes() < first.bytes_referenced + second.bytes_referenced
+    # With the hashes the first manifest recorded, unchanged files are not even read again.
+    doc = store.read_manifest("job", "s2")
+    assert doc is not None
+    cache = known_hashes(ck.root, doc["queries"]["q"]["files"])
+    ck.batch()
+    third = _export(store, ck, "s3", cache)
+    assert third.files_hashed < 12 < len(third.entries)
+
+
+def test_identical_files_are_stored_once(tmp_path: Path) -> None:
+    store = SnapshotStore(f"file://{tmp_path / 'store'}")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "f").write_bytes(b"same" * 1000)
+    assert store.put_files(a, ["f"]).bytes_written == 4000
+    again = store.put_files(b, ["f"])
+    assert again.bytes_written == 0 and again.bytes_referenced == 4000
+    assert len(list((tmp_path / "store" / "blobs").rglob("*"))) == 2  # one fan-out dir, one blob
+
+
+def test_restore_round_trip_and_corruption(tmp_path: Path) -> None:
+    store = SnapshotStore(str(tmp_path / "store"))
+    ck = FakeCheckpoint(tmp_path / "ck")
+    for _ in range(3):
+        ck.batch()
+    put = _export(store, ck, "s1")
+    dest = tmp_path / "restored"
+    hints = store.restore(put.entries, dest)
+    for rel in put.entries:
+        assert (dest / rel).read_bytes() == (ck.root / rel).read_bytes()
+    assert set(hints) == set(put.entries)
+    sha = put.entries["state/0/0/1.delta"]["sha256"]
+    Path(store.blob_path(sha)).write_bytes(b"rot")
+    with pytest.raises(StoreError, match="corrupt"):
+        store.restore(put.entries, tmp_path / "again")
+    os.remove(store.blob_path(sha))
+    with pytest.raises(StoreError, match="missing"):
+        store.restore(put.entries, tmp_path / "again2")
+
+
+def test_manifest_is_atomic_and_versioned(tmp_path: Path) -> None:
+    store = SnapshotStore(str(tmp_path / "store"))
+    assert store.read_manifest("job", "nope") is None
+    store.write_manifest("job", "s", {"queries": {}})
+    assert store.read_manifest("job", "s") == {"format": 1, "queries": {}}
+    assert store.manifests() == [("job", "s")]
+    leftovers = [p.name for p in (tmp_path / "store" / "manifests" / "job").iterdir()]
+    assert leftovers == ["s.json"]
+
+
+def test_gc_keeps_what_live_manifests_name(tmp_path: Path) -> None:
+    store = SnapshotStore(str(tmp_path / "store"))
+    ck = FakeCheckpoint(tmp_path / "ck", delta_bytes=10_000)
+    for _ in range(3):
+        ck.batch()
+    _export(store, ck, "s1")
+    ck.batch()
+    _export(store, ck, "s2")
+    before = store.total_blob_bytes()
+    result = store.gc({("job", "s2")})
+    assert result.manifests_deleted == 1 and store.manifests() == [("job", "s2")]
+    # s1's files are all still used by s2 except offsets/0, commits/0 and their sidecars.
+    assert 0 < result.blobs_deleted <= 4 and store.total_blob_bytes() == before - result.bytes_freed
+    doc = store.read_manifest("job", "s2")
+    assert doc is not None
+    store.restore(doc["queries"]["q"]["files"], tmp_path / "r")  # nothing s2 needs was lost
+    result = store.gc(set())
+    assert store.total_blob_bytes() == 0 and result.manifests_deleted == 1

@@ -1,0 +1,133 @@
+"""Resolving and applying startpoints on real checkpoint files (no Spark needed: the files
+are written in Spark's format; tests/e2e proves Spark follows them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.runtime import checkpoint as cp
+from app.runtime import startpoints as sp
+from app.runtime.eventlog import EventLog, NewRecord
+
+T0 = 1_767_225_600_000
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> dict[str, str]:
+    stream = EventLog(tmp_path / "log").create_stream("s", 3)
+    for p in range(3):
+        stream.append(p, [NewRecord(T0 + i * 1000, f"k{i}", str(i)) for i in range(100)])
+    return {"root": str(tmp_path / "log"), "stream": "s"}
+
+
+def write_checkpoint(path: Path, batch: int, line: str, *, committed: bool = True) -> Path:
+    (path / "offsets").mkdir(parents=True, exist_ok=True)
+    (path / "commits").mkdir(parents=True, exist_ok=True)
+    (path / "metadata").write_text('{"id":"q"}')
+    meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": T0, "conf": {}})
+    (path / "offsets" / str(batch)).write_text(f"v1\n{meta}\n{line}")
+    if committed:
+        (path / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    return path
+
+
+def P(id: int, type: str, value: int | None = None, partition: int | None = None) -> sp.Startpoint:
+    return sp.Startpoint(id, "src", partition, type, value)
+
+
+def test_types_and_precedence(log: dict[str, str]) -> None:
+    current = {0: 50, 1: 50, 2: 50}
+    assert sp.resolve("eventlog", log, [P(1, "OLDEST")], current) == {0: 0, 1: 0, 2: 0}
+    assert sp.resolve("eventlog", log, [P(1, "UPCOMING")], current) == {0: 100, 1: 100, 2: 100}
+    # a partition-level startpoint beats the source-level one; the rest fan out
+    got = sp.resolve(
+        "eventlog", log, [P(1, "OFFSET", 10), P(2, "OFFSET", 70, partition=2)], current
+    )
+    assert got == {0: 10, 1: 10, 2: 70}
+    # TIMESTAMP -> first record at or after it
+    assert sp.resolve("eventlog", log, [P(1, "TIMESTAMP", T0 + 42_500)], current) == {
+        0: 43,
+        1: 43,
+        2: 43,
+    }
+    # only one partition set: the others keep their position
+    assert sp.resolve("eventlog", log, [P(1, "OLDEST", partition=1)], current) == {
+        0: 50,
+        1: 0,
+        2: 50,
+    }
+    with pytest.raises(sp.StartpointError, match="partition 7 does not exist"):
+        sp.resolve("eventlog", log, [P(1, "OLDEST", partition=7)], current)
+    with pytest.raises(sp.StartpointError, match="beyond"):
+        sp.resolve("eventlog", log, [P(1, "OFFSET", 101)], current)
+
+
+def test_rewrite_keeps_original_and_reverts(log: dict[str, str], tmp_path: Path) -> None:
+    ck = write_checkpoint(tmp_path / "ck", 4, '{"0": 50, "1": 50, "2": 50}')
+    write_checkpoint(ck, 5, '{"0": 60, "1": 60, "2": 60}', committed=False)  # planned only
+    app = sp.apply_to_checkpoint(ck, "q", "src", 0, "eventlog", log, [P(9, "OFFSET", 80, 1)])
+    assert app.batch_id == 4 and app.before == {"0": 50, "1": 50, "2": 50}
+    assert app.after == {"0": 50, "1": 80, "2": 50}
+    _, lines = cp.read_offsets(ck, 4)
+    assert json.loads(lines[0]) == {"0": 50, "1": 80, "2": 50}
+    assert not (ck / "offsets" / "5").exists()  # the uncommitted plan would have ignored it
+    assert Path(app.original_file or "").read_text().endswith('{"0": 50, "1": 50, "2": 50}')
+    sp.revert(ck, 4, app.original_file or "")
+    assert json.loads(cp.read_offsets(ck, 4)[1][0]) == {"0": 50, "1": 50, "2": 50}
+
+
+def test_fresh_query_gets_starting_offsets(log: dict[str, str], tmp_path: Path) -> None:
+    given: list[dict[int, int]] = []
+    app = sp.apply_to_checkpoint(
+        tmp_path / "none", "q", "src", 0, "eventlog", log, [P(1, "UPCOMING")], starting=given.append
+    )
+    assert app.batch_id is None and given == [{0: 100, 1: 100, 2: 100}]
+
+
+class FakeKafka:
+    """The resolver contract with canned answers (no broker runs here)."""
+
+    def partitions(self, topic: str) -> list[int]:
+        return [0, 1]
+
+    def earliest(self, topic: str) -> dict[int, int]:
+        return {0: 5, 1: 7}
+
+    def latest(self, topic: str) -> dict[int, int]:
+        return {0: 500, 1: 700}
+
+    def offsets_for_times(self, topic: str, ts_ms: int) -> dict[int, int]:
+        return {0: ts_ms // 1000, 1: ts_ms // 100}
+
+
+def test_kafka_format_rewrite(tmp_path: Path) -> None:
+    opts = {"subscribe": "clicks"}
+    ck = write_checkpoint(tmp_path / "ck", 2, '{"clicks":{"0":100,"1":200}}')
+    app = sp.apply_to_checkpoint(
+        ck,
+        "q",
+        "src",
+        0,
+        "kafka",
+        opts,
+        [P(1, "TIMESTAMP", 42_000), P(2, "OLDEST", partition=1)],
+        kafka=FakeKafka(),
+    )
+    assert app.before == {"0": 100, "1": 200} and app.after == {"0": 42, "1": 7}
+    assert json.loads(cp.read_offsets(ck, 2)[1][0]) == {"clicks": {"0": 42, "1": 7}}
+    with pytest.raises(sp.StartpointError, match="KafkaResolver"):
+        sp.resolve("kafka", opts, [P(1, "OLDEST")])
+
+
+def test_file_source_format(tmp_path: Path) -> None:
+    ck = write_checkpoint(tmp_path / "ck", 3, '{"logOffset":3}')
+    app = sp.apply_to_checkpoint(ck, "q", "src", 0, "file", {}, [P(1, "OFFSET", 1)])
+    assert app.after == {"0": 1}
+    assert json.loads(cp.read_offsets(ck, 3)[1][0]) == {"logOffset": 1}
+    with pytest.raises(sp.StartpointError, match="cannot resolve TIMESTAMP"):
+        sp.resolve("file", {}, [P(1, "TIMESTAMP", 5)])
+    with pytest.raises(sp.StartpointError, match="kind 'socket'"):
+        sp.resolve("socket", {}, [P(1, "OLDEST")])

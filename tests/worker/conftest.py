@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from app.backends.base import AppState, AppStatus, SubmitSpec
+from app.clusters.models import Cluster
+from app.config import Settings
+from app.db import make_sessionmaker, transaction
+from app.jobs.models import Job, JobVersion
+from app.worker.context import WorkerContext
+
+
+@dataclass
+class FakeApp:
+    spec: SubmitSpec
+    state: AppState = AppState.PENDING
+
+
+@dataclass
+class FakeBackend:
+    """An in-memory backend for worker logic. The same scenarios run against real Spark in
+    tests/e2e; this one lets unit tests script failures precisely."""
+
+    apps: dict[str, FakeApp] = field(default_factory=dict)
+    fail_on_start: bool = False
+    submits: int = 0
+    kills: list[str] = field(default_factory=list)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def ready(self) -> bool:
+        return True
+
+    def submit(self, spec: SubmitSpec) -> str:
+        self.submits += 1
+        app_id = f"app-{next(self._ids)}"
+        self.apps[app_id] = FakeApp(spec)
+        return app_id
+
+    def status(self, backend_id: str) -> AppStatus:
+        app = self.apps.get(backend_id)
+        if app is None:
+            return AppStatus(backend_id, AppState.UNKNOWN, "NOT_FOUND")
+        if app.state == AppState.PENDING:  # the next look finds it started (or failed)
+            app.state = AppState.FAILED if self.fail_on_start else AppState.RUNNING
+            return AppStatus(backend_id, AppState.PENDING, "SUBMITTED")
+        message = "boom: bad config" if app.state == AppState.FAILED else None
+        return AppStatus(backend_id, app.state, app.state.value.upper(), message)
+
+    def kill(self, backend_id: str) -> None:
+        self.kills.append(backend_id)
+        app = self.apps.get(backend_id)
+        if app is not None and not app.state.terminal:
+            app.state = AppState.KILLED
+
+    def find(self, tag: str) -> str | None:
+        return next((i for i, a in self.apps.items() if a.spec.tag == tag), None)
+
+    def log_tail(self, backend_id: str, lines: int = 50) -> str | None:
+        return None
+
+    def alive(self) -> list[str]:
+        return [i for i, a in self.apps.items() if not a.state.terminal]
+
+
+@pytest.fixture
+def fake() -> FakeBackend:
+    return FakeBackend()
+
+
+@pytest.fixture
+def ctx(db: Engine, fake: FakeBackend, tmp_path: Path) -> WorkerContext:
+    context = WorkerContext(
+        factory=make_sessionmaker(db),
+        settings=Settings(data_dir=tmp_path, log_json=False),
+        worker_id="test-worker",
+        poll_seconds=0.01,
+    )
+    context.backend = lambda cluster: fake  # type: ignore[method-assign]
+    return context
+
+
+def make_job(ctx: WorkerContext, policy: dict[str, object] | None = None) -> int:
+    with transaction(ctx.factory) as session:
+        cluster = Cluster(name="fake", kind="livy", url="http://fake")
+        job = Job(
+            name="job",
+            restart_policy={"min_backoff": "1s", "max_backoff": "1h", **(policy or {})},
+            created_by="test",
+        )
+        session.add_all([cluster, job])
+        session.flush()
+        session.add(
+            JobVersion(
+                job_id=job.id,
+                number=1,
+                cluster_id=cluster.id,
+                app={"file": "/x.py"},
+                conf={},
+                queries=[{"name": "q", "sources": []}],
+                created_by="test",
+            )
+        )
+        return job.id

@@ -1,0 +1,305 @@
+"""Drain and update-by-drain, worker logic, against a real PostgreSQL and a scripted backend
+whose "runtime" answers the control plane the way app/runtime/control.py does. The same
+scenarios run on real Spark in tests/e2e/test_drain.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select, update
+
+from app.backends.base import AppState
+from app.db import transaction, utcnow
+from app.jobs.models import Job, JobVersion
+from app.operations.models import Operation
+from app.runs import channel, states
+from app.runs.models import Run
+from app.runs.schemas import DrainReport
+from app.startpoints.models import Startpoint
+from app.worker import operations as ops
+from app.worker.context import WorkerContext
+from app.worker.loop import Worker
+from tests.worker.conftest import FakeBackend, make_job
+from tests.worker.test_worker import _enqueue, _run, _run_op
+
+END = {"clicks": {"0": 40, "1": 25}}
+
+
+def _eventlog_query(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "sources": [
+            {"name": "clicks", "kind": "eventlog", "options": {"root": "/nowhere", "stream": "c"}}
+        ],
+    }
+
+
+def _job_with_two_versions(ctx: WorkerContext) -> int:
+    """Version 1 reads clicks into windows; version 2 reads them into something else."""
+    job_id = make_job(ctx)
+    with transaction(ctx.factory) as session:
+        v1 = session.scalar(select(JobVersion).where(JobVersion.job_id == job_id))
+        assert v1 is not None
+        v1.queries = [{**_eventlog_query("windows"), "stateful_operators": [{"kind": "w"}]}]
+        session.add(
+            JobVersion(
+                job_id=job_id,
+                number=2,
+                cluster_id=v1.cluster_id,
+                app={"file": "/y.py"},
+                conf={},
+                queries=[_eventlog_query("enriched")],
+                created_by="test",
+            )
+        )
+    return job_id
+
+
+class ScriptedRuntime:
+    """Plays the in-job runtime for every run: reads its directives, fixes the drain's end
+    offsets, reports them drained and exits (or, ``stuck``, never catches up); stops when
+    told to."""
+
+    def __init__(self, ctx: WorkerContext, fake: FakeBackend, stuck: bool = False) -> None:
+        self.ctx, self.fake, self.stuck = ctx, fake, stuck
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self.done.wait(0.01):
+            with transaction(self.ctx.factory) as session:
+                runs = session.scalars(select(Run).where(Run.state.in_(states.ON_BACKEND))).all()
+                for run in runs:
+                    app = self.fake.apps.get(run.backend_id or "")
+                    if app is None or app.state != AppState.RUNNING:
+                        continue
+                    channel.directives(session, run.id, run.attempt)  # runtime_seen_at
+                    if run.state == states.STOPPING:
+                        app.state = AppState.SUCCEEDED  # a clean stop at a batch boundary
+                    elif run.state == states.DRAINING and not self.stuck:
+                        if not (run.drain or {}).get("end_offsets"):
+                            channel.record_drain(session, run.id, DrainReport(end_offsets=END))
+                        else:
+                            report = DrainReport(end_offsets=END, drained=True)
+                            channel.record_drain(session, run.id, report)
+                            app.state = AppState.SUCCEEDED
+
+    def __enter__(self) -> ScriptedRuntime:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+@pytest.fixture
+def runtime(ctx: WorkerContext, fake: FakeBackend) -> Iterator[ScriptedRuntime]:
+    with ScriptedRuntime(ctx, fake) as scripted:
+        yield scripted
+
+
+def _version(ctx: WorkerContext, run_id: int) -> int:
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run.version.number
+
+
+def _running(ctx: WorkerContext, job_id: int) -> int:
+    op = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1}))
+    assert op.state == "succeeded", op.error
+    assert op.run_id is not None
+    run_id = op.run_id
+    deadline = utcnow() + timedelta(seconds=10)
+    while _run(ctx, run_id).runtime_seen_at is None:  # the runtime has said hello
+        assert utcnow() < deadline
+    return run_id
+
+
+def test_drain_ends_the_run_drained_with_its_end_offsets(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
+) -> None:
+    job_id = _job_with_two_versions(ctx)
+    run_id = _running(ctx, job_id)
+    op = _run_op(ctx, _enqueue(ctx, job_id, "drain", {"timeout_seconds": 30}, run_id))
+    assert op.state == "succeeded", op.error
+    assert op.result is not None and op.result["end_offsets"] == END
+    assert op.result["backlog"]["windows"]["batches"] == 0
+    run = _run(ctx, run_id)
+    assert run.state == states.DRAINED and run.drain is not None
+    assert run.drain["end_offsets"] == END and run.drain["drained_at"]
+    assert [s["name"] for s in op.steps] == ["request_drain", "drained"]
+
+
+def test_a_stuck_drain_fails_and_leaves_the_run_stopped_at_a_batch_boundary(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    with ScriptedRuntime(ctx, fake, stuck=True):
+        job_id = _job_with_two_versions(ctx)
+        run_id = _running(ctx, job_id)
+        op = _run_op(ctx, _enqueue(ctx, job_id, "drain", {"timeout_seconds": 0.5}, run_id))
+    assert op.state == "failed"
+    assert op.error is not None and "did not finish within" in op.error
+    assert "stopped at a batch boundary" in op.error
+    assert op.result is not None and op.result["run_state"] == states.STOPPED
+    assert _run(ctx, run_id).stop_reason == "drain-timeout"
+    assert fake.kills == []  # stopped by its runtime, not killed
+
+
+def test_update_by_drain_starts_the_new_version_fresh_at_the_drained_offsets(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
+) -> None:
+    job_id = _job_with_two_versions(ctx)
+    old = _running(ctx, job_id)
+    params = {"version": 2, "strategy": "drain", "verify_seconds": 0}
+    op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
+    assert op.state == "succeeded", op.error
+    assert op.result is not None
+    assert op.result["previous_run_id"] == old and op.result["end_offsets"] == END
+    assert _run(ctx, old).state == states.DRAINED
+    new = _run(ctx, op.result["run_id"])
+    assert new.state == states.RUNNING and _version(ctx, new.id) == 2
+    with ctx.factory() as session:
+        points = session.scalars(select(Startpoint).where(Startpoint.job_id == job_id)).all()
+        assert sorted((p.source, p.partition, p.type, p.value) for p in points) == [
+            ("clicks", 0, "OFFSET", 40),
+            ("clicks", 1, "OFFSET", 25),
+        ]
+        assert session.get(Job, job_id).current_run_id == new.id  # type: ignore[union-attr]
+    assert fake.submits == 2 and fake.alive() == [new.backend_id]
+
+
+def test_a_failed_drain_during_update_starts_the_old_run_again(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    with ScriptedRuntime(ctx, fake, stuck=True):
+        job_id = _job_with_two_versions(ctx)
+        old = _running(ctx, job_id)
+        params = {"version": 2, "strategy": "drain", "timeout_seconds": 0.5}
+        op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
+    assert op.state == "failed"
+    assert op.error is not None and "before anything new started" in op.error
+    assert op.result == {"rolled_back": True, "run_id": old, "version": 1}
+    run = _run(ctx, old)
+    assert run.state == states.RUNNING and run.attempt == 1 and fake.submits == 2
+
+
+def test_a_new_version_that_fails_to_start_rolls_back_fresh_at_the_drained_offsets(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
+) -> None:
+    job_id = _job_with_two_versions(ctx)
+    old = _running(ctx, job_id)
+    real_submit = fake.submit
+
+    def submit(spec: Any) -> str:  # version 2 dies on start; version 1 starts fine
+        app_id = real_submit(spec)
+        fake.apps[app_id].state = (
+            AppState.FAILED if spec.file == "/y.py" else fake.apps[app_id].state
+        )
+        return app_id
+
+    fake.submit = submit  # type: ignore[method-assign]
+    params = {"version": 2, "strategy": "drain", "verify_seconds": 0}
+    op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
+    assert op.state == "failed", op.result
+    assert op.error is not None and "Rolled back" in op.error, op.error
+    assert op.result is not None and op.result["rolled_back"] is True
+    back = _run(ctx, op.result["run_id"])
+    assert back.state == states.RUNNING and _version(ctx, back.id) == 1 and back.id != old
+    with ctx.factory() as session:  # still pending: the rollback run applies them
+        assert session.scalar(select(Startpoint.value).where(Startpoint.partition == 0)) == 40
+
+
+STEPS = [
+    "target",
+    "request_drain",
+    "drained",
+    "hand_off",
+    "plan",
+    "reserve_run",
+    "materialise",
+    "create_run",
+    "await_submitted",
+    "verify",
+]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_update_by_drain_survives_the_worker_dying_after_every_step(
+    ctx: WorkerContext,
+    fake: FakeBackend,
+    runtime: ScriptedRuntime,
+    monkeypatch: pytest.MonkeyPatch,
+    step: str,
+) -> None:
+    job_id = _job_with_two_versions(ctx)
+    old = _running(ctx, job_id)
+    params = {"version": 2, "strategy": "drain", "verify_seconds": 0}
+    op_id = _enqueue(ctx, job_id, "update", params, old)
+    Worker(ctx, concurrency=1).claim()
+
+    def crash(name: str) -> None:
+        if name == f"update:{step}":
+            raise SystemExit("killed")  # stands in for SIGKILL right after the step commits
+
+    monkeypatch.setattr(ops, "fault_point", crash)
+    with pytest.raises(SystemExit):
+        ops.execute(ctx, op_id)
+    monkeypatch.setattr(ops, "fault_point", lambda name: None)
+    with transaction(ctx.factory) as session:
+        session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
+    other.backend = ctx.backend  # type: ignore[method-assign]
+    assert Worker(other, concurrency=1).claim() == op_id
+    ops.execute(other, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None and op.state == "succeeded", op.error
+        assert [s["name"] for s in op.steps] == STEPS
+        runs = session.scalars(select(Run).where(Run.job_id == job_id)).all()
+        assert sorted(r.state for r in runs) == [states.DRAINED, states.RUNNING]
+    assert fake.submits == 2 and len(fake.alive()) == 1  # one driver per intended run
+
+
+def test_a_stateless_update_starts_the_new_version_where_the_old_one_stopped(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
+) -> None:
+    job_id = _job_with_two_versions(ctx)
+    with transaction(ctx.factory) as session:  # version 1 without state this time
+        v1 = session.scalar(
+            select(JobVersion).where(JobVersion.job_id == job_id, JobVersion.number == 1)
+        )
+        assert v1 is not None
+        v1.queries = [_eventlog_query("windows")]
+    old = _running(ctx, job_id)
+    # Its checkpoint: batch 4 committed at {"0": 7, "1": 3}, batch 5 planned, not committed.
+    checkpoint = ctx.settings.resolved_checkpoint_root / "job" / str(old) / "windows"
+    for batch, line in ((4, '{"0":7,"1":3}'), (5, '{"0":9,"1":3}')):
+        (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
+        (checkpoint / "offsets" / str(batch)).write_text(
+            'v1\n{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}\n' + line
+        )
+    (checkpoint / "commits").mkdir()
+    (checkpoint / "commits" / "4").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    params = {"version": 2, "strategy": "stateless", "verify_seconds": 0}
+    op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
+    assert op.state == "succeeded", op.error
+    assert op.result is not None and op.result["end_offsets"] == {"clicks": {"0": 7, "1": 3}}
+    assert _run(ctx, old).state == states.STOPPED and fake.kills == []
+    assert [s["name"] for s in op.steps][:6] == [
+        "target",
+        "request_stop",
+        "graceful_stop",
+        "kill",
+        "stopped",
+        "positions",
+    ]
+    with ctx.factory() as session:
+        points = session.scalars(select(Startpoint).where(Startpoint.job_id == job_id)).all()
+        assert sorted((p.partition, p.value) for p in points) == [(0, 7), (1, 3)]
+    assert _version(ctx, op.result["run_id"]) == 2

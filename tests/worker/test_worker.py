@@ -1,0 +1,228 @@
+"""Worker logic against a real PostgreSQL and a scripted backend."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from app.auth.models import ApiToken
+from app.auth.service import Principal, Scope
+from app.db import transaction, utcnow
+from app.jobs.models import Job
+from app.operations.models import Operation
+from app.operations.service import enqueue
+from app.runs import states
+from app.runs.models import Run, RunTransition
+from app.runs.service import IllegalTransition, transition
+from app.worker import operations as ops
+from app.worker import reconcile as rec
+from app.worker.context import WorkerContext
+from app.worker.loop import Worker
+from app.worker.reconcile import reconcile_run
+from tests.worker.conftest import FakeBackend, make_job
+
+ACTOR = Principal("tester", Scope.OPERATE)
+
+
+def _enqueue(
+    ctx: WorkerContext, job_id: int, kind: str, params: dict, run_id: int | None = None
+) -> int:  # type: ignore[type-arg]
+    with transaction(ctx.factory) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        op, _ = enqueue(session, job, kind, params, ACTOR, None, run_id=run_id)
+        return op.id
+
+
+def _run_op(ctx: WorkerContext, op_id: int) -> Operation:
+    worker = Worker(ctx, concurrency=1)
+    assert worker.claim() == op_id
+    ops.execute(ctx, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None
+        return op
+
+
+def _run(ctx: WorkerContext, run_id: int) -> Run:
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run
+
+
+def test_submit_runs_once_and_hands_out_a_run_token(ctx: WorkerContext, fake: FakeBackend) -> None:
+    job_id = make_job(ctx)
+    op = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1}))
+    assert op.state == "succeeded", op.error
+    assert [s["name"] for s in op.steps] == ["create_run", "await_submitted"]
+    run = _run(ctx, op.run_id)  # type: ignore[arg-type]
+    assert run.state == states.RUNNING and fake.submits == 1
+    spec = fake.apps[run.backend_id].spec  # type: ignore[index]
+    assert spec.tag == f"tidegate-run-{run.id}-a0"
+    assert spec.conf["spark.tidegate.run_id"] == str(run.id)
+    assert spec.env["TIDEGATE_RUN_TOKEN"].startswith("tg_")
+    assert "TOKEN" not in str(spec.conf)
+    with ctx.factory() as session:
+        token = session.scalar(select(ApiToken).where(ApiToken.run_id == run.id))
+        assert token is not None and token.scope == "run"
+        assert session.get(Job, job_id).state == states.RUNNING  # type: ignore[union-attr]
+
+
+def test_crash_between_submit_and_record_does_not_submit_twice(
+    ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = make_job(ctx)
+    op_id = _enqueue(ctx, job_id, "submit", {"version": 1})
+    Worker(ctx, concurrency=1).claim()
+
+    def crash(name: str) -> None:
+        if name == "reconcile:after_backend_submit":
+            raise SystemExit("killed")  # stands in for SIGKILL at that very point
+
+    monkeypatch.setattr(rec, "fault_point", crash)
+    with pytest.raises(SystemExit):
+        ops.execute(ctx, op_id)
+    assert fake.submits == 1
+    monkeypatch.setattr(rec, "fault_point", lambda name: None)
+    # Another worker takes the operation over once the lease has run out.
+    with transaction(ctx.factory) as session:
+        session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
+    other.backend = ctx.backend  # type: ignore[method-assign]
+    assert Worker(other, concurrency=1).claim() == op_id
+    ops.execute(other, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None and op.state == "succeeded", op.error
+    assert fake.submits == 1 and len(fake.alive()) == 1
+
+
+def test_failures_restart_on_pstl_schedule_then_fail_for_good(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    fake.fail_on_start = True
+    job_id = make_job(ctx, {"max_attempts": 2, "min_backoff": "1s"})
+    op = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1}))
+    assert op.state == "failed" and "boom: bad config" in (op.error or "")
+    assert "restarted at" in (op.error or "")
+    run_id = op.run_id
+    assert run_id is not None
+    delays = []
+    for _ in range(3):
+        run = _run(ctx, run_id)
+        if run.state != states.RESTARTING:
+            break
+        delays.append(round((run.next_restart_at - run.updated_at).total_seconds()))  # type: ignore[operator]
+        with transaction(ctx.factory) as session:  # let the backoff elapse
+            session.execute(update(Run).values(next_restart_at=utcnow() - timedelta(seconds=1)))
+        for _ in range(4):
+            reconcile_run(ctx, run_id)
+    run = _run(ctx, run_id)
+    assert delays == [1, 2]  # PSTL: 1s, then 2s
+    assert run.state == states.FAILED and run.attempt == 2 and run.failures == 3
+    assert "a person must act" in (run.last_error or "")
+    assert fake.submits == 3
+    with ctx.factory() as session:
+        assert session.get(Job, job_id).state == states.FAILED  # type: ignore[union-attr]
+        moves = session.scalars(
+            select(RunTransition.to_state)
+            .where(RunTransition.run_id == run_id)
+            .order_by(RunTransition.id)
+        ).all()
+    assert moves == ["restarting", "submitting", "restarting", "submitting", "failed"]
+
+
+def test_stop_and_restart_fence_the_old_driver(ctx: WorkerContext, fake: FakeBackend) -> None:
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    assert run_id is not None
+    first = _run(ctx, run_id).backend_id
+    op = _run_op(ctx, _enqueue(ctx, job_id, "restart", {}, run_id))
+    assert op.state == "succeeded", op.error
+    run = _run(ctx, run_id)
+    assert run.state == states.RUNNING and run.attempt == 1 and run.backend_id != first
+    assert fake.apps[first].state.terminal and fake.alive() == [run.backend_id]  # type: ignore[index]
+    stop = _run_op(ctx, _enqueue(ctx, job_id, "stop", {"timeout_seconds": 5}, run_id))
+    assert stop.state == "succeeded", stop.error
+    assert _run(ctx, run_id).state == states.STOPPED and fake.alive() == []
+
+
+def test_cancel_during_backoff(ctx: WorkerContext, fake: FakeBackend) -> None:
+    fake.fail_on_start = True
+    job_id = make_job(ctx, {"min_backoff": "1h"})
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    assert _run(ctx, run_id).state == states.RESTARTING  # type: ignore[arg-type]
+    op = _run_op(ctx, _enqueue(ctx, job_id, "cancel", {}, run_id))
+    assert op.state == "succeeded", op.error
+    assert _run(ctx, run_id).state == states.CANCELLED  # type: ignore[arg-type]
+
+
+def test_transition_refuses_illegal_moves(ctx: WorkerContext) -> None:
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    with transaction(ctx.factory) as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        transition(session, run, states.STOPPING, reason="test")
+        transition(session, run, states.STOPPING, reason="again: a no-op")
+        with pytest.raises(IllegalTransition):
+            transition(session, run, states.RUNNING)
+
+
+def test_supervisor_takes_over_an_orphaned_submission(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    job_id = make_job(ctx)
+    with transaction(ctx.factory) as session:
+        job = session.get(Job, job_id)
+        run = Run(
+            job_id=job_id,
+            version_id=job.versions[0].id,
+            state=states.SUBMITTING,  # type: ignore[union-attr]
+            attempt=0,
+            failures=0,
+            created_by="t",
+            progress={},
+        )
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    worker = Worker(ctx, concurrency=1)
+    worker.supervise()
+    worker.supervise()
+    worker.supervise()
+    assert _run(ctx, run_id).state == states.RUNNING and fake.submits == 1
+
+
+def test_run_guard_releases_its_lock_whatever_the_pool_does(ctx: WorkerContext) -> None:
+    """The lock and its release share one connection: with other sessions using the pool in
+    between (a worker's threads do), no lock is left behind on a pooled connection."""
+    from sqlalchemy import text
+
+    from app.worker.context import run_guard
+
+    def held() -> list[int]:
+        with ctx.factory() as session:
+            return list(
+                session.scalars(
+                    text(
+                        "select l.objid from pg_locks l join pg_stat_activity a using (pid) "
+                        "where l.locktype = 'advisory' and a.datname = current_database()"
+                    )
+                )
+            )
+
+    for _ in range(3):
+        with run_guard(ctx, 42) as mine:
+            assert mine
+            with run_guard(ctx, 42) as other:  # another worker: refused, not blocked
+                assert not other
+            for _ in range(4):  # churn the pool while the guard is held
+                with ctx.factory() as session:
+                    session.execute(text("select 1"))
+                    session.commit()
+            assert held() == [42]
+        assert held() == []
