@@ -19,7 +19,7 @@ import psycopg
 
 from app.config import Settings
 from app.runtime.eventlog import EventLog
-from tests.e2e.fixtures import SPARK_TEST_CONF, processes_mentioning
+from tests.e2e.fixtures import SPARK_TEST_CONF, spark_submit_processes
 from tests.e2e.stack import ROOT, Stack, running_stack, wait_until
 
 OPERATIONS = ROOT / "app" / "worker" / "operations.py"
@@ -220,9 +220,9 @@ class Chaos:
         """Tags of the live spark-submit processes of ``run_id``."""
         prefix = f"tidegate-run-{run_id}-a"
         tags = []
-        for proc in processes_mentioning(prefix):
+        for proc in spark_submit_processes(prefix):
             args = proc.info["cmdline"] or []
-            if "--name" in args and "SparkSubmit" in " ".join(args):
+            if "--name" in args:
                 tags.append(args[args.index("--name") + 1])
         return tags
 

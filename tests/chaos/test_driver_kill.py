@@ -19,7 +19,7 @@ from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
 from pipelines.ground_truth import expected_windowed_counts
 from tests.chaos.harness import Chaos, committed_files
-from tests.e2e.fixtures import SPARK_TEST_CONF, processes_mentioning
+from tests.e2e.fixtures import SPARK_TEST_CONF, spark_submit_processes
 from tests.e2e.stack import ROOT, wait_until
 from tests.sizes import pick
 
@@ -88,9 +88,7 @@ def _caught_up(chaos: Chaos, run_id: int, root: Path) -> bool:
 
 def _kill_driver(tag: str) -> int:
     """SIGKILL the driver JVM of ``tag`` (the runner's spark-submit in local mode)."""
-    procs = [
-        p for p in processes_mentioning(tag) if "SparkSubmit" in " ".join(p.info["cmdline"] or [])
-    ]
+    procs = spark_submit_processes(tag)
     assert len(procs) == 1, [p.info["cmdline"] for p in procs]
     procs[0].send_signal(signal.SIGKILL)
     psutil.wait_procs(procs, timeout=30)

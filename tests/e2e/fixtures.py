@@ -73,6 +73,26 @@ def processes_mentioning(text: str) -> list[psutil.Process]:
     return found
 
 
+def spark_submit_processes(text: str) -> list[psutil.Process]:
+    """The spark-submit JVMs whose command line mentions ``text``.
+
+    A JVM forks short-lived helpers (Hadoop runs ``chmod`` through a shell): between fork and
+    exec such a child still shows its parent's command line, so children of a match are not
+    drivers of their own."""
+    procs = [
+        p for p in processes_mentioning(text) if "SparkSubmit" in " ".join(p.info["cmdline"] or [])
+    ]
+    pids = {p.pid for p in procs}
+    drivers = []
+    for proc in procs:
+        try:
+            if proc.ppid() not in pids:
+                drivers.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return drivers
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _loopback_spark() -> None:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
