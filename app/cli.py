@@ -109,20 +109,21 @@ def run() -> None:
     run_local_stack(settings)
 
 
-def _register_optional(name: str, module: str, attr: str) -> None:
-    """Sub-commands whose modules are optional at import time (heavy or not yet built)."""
-    try:
-        mod = __import__(module, fromlist=[attr])
-    except ImportError:
-        return
-    cli.add_typer(getattr(mod, attr), name=name)
+def _register_subcommands() -> None:
+    from app.client import register
+    from app.events_cli import events_app
+    from app.runner.cli import runner_app
+    from app.spark_cli import spark_app
+    from app.worker.cli import worker_app
+
+    cli.add_typer(runner_app, name="runner")
+    cli.add_typer(spark_app, name="spark")
+    cli.add_typer(events_app, name="events")
+    cli.add_typer(worker_app, name="worker")
+    register(cli)  # the API client commands; 'events list' joins the event-log group
 
 
-_register_optional("runner", "app.runner.cli", "runner_app")
-_register_optional("spark", "app.spark_cli", "spark_app")
-_register_optional("events", "app.events_cli", "events_app")
-_register_optional("worker", "app.worker.cli", "worker_app")
-__import__("app.client", fromlist=["register"]).register(cli)  # the API client commands
+_register_subcommands()
 
 
 def terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:

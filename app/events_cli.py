@@ -1,4 +1,5 @@
-"""``tidegate events``: produce into and inspect on-disk event logs (for demos and tests)."""
+"""``tidegate events``: the audit trail (``events`` / ``events list``), and producing into and
+inspecting on-disk event logs (``events produce`` / ``events offsets``, for demos and tests)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from typing import Annotated
 
 import typer
 
+from app.client.base import OptionsMeanListGroup
 from app.runtime.eventlog import EventLog, EventLogError
 from app.runtime.produce import produce
 
-events_app = typer.Typer(help="Produce into and inspect on-disk event logs.", no_args_is_help=True)
+events_app = typer.Typer(
+    cls=OptionsMeanListGroup,
+    help="Audit events ('tidegate events [--job J]' lists who did what), and on-disk event logs "
+    "('events produce', 'events offsets').",
+)
 
 RootOption = Annotated[Path, typer.Option("--root", help="Event log root directory.")]
 StreamOption = Annotated[str, typer.Option("--stream", help="Stream name.")]
@@ -46,7 +52,10 @@ def produce_command(
     ] = 100,
     keys: Annotated[int, typer.Option(min=1, help="Number of distinct keys k0..kN-1.")] = 10,
 ) -> None:
-    """Append generated events to a stream and print its latest offsets."""
+    """Append generated events to a stream and print its latest offsets.
+
+    Example: tidegate events produce --root ./log --stream clicks --partitions 4 --count 1000
+    """
     if count is None and rate == 0:
         raise typer.BadParameter("give --count, or a --rate to run until interrupted")
     try:
@@ -67,7 +76,10 @@ def produce_command(
 
 @events_app.command("offsets")
 def offsets_command(root: RootOption, stream: StreamOption) -> None:
-    """Print a stream's partition count and earliest/latest offsets as JSON."""
+    """Print a stream's partition count and earliest/latest offsets as JSON.
+
+    Example: tidegate events offsets --root ./log --stream clicks
+    """
     try:
         target = EventLog(root).stream(stream)
     except EventLogError as e:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -27,7 +29,8 @@ def _register_local_cluster(database_url: str, runner_url: str) -> None:
 
     engine = make_engine(database_url, pool_size=1)
     with transaction(make_sessionmaker(engine)) as session:
-        if session.scalar(select(Cluster).where(Cluster.name == LOCAL_CLUSTER)) is None:
+        cluster = session.scalar(select(Cluster).where(Cluster.name == LOCAL_CLUSTER))
+        if cluster is None:
             session.add(
                 Cluster(
                     name=LOCAL_CLUSTER,
@@ -36,7 +39,34 @@ def _register_local_cluster(database_url: str, runner_url: str) -> None:
                     description="The embedded Livy-compatible runner (spark-submit, local mode).",
                 )
             )
+        elif cluster.url != runner_url:  # TIDEGATE_RUNNER_PORT changed since the last start
+            cluster.url = runner_url
     engine.dispose()
+
+
+def _kill_live_batches(runner_url: str) -> None:
+    """Stop the drivers the embedded runner started: they are this stack's children too."""
+    try:
+        body = httpx.get(f"{runner_url}/batches", params={"size": 10_000}, timeout=10).json()
+        for batch in body.get("sessions", []):
+            if batch.get("state") not in ("success", "dead", "killed"):
+                httpx.delete(f"{runner_url}/batches/{batch['id']}", timeout=60)
+    except httpx.HTTPError as e:
+        log.warning("could not stop the runner's batches: %s", e)
+
+
+def _watch_children(children: list[subprocess.Popen[bytes]], stop: threading.Event) -> None:
+    """A worker or runner that dies takes the stack down (no half-working service)."""
+    while not stop.wait(1.0):
+        dead = [c for c in children if c.poll() is not None]
+        if dead:
+            log.error(
+                "a tidegate child exited (%s, code %s); stopping everything",
+                " ".join(str(a) for a in list(dead[0].args)[3:4]),  # type: ignore[arg-type]
+                dead[0].returncode,
+            )
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
 
 
 def _wait_http(url: str, timeout: float = 30.0) -> None:
@@ -69,8 +99,9 @@ def run_local_stack(settings: Settings) -> None:
     # finally below (the children, then the embedded PostgreSQL at exit) instead of killing
     # this process on the spot.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    runner_url = f"http://127.0.0.1:{settings.runner_port}"
+    watching = threading.Event()
     try:
-        runner_url = f"http://127.0.0.1:{settings.runner_port}"
         children.append(
             spawn(
                 [
@@ -94,6 +125,9 @@ def run_local_stack(settings: Settings) -> None:
             f"http://{settings.host}:{settings.port}/api/v1/clusters\n",
             file=sys.stderr,
         )
+        threading.Thread(
+            target=_watch_children, args=(children, watching), name="watch", daemon=True
+        ).start()
         uvicorn.run(
             create_app(settings),
             host=settings.host,
@@ -102,5 +136,10 @@ def run_local_stack(settings: Settings) -> None:
             timeout_graceful_shutdown=10,
         )
     finally:
-        for child in reversed(children):
-            terminate(child)
+        watching.set()
+        # The worker first (so it restarts nothing), then the drivers, then the runner.
+        if len(children) > 1:
+            terminate(children[1])
+        if children:
+            _kill_live_batches(runner_url)
+            terminate(children[0])

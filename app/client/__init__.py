@@ -19,12 +19,6 @@ from app.client.startpoints import startpoints_app
 __all__ = ["register"]
 
 
-def _taken(cli: typer.Typer, name: str) -> bool:
-    return any(g.name == name for g in cli.registered_groups) or any(
-        c.name == name for c in cli.registered_commands
-    )
-
-
 def _group(cli: typer.Typer, name: str) -> typer.Typer | None:
     return next(
         (g.typer_instance for g in cli.registered_groups if g.name == name and g.typer_instance),
@@ -49,8 +43,13 @@ def register(cli: typer.Typer) -> None:
     lifecycle.register(cli)
     snapshots.register(cli)
     command(cli, "audit", rich_help_panel="Inspect")(admin.audit)
-    if not _taken(cli, "events"):  # 'events' is the event-log tool while that is registered
+    events = _group(cli, "events")  # the event-log tool's group: bare 'events' lists the audit
+    if events is None:
         command(cli, "events", rich_help_panel="Inspect")(admin.audit)
+    else:
+        command(events, "list")(admin.audit)
+    command(cli, "source-kinds", rich_help_panel="Inspect")(admin.source_kinds)
+    command(cli, "metrics", rich_help_panel="Inspect")(admin.metrics)
     command(cli, "status", rich_help_panel="Client settings")(admin.status)
     command(cli, "login", rich_help_panel="Client settings")(admin.login)
     # 'tokens create' (database, for the first token) stays; list/revoke/issue go through the API.

@@ -177,6 +177,18 @@ class DefaultListGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
+class OptionsMeanListGroup(TyperGroup):
+    """A group that, called bare or with options only, means ``list``:
+    ``tidegate events --job J`` is ``tidegate events list --job J``."""
+
+    default_command = "list"
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h")):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
 def load_document(path: Path | str) -> Any:
     """A YAML or JSON file ('-' = stdin), or a usage error naming the file and the problem."""
     name = str(path)

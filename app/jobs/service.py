@@ -184,9 +184,14 @@ def _normalise_queries(queries: list[QuerySpec], settings: Settings) -> list[dic
                 f"Query {index} ('{name}') lists a source name twice; source names must be unique.",
                 errors=[{"field": f"queries.{index}.sources", "message": "duplicate source name"}],
             )
-        if query.checkpoint_location is not None:
+        checkpoint_location = query.checkpoint_location
+        if checkpoint_location is not None:
             try:
-                confine(query.checkpoint_location, settings.resolved_checkpoint_root)
+                # Stored resolved: a relative path would otherwise resolve against the driver's
+                # working directory, outside the root.
+                checkpoint_location = str(
+                    confine(checkpoint_location, settings.resolved_checkpoint_root)
+                )
             except PathOutsideRoot as exc:
                 raise Unprocessable(
                     f"Query '{name}': checkpoint_location {exc}. Use a path under "
@@ -198,6 +203,7 @@ def _normalise_queries(queries: list[QuerySpec], settings: Settings) -> list[dic
                 **query.model_dump(),
                 "name": name,
                 "name_derived": query.name is None,
+                "checkpoint_location": checkpoint_location,
             }
         )
     clashes = {n: idx for n, idx in names.items() if len(idx) > 1}

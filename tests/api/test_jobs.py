@@ -3,7 +3,11 @@ from __future__ import annotations
 import os
 
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine
 
+from app.db import make_sessionmaker, transaction
+from app.jobs.models import Job
+from app.runs.models import Run
 from tests.api.conftest import version_body
 
 PROBLEM = "application/problem+json"
@@ -99,6 +103,28 @@ def test_delete_job(client: TestClient, cluster: str) -> None:
     assert client.delete("/api/v1/jobs/gone").status_code == 204
     _problem(client.get("/api/v1/jobs/gone"), 404)
     _problem(client.delete("/api/v1/jobs/gone"), 404)
+
+
+def test_delete_job_with_an_active_run_is_refused(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    client.post("/api/v1/jobs", json={"name": "busy"})
+    assert client.post("/api/v1/jobs/busy/versions", json=version_body()).status_code == 201
+    with transaction(make_sessionmaker(db)) as session:
+        job = session.query(Job).filter_by(name="busy").one()
+        run = Run(
+            job_id=job.id,
+            version_id=job.versions[0].id,
+            state="running",
+            created_by="t",
+            progress={},
+        )
+        session.add(run)
+        session.flush()
+        job.current_run_id, job.state = run.id, "running"
+    problem = _problem(client.delete("/api/v1/jobs/busy"), 409)
+    assert "active run" in problem["detail"] and "stop or cancel" in problem["detail"]
+    assert client.get("/api/v1/jobs/busy").json()["state"] == "running"  # nothing removed
 
 
 def test_versions_are_numbered_and_immutable(client: TestClient, cluster: str) -> None:

@@ -124,3 +124,17 @@ def test_clusters(tg: Cli, job: str) -> None:
     tg.fails(3, "clusters", "delete", "local", "--yes")  # the job's version targets it
     tg.ok("clusters", "delete", "emr", "--yes")
     tg.fails(4, "clusters", "show", "emr")
+
+
+def test_events_lists_the_audit_trail(tg: Cli, job: str) -> None:
+    """'tidegate events' (bare or with options) is the audit list; 'events produce' stays."""
+    tg.ok("jobs", "edit", "clicks", "--description", "audited")
+    bare = tg.json("events")
+    assert bare == tg.json("events", "list")
+    actions = [e["action"] for e in tg.json("events", "--job", "clicks")]
+    assert "job.update" in actions and "job.create" in actions, actions
+    assert tg.json("events", "--job", "clicks", "--action", "job.create")[0]["action"] == (
+        "job.create"
+    )
+    assert tg.json("events", "--job", "nope") == []
+    assert "produce" in tg.ok("events", "--help").stdout

@@ -64,3 +64,49 @@ def test_make_run_serves_and_one_sigterm_stops_everything(tmp_path: Path) -> Non
     assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in started)
     # The embedded PostgreSQL (started from DATA_DIR) is gone too.
     wait_until(lambda: processes_mentioning(str(data / "pg")), lambda found: found == [], 30)
+
+
+def test_a_dead_child_stops_the_stack_and_its_drivers(tmp_path: Path) -> None:
+    """The worker dies: `tidegate run` notices, stops by itself, and the runner's live
+    drivers do not outlive it."""
+    data = tmp_path / "data"
+    port, runner_port = find_free_port(), find_free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TIDEGATE_")},
+        "TIDEGATE_DATA_DIR": str(data),
+        "TIDEGATE_PORT": str(port),
+        "TIDEGATE_RUNNER_PORT": str(runner_port),
+    }
+    app = tmp_path / "sleeper.py"
+    app.write_text("import time\ntime.sleep(600)\n")
+    log = (tmp_path / "run.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "run"], cwd=ROOT, env=env, stdout=log, stderr=log
+    )
+    try:
+
+        def ready() -> int:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code
+            except httpx.HTTPError:
+                return 0
+
+        wait_until(ready, lambda code: code == 200, 120)
+        runner = f"http://127.0.0.1:{runner_port}"
+        r = httpx.post(
+            f"{runner}/batches", json={"file": str(app), "name": "sleeper-stack"}, timeout=30
+        )
+        assert r.status_code == 201, r.text
+        driver = wait_until(
+            lambda: processes_mentioning(str(app)), lambda found: len(found) >= 1, 60
+        )
+        (worker,) = [p for p in psutil.Process(proc.pid).children() if "worker" in p.cmdline()[3:4]]
+        worker.kill()
+        assert proc.wait(90) != 0  # it stopped by itself, and says it did not end well
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    assert "stopping everything" in (tmp_path / "run.log").read_text()
+    wait_until(lambda: [p for p in driver if p.is_running()], lambda alive: alive == [], 30)
+    wait_until(lambda: processes_mentioning(str(data / "pg")), lambda found: found == [], 30)

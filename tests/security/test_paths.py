@@ -58,8 +58,18 @@ def test_checkpoint_locations_outside_the_root_are_refused(
     ]
     for location in refused:
         assert _version(client, job, location) == 422, location
-    for location in (str(root / "paths" / "q"), f"file://{root}/q2", "relative/q"):
+    accepted = {
+        str(root / "paths" / "q"): root / "paths" / "q",
+        f"file://{root}/q2": root / "q2",
+        "relative/q": root / "relative" / "q",
+    }
+    for location, stored in accepted.items():
         assert _version(client, job, location) == 201, location
+        # stored resolved and absolute: the driver runs elsewhere, a relative path would escape
+        items = client.get(f"/api/v1/jobs/{job}/versions").json()["items"]
+        version = max(items, key=lambda v: v["number"])
+        real = Path(os.path.realpath(stored))
+        assert version["queries"][0]["checkpoint_location"] == str(real), version
     assert not any(outside.iterdir())
 
 
