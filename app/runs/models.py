@@ -30,6 +30,9 @@ class Run(Base):
     backend_id: Mapped[str | None] = mapped_column(String(128))
     # The previous attempt's backend id, kept until it is known to be gone (fencing).
     previous_backend_id: Mapped[str | None] = mapped_column(String(128))
+    # The attempt whose submission may have reached the backend: recorded before the call, so
+    # a resumed worker looks the attempt up first and never submits it twice.
+    submit_intent_attempt: Mapped[int | None] = mapped_column(Integer)
     observed_state: Mapped[str | None] = mapped_column(String(16))
     observed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     unknown_since: Mapped[datetime | None] = mapped_column(UTCDateTime)

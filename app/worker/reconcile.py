@@ -99,6 +99,7 @@ def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
         run = lock_run(session, run_id)
         assert run is not None
         previous, tag = run.previous_backend_id, run.tag
+        may_exist = run.submit_intent_attempt == run.attempt
     # Fencing: Spark does not stop two drivers sharing one checkpoint, so the previous
     # attempt must be gone before the next is submitted.
     if previous is not None:
@@ -116,11 +117,14 @@ def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
             run = lock_run(session, run_id)
             assert run is not None
             run.previous_backend_id = None
-    found = backend.find(tag)
+    # Only an attempt whose submission may have gone out is looked up: one never sent cannot
+    # be on the backend, and a lookup can be slow or inconclusive (queued drivers).
+    found = backend.find(tag) if may_exist else None
     if found is None:
         with transaction(ctx.factory) as session:
             run = lock_run(session, run_id)
             assert run is not None
+            run.submit_intent_attempt = run.attempt  # committed before the backend is called
             revoke_run_tokens(session, run.id)
             _, secret = create_token(session, name=f"run-{run.id}", scope=Scope.RUN, run_id=run.id)
             spec = _submit_spec(ctx, run, secret)

@@ -29,6 +29,7 @@ class FakeBackend:
     apps: dict[str, FakeApp] = field(default_factory=dict)
     fail_on_start: bool = False
     submits: int = 0
+    finds: int = 0
     kills: list[str] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -58,6 +59,7 @@ class FakeBackend:
             app.state = AppState.KILLED
 
     def find(self, tag: str) -> str | None:
+        self.finds += 1
         return next((i for i, a in self.apps.items() if a.spec.tag == tag), None)
 
     def log_tail(self, backend_id: str, lines: int = 50) -> str | None:

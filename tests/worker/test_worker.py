@@ -60,6 +60,7 @@ def test_submit_runs_once_and_hands_out_a_run_token(ctx: WorkerContext, fake: Fa
     assert [s["name"] for s in op.steps] == ["create_run", "await_submitted"]
     run = _run(ctx, op.run_id)  # type: ignore[arg-type]
     assert run.state == states.RUNNING and fake.submits == 1
+    assert fake.finds == 0  # never sent before: nothing to look up on the backend
     spec = fake.apps[run.backend_id].spec  # type: ignore[index]
     assert spec.tag == f"tidegate-run-{run.id}-a0"
     assert spec.conf["spark.tidegate.run_id"] == str(run.id)
@@ -85,7 +86,7 @@ def test_crash_between_submit_and_record_does_not_submit_twice(
     monkeypatch.setattr(rec, "fault_point", crash)
     with pytest.raises(SystemExit):
         ops.execute(ctx, op_id)
-    assert fake.submits == 1
+    assert fake.submits == 1 and fake.finds == 0
     monkeypatch.setattr(rec, "fault_point", lambda name: None)
     # Another worker takes the operation over once the lease has run out.
     with transaction(ctx.factory) as session:
@@ -97,7 +98,8 @@ def test_crash_between_submit_and_record_does_not_submit_twice(
     with ctx.factory() as session:
         op = session.get(Operation, op_id)
         assert op is not None and op.state == "succeeded", op.error
-    assert fake.submits == 1 and len(fake.alive()) == 1
+    # The intent was recorded before the call: the resumed worker looked first, found it.
+    assert fake.submits == 1 and fake.finds == 1 and len(fake.alive()) == 1
 
 
 def test_failures_restart_on_pstl_schedule_then_fail_for_good(
