@@ -2,7 +2,8 @@
 
 Livy has no field for environment variables, so ``spec.env`` travels as conf:
 ``spark.yarn.appMasterEnv.<K>`` (the driver on YARN cluster mode; tidegate's runner sets
-them on the spark-submit process) and ``spark.executorEnv.<K>``.
+them on the spark-submit process). Never as ``spark.executorEnv.<K>``: the env is the
+driver's (the run token, which only the driver uses), and executors need none of it.
 
 A Livy server answers a second POST with an existing batch name with 400 "Duplicate session
 name"; ``submit`` then returns the id of that batch, so resubmitting a tag is idempotent.
@@ -49,12 +50,8 @@ _DUPLICATE = re.compile(r"duplicate session name", re.I)
 
 
 def env_conf(env: dict[str, str]) -> dict[str, str]:
-    """``spec.env`` as the Spark conf Livy can carry."""
-    conf: dict[str, str] = {}
-    for key, value in env.items():
-        conf[f"spark.yarn.appMasterEnv.{key}"] = value
-        conf[f"spark.executorEnv.{key}"] = value
-    return conf
+    """``spec.env`` as the Spark conf Livy can carry, for the driver only."""
+    return {f"spark.yarn.appMasterEnv.{key}": value for key, value in env.items()}
 
 
 class LivyBackend:

@@ -110,6 +110,44 @@ def audit(
     ctx.out.emit(rows, lambda: ctx.out.table(rows, EVENT_COLUMNS, "No events."))
 
 
+SOURCE_KIND_COLUMNS: list[Column] = [
+    ("KIND", "kind"),
+    ("STARTPOINTS", lambda k: ",".join(k.get("startpoints") or []) or "-"),
+    ("DRAIN", "drain"),
+    ("DRAIN HANDOFF", "drain_handoff"),
+    ("NOTE", "note"),
+]
+
+
+def source_kinds(ctx: Ctx) -> None:
+    """What each source kind supports: startpoint types, how it drains, drain handoff.
+
+    Example: tidegate source-kinds -o json
+    """
+    rows = ctx.api.get("/source-kinds")
+    ctx.out.emit(rows, lambda: ctx.out.table(rows, SOURCE_KIND_COLUMNS, "No source kinds."))
+
+
+def metrics(
+    ctx: Ctx,
+    match: Annotated[
+        str | None,
+        typer.Option(
+            "--match", "-m", help="Only metric lines (and their HELP/TYPE) containing this."
+        ),
+    ] = None,
+) -> None:
+    """The server's Prometheus metrics, as text (any token; -o is ignored: it is not JSON).
+
+    Example: tidegate metrics --match tidegate_operations
+    """
+    text = str(ctx.api.request("GET", "/metrics", raw=True) or "")
+    lines = text.splitlines()
+    if match:
+        lines = [line for line in lines if match in line]
+    typer.echo("\n".join(lines))
+
+
 def status(ctx: Ctx) -> None:
     """Is the server up and ready, and does the token work? Exit 0 only if all three.
 

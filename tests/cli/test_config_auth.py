@@ -123,6 +123,27 @@ def _commands(group: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str
     return out
 
 
+def test_source_kinds(tg: Cli) -> None:
+    kinds = {k["kind"]: k for k in tg.json("source-kinds")}
+    assert kinds["eventlog"]["drain"] == "native" and "OFFSET" in kinds["eventlog"]["startpoints"]
+    assert tg.yaml("source-kinds") == list(kinds.values())
+    table = tg.ok("source-kinds").stdout.splitlines()
+    assert table[0].split() == ["KIND", "STARTPOINTS", "DRAIN", "DRAIN", "HANDOFF", "NOTE"]
+    eventlog = next(line for line in table if line.startswith("eventlog "))
+    assert " native " in eventlog and "OLDEST" in eventlog
+    assert "Unauthorized" in tg.fails(5, "source-kinds", "--token", "tg_wrong")
+
+
+def test_metrics(tg: Cli, job: str) -> None:
+    text = tg.ok("metrics").stdout
+    assert "# TYPE tidegate_http_requests_total counter" in text
+    # the job fixture's POST /jobs was counted, by operation
+    assert 'method="POST",operation="job.create",status="201"' in text, text[:2000]
+    only = tg.ok("metrics", "--match", "tidegate_http_request_duration").stdout.splitlines()
+    assert only and all("tidegate_http_request_duration" in line for line in only)
+    assert "Unauthorized" in tg.fails(5, "metrics", "--token", "tg_wrong")
+
+
 def test_every_client_command_has_help_with_an_example(tg: Cli) -> None:
     root = typer.main.get_command(root_cli)
     client = [

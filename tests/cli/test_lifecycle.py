@@ -131,10 +131,18 @@ def test_stop_and_cancel_a_running_job(tg: Cli, job: str, running: Callable[[], 
     assert [o["kind"] for o in tg.json("operations", "clicks")] == ["cancel", "stop"]
 
 
-def test_drain_and_restart_a_running_job(tg: Cli, job: str, running: Callable[[], int]) -> None:
-    running()
+def test_drain_and_restart_a_running_job(
+    tg: Cli, live: Live, job: str, running: Callable[[], int]
+) -> None:
+    run_id = running()
+    with fake_worker(live, [("succeeded", {"result": {"run_id": run_id, "attempt": 1}})]):
+        restart = tg.ok("restart", "clicks", "--wait")
+    assert restart.stdout.splitlines()[0].startswith("operation 1 restart succeeded in ")
+    assert tg.json("operations", "show", "1")["run_id"] == run_id
     drain = tg.json("drain", "clicks", "--drain-timeout", "60")
     assert drain["kind"] == "drain" and drain["params"] == {"timeout_seconds": 60}
+    assert drain["run_id"] == run_id and drain["state"] == "pending"
+    assert "busy" in tg.fails(3, "restart", "clicks")  # one operation per job at a time
     assert tg("drain", "clicks", "--drain-timeout", "5").exit_code == 2  # min 10: usage
 
 

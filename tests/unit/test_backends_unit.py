@@ -423,8 +423,12 @@ def test_livy_batch_request_carries_env_as_conf() -> None:
         "args": ["a"],
         "name": "job-a-run-1",
         "pyFiles": ["/jobs/lib.zip"],
-        "conf": {"spark.x": "1", "spark.yarn.appMasterEnv.K": "v", "spark.executorEnv.K": "v"},
+        "conf": {"spark.x": "1", "spark.yarn.appMasterEnv.K": "v"},
     }
+    # The env (the run token) is the driver's: executors never get it.
+    token = _livy(_refuse_network).batch_request(_spec(env={"TIDEGATE_RUN_TOKEN": "tg_run_x"}))
+    assert token["conf"] == {"spark.yarn.appMasterEnv.TIDEGATE_RUN_TOKEN": "tg_run_x"}
+    assert not any(k.startswith("spark.executorEnv.") for k in token["conf"])
     assert "pyFiles" not in _livy(_refuse_network).batch_request(_spec())
 
 

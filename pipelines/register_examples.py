@@ -1,0 +1,219 @@
+"""Register both example pipelines as tidegate jobs, each with one version, on cluster ``local``.
+
+    .venv/bin/python -m pipelines.register_examples            # against `make run`
+    .venv/bin/python -m pipelines.register_examples --count 2000 --save-version version.yaml
+
+The server and token come from the environment, as for the ``tidegate`` command:
+``TIDEGATE_URL`` (default http://127.0.0.1:8000) and ``TIDEGATE_TOKEN`` (``make run`` keeps
+the admin token in ``.tidegate/admin-token``). It creates:
+
+* the event log stream both pipelines read (``--root``/``--stream``, 2 partitions), and with
+  ``--count N`` appends N events to it (one event per 100 ms of event time, from now);
+* job ``clicks-per-minute``: ``pipelines/windowed_counts.py``, per-key counts and sums in
+  1-minute event-time windows, query ``windowed_counts`` (stateful, Parquet sink);
+* job ``clicks-enriched``: ``pipelines/enrich.py``, filter and classify, query ``enrich``
+  (stateless, JSON-lines sink).
+
+Run it twice and nothing is duplicated: an existing job is kept, and a version is only added
+when the job has none with the same body. It prints ``JOB VERSION`` per line (``--json``: a
+document). The tidegate server runs the drivers on this machine (``make run``), so the paths
+it registers are this checkout's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from app.runtime.eventlog import EventLog
+from app.runtime.produce import produce
+
+ROOT = Path(__file__).resolve().parents[1]
+WINDOWED_JOB = "clicks-per-minute"
+ENRICH_JOB = "clicks-enriched"
+
+
+def windowed_counts_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
+    """The version body of pipelines/windowed_counts.py (the arguments its argparse needs,
+    the query name it starts)."""
+    return {
+        "app": {
+            "file": str(ROOT / "pipelines" / "windowed_counts.py"),
+            "args": ["--root", str(root), "--stream", stream, "--output", str(out)],
+        },
+        "cluster": cluster,
+        "conf": {
+            # Fixed once a checkpoint exists: a later version must keep it to keep the state.
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.executorEnv.PYTHONPATH": str(ROOT),
+        },
+        "queries": [
+            {
+                "name": "windowed_counts",
+                "sources": [
+                    {
+                        "name": "clicks",
+                        "kind": "eventlog",
+                        "options": {"root": str(root), "stream": stream},
+                    }
+                ],
+                "stateful_operators": [{"kind": "tumbling_window"}],
+                "output_mode": "append",
+                "trigger": "5 SECONDS",
+            }
+        ],
+    }
+
+
+def enrich_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
+    """The version body of pipelines/enrich.py (stateless: no stateful operators)."""
+    return {
+        "app": {
+            "file": str(ROOT / "pipelines" / "enrich.py"),
+            "args": ["--root", str(root), "--stream", stream, "--output", str(out)],
+        },
+        "cluster": cluster,
+        "conf": {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.executorEnv.PYTHONPATH": str(ROOT),
+        },
+        "queries": [
+            {
+                "name": "enrich",
+                "sources": [
+                    {
+                        "name": "clicks",
+                        "kind": "eventlog",
+                        "options": {"root": str(root), "stream": stream},
+                    }
+                ],
+                "output_mode": "append",
+                "trigger": "5 SECONDS",
+            }
+        ],
+    }
+
+
+class Failed(Exception):
+    pass
+
+
+def _check(r: httpx.Response, *ok: int) -> Any:
+    if r.status_code not in ok:
+        try:
+            detail = r.json().get("detail") or r.text
+        except ValueError:
+            detail = r.text
+        raise Failed(f"{r.request.method} {r.request.url.path}: {r.status_code} {detail}")
+    return r.json() if r.content else None
+
+
+def _same(existing: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Same program, arguments, cluster and query names: registering again adds nothing."""
+    app = existing.get("app") or {}
+    return (
+        app.get("file") == body["app"]["file"]
+        and app.get("args") == body["app"]["args"]
+        and existing.get("cluster") == body["cluster"]
+        and [q.get("name") for q in existing["queries"]] == [q["name"] for q in body["queries"]]
+    )
+
+
+def register(
+    api: httpx.Client, job: str, description: str, body: dict[str, Any]
+) -> tuple[int, bool]:
+    """Create ``job`` unless it exists, then a version unless an equal one exists.
+    Returns (version number, created)."""
+    r = api.post("/jobs", json={"name": job, "description": description})
+    if r.status_code != 409:  # 409: it exists already, keep it
+        _check(r, 201)
+    versions = _check(api.get(f"/jobs/{job}/versions", params={"limit": 500}), 200)
+    for existing in versions["items"]:
+        if _same(existing, body):
+            return int(existing["number"]), False
+    created = _check(api.post(f"/jobs/{job}/versions", json=body), 201)
+    return int(created["number"]), True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="register_examples", description=__doc__.split("\n\n")[0] if __doc__ else None
+    )
+    demo = Path(os.environ.get("TIDEGATE_DATA_DIR", ROOT / ".tidegate")).resolve() / "demo"
+    parser.add_argument("--root", type=Path, default=demo / "log", help="event log root")
+    parser.add_argument("--stream", default="clicks")
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=demo / "out", help="where the sinks write")
+    parser.add_argument("--cluster", default="local")
+    parser.add_argument("--count", type=int, default=0, help="events to append now")
+    parser.add_argument("--json", action="store_true", help="print a JSON document")
+    parser.add_argument(
+        "--save-version",
+        type=Path,
+        help="also write clicks-per-minute's version body here (YAML), to edit into the next",
+    )
+    args = parser.parse_args(argv)
+
+    url = os.environ.get("TIDEGATE_URL", "http://127.0.0.1:8000").rstrip("/")
+    token = os.environ.get("TIDEGATE_TOKEN")
+    if not token:
+        print("error: set TIDEGATE_TOKEN (make run: $(cat .tidegate/admin-token))", file=sys.stderr)
+        return 2
+    root, out = args.root.resolve(), args.out.resolve()
+    EventLog(root).create_stream(args.stream, args.partitions, exist_ok=True)
+    if args.count:
+        produce(str(root), args.stream, args.partitions, rate=0, count=args.count)
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        with httpx.Client(base_url=url + "/api/v1", headers=headers, timeout=30) as api:
+            cluster = api.get(f"/clusters/{args.cluster}")
+            if cluster.status_code == 404:
+                raise Failed(
+                    f"cluster '{args.cluster}' is not registered at {url} ('make run' "
+                    "registers 'local'; or give --cluster NAME)"
+                )
+            _check(cluster, 200)
+            done = []
+            for job, description, body in (
+                (
+                    WINDOWED_JOB,
+                    "per-key counts and sums in 1-minute event-time windows",
+                    windowed_counts_version(root, args.stream, out / WINDOWED_JOB, args.cluster),
+                ),
+                (
+                    ENRICH_JOB,
+                    "events with value >= 10, classified small/large",
+                    enrich_version(root, args.stream, out / ENRICH_JOB, args.cluster),
+                ),
+            ):
+                number, created = register(api, job, description, body)
+                done.append({"job": job, "version": number, "created": created})
+    except (Failed, httpx.HTTPError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.save_version is not None:
+        body = windowed_counts_version(root, args.stream, out / WINDOWED_JOB, args.cluster)
+        args.save_version.write_text(yaml.safe_dump(body, sort_keys=False))
+    if args.json:
+        print(json.dumps({"stream": str(root / args.stream), "jobs": done}, indent=2))
+    else:
+        for row in done:
+            print(f"{row['job']} {row['version']}{'' if row['created'] else ' (existing)'}")
+        print(
+            f"submit with: tidegate submit {WINDOWED_JOB} --version {done[0]['version']} --wait",
+            file=sys.stderr,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
