@@ -1,4 +1,4 @@
-"""Per-key count and sum of ``value`` in 1-minute tumbling event-time windows.
+"""Per-key count and sum of ``value`` in 1-minute (``--window``) tumbling event-time windows.
 
 Append mode with a 10-second watermark, Parquet sink: a window is written once, when the
 watermark passes its end. Run with ``spark-submit pipelines/windowed_counts.py --root ...``;
@@ -57,6 +57,9 @@ def parse_args(
     parser.add_argument("--checkpoint", default=conf("checkpoint"))
     parser.add_argument("--query-name", default=conf("query_name", "windowed_counts"))
     parser.add_argument(
+        "--window", default=conf("window", WINDOW), help="tumbling window, e.g. '2 minutes'"
+    )
+    parser.add_argument(
         "--trigger", default=conf("trigger", "5 seconds"), help="availableNow or an interval"
     )
     parser.add_argument("--starting-offsets", default=conf("starting_offsets"))
@@ -86,7 +89,11 @@ def main(argv: list[str]) -> None:
     events = read_events(
         spark, args.root, args.stream, **{k: v for k, v in options.items() if v is not None}
     )
-    writer = build_windowed_counts(events).writeStream.format("parquet").option("path", args.output)
+    writer = (
+        build_windowed_counts(events, args.window)
+        .writeStream.format("parquet")
+        .option("path", args.output)
+    )
     runtime.start(
         args.query_name,
         writer,

@@ -21,7 +21,8 @@ ON_BACKEND = frozenset({SUBMITTING, RUNNING, STOPPING, DRAINING})
 ALLOWED: dict[str, frozenset[str]] = {
     SUBMITTING: frozenset({RUNNING, RESTARTING, FAILED, STOPPING, SUCCEEDED}),
     RUNNING: frozenset({STOPPING, DRAINING, RESTARTING, FAILED, SUCCEEDED}),
-    STOPPING: frozenset({STOPPED, CANCELLED, FAILED}),
+    # DRAINED: a drain stopped for its timeout after its marker went out finishes draining.
+    STOPPING: frozenset({STOPPED, CANCELLED, FAILED, DRAINED}),
     DRAINING: frozenset({DRAINED, STOPPING, FAILED, STOPPED}),
     RESTARTING: frozenset({SUBMITTING, STOPPED, CANCELLED, FAILED}),
     # A person may restart a run that ended: from its own checkpoint, as a new attempt.

@@ -222,6 +222,11 @@ def _ended(
     session: Session, run: Run, status: AppStatus | None, backend: Backend | None = None
 ) -> Run:
     if run.state == states.STOPPING:
+        if (run.drain or {}).get("drained_at") and run.stop_reason == "drain-timeout":
+            # The stop came after the drain marker: the runtime finished the drain first.
+            return transition(
+                session, run, states.DRAINED, reason="the drain finished after its timeout"
+            )
         to = states.CANCELLED if run.stop_reason == "cancel" else states.STOPPED
         return transition(session, run, to, reason=f"the application ended ({_raw(status)})")
     if run.state == states.DRAINING:

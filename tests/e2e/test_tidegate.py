@@ -56,13 +56,15 @@ def _windowed_version(
     root: Path,
     out: Path,
     max_records_per_batch: int | None = None,
+    window: str | None = None,
 ) -> int:
     limit = {"maxRecordsPerBatch": str(max_records_per_batch)} if max_records_per_batch else {}
     body = {
         "app": {
             "file": str(ROOT / "pipelines" / "windowed_counts.py"),
             "args": ["--root", str(root), "--stream", "clicks", "--output", str(out)]
-            + (["--max-records-per-batch", str(max_records_per_batch)] if limit else []),
+            + (["--max-records-per-batch", str(max_records_per_batch)] if limit else [])
+            + (["--window", window] if window else []),
         },
         "cluster": cluster,
         "conf": {

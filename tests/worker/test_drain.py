@@ -64,8 +64,12 @@ class ScriptedRuntime:
     offsets, reports them drained and exits (or, ``stuck``, never catches up); stops when
     told to."""
 
-    def __init__(self, ctx: WorkerContext, fake: FakeBackend, stuck: bool = False) -> None:
-        self.ctx, self.fake, self.stuck = ctx, fake, stuck
+    def __init__(
+        self, ctx: WorkerContext, fake: FakeBackend, stuck: bool = False, late: bool = False
+    ) -> None:
+        # late: the drain marker is out when the timeout's stop arrives, so the runtime
+        # finishes the drain instead of stopping (app/runtime/control.py does the same).
+        self.ctx, self.fake, self.stuck, self.late = ctx, fake, stuck or late, late
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -78,7 +82,11 @@ class ScriptedRuntime:
                     if app is None or app.state != AppState.RUNNING:
                         continue
                     channel.directives(session, run.id, run.attempt)  # runtime_seen_at
-                    if run.state == states.STOPPING:
+                    if run.state == states.STOPPING and self.late:
+                        report = DrainReport(end_offsets=END, drained=True)
+                        channel.record_drain(session, run.id, report)
+                        app.state = AppState.SUCCEEDED
+                    elif run.state == states.STOPPING:
                         app.state = AppState.SUCCEEDED  # a clean stop at a batch boundary
                     elif run.state == states.DRAINING and not self.stuck:
                         if not (run.drain or {}).get("end_offsets"):
@@ -149,6 +157,44 @@ def test_a_stuck_drain_fails_and_leaves_the_run_stopped_at_a_batch_boundary(
     assert op.result is not None and op.result["run_state"] == states.STOPPED
     assert _run(ctx, run_id).stop_reason == "drain-timeout"
     assert fake.kills == []  # stopped by its runtime, not killed
+
+
+def test_a_drain_past_its_marker_finishes_late_and_says_so(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    with ScriptedRuntime(ctx, fake, late=True):
+        job_id = _job_with_two_versions(ctx)
+        run_id = _running(ctx, job_id)
+        op = _run_op(ctx, _enqueue(ctx, job_id, "drain", {"timeout_seconds": 0.5}, run_id))
+    assert op.state == "succeeded", op.error
+    run = _run(ctx, run_id)
+    assert run.state == states.DRAINED and run.drain is not None and run.drain["drained_at"]
+    drained = next(s for s in op.steps if s["name"] == "drained")
+    assert "after its timeout" in drained["detail"]["late"], op.steps
+
+
+def test_a_drain_taken_over_keeps_its_original_deadline(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """A worker that takes a drain over (the first one died) does not start the timeout
+    again: it counts from the request recorded on the run."""
+    with ScriptedRuntime(ctx, fake, stuck=True):
+        job_id = _job_with_two_versions(ctx)
+        run_id = _running(ctx, job_id)
+        long_ago = (utcnow() - timedelta(seconds=600)).isoformat()
+        with transaction(ctx.factory) as session:
+            session.execute(
+                update(Run)
+                .where(Run.id == run_id)
+                .values(
+                    state=states.DRAINING, stop_reason="drain", drain={"requested_at": long_ago}
+                )
+            )
+        started = utcnow()
+        op = _run_op(ctx, _enqueue(ctx, job_id, "drain", {"timeout_seconds": 300}, run_id))
+    assert op.state == "failed" and op.error is not None
+    assert "did not finish within" in op.error
+    assert utcnow() - started < timedelta(seconds=120)  # not a fresh 300 s
 
 
 def test_update_by_drain_starts_the_new_version_fresh_at_the_drained_offsets(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import Engine, select, text, update
 
 from app.auth.models import ApiToken
 from app.auth.service import Principal, Scope
+from app.backends.base import AppState
 from app.db import transaction, utcnow
 from app.jobs.models import Job
 from app.operations.models import Operation
@@ -228,3 +229,147 @@ def test_run_guard_releases_its_lock_whatever_the_pool_does(ctx: WorkerContext) 
                     session.commit()
             assert held() == [42]
         assert held() == []
+
+
+def test_temporary_backend_errors_back_off_then_succeed(
+    ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.backends.base import TemporaryBackendError
+
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    outage = {"left": 2}
+    real_kill = fake.kill
+
+    def flaky_kill(backend_id: str) -> None:
+        if outage["left"] > 0:
+            outage["left"] -= 1
+            raise TemporaryBackendError("master answered 503")
+        real_kill(backend_id)
+
+    monkeypatch.setattr(fake, "kill", flaky_kill)
+    op_id = _enqueue(ctx, job_id, "cancel", {}, run_id)
+    worker = Worker(ctx, concurrency=1)
+    for attempt, delay in ((1, 1), (2, 2)):
+        assert worker.claim() == op_id
+        before = utcnow()
+        ops.execute(ctx, op_id)
+        with ctx.factory() as session:
+            op = session.get(Operation, op_id)
+            assert op is not None and op.state == "running" and op.lease_owner is None
+            assert op.error is not None and "master answered 503" in op.error, op.error
+            assert f"retrying in {delay}s" in op.error and op.attempts == attempt
+            assert op.lease_expires_at is not None
+            assert op.lease_expires_at >= before + timedelta(seconds=delay - 0.5)
+        assert worker.claim() is None  # not before its backoff has passed
+        with transaction(ctx.factory) as session:
+            session.execute(
+                update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1))
+            )
+    assert worker.claim() == op_id
+    ops.execute(ctx, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None and op.state == "succeeded" and op.error is None, op.error
+    assert _run(ctx, run_id).state == states.CANCELLED  # type: ignore[arg-type]
+    assert fake.alive() == []
+
+
+def test_a_backend_that_never_recovers_fails_the_operation_with_the_reason(
+    ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.backends.base import TemporaryBackendError
+
+    def down(backend_id: str) -> None:
+        raise TemporaryBackendError("master answered 503")
+
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    monkeypatch.setattr(fake, "kill", down)
+    worker = Worker(ctx, concurrency=1)
+    op_id = _enqueue(ctx, job_id, "cancel", {}, run_id)
+    with transaction(ctx.factory) as session:
+        session.execute(
+            update(Operation)
+            .where(Operation.id == op_id)
+            .values(attempts=ops.RETRY_MAX_ATTEMPTS - 1)
+        )
+    assert worker.claim() == op_id
+    ops.execute(ctx, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None and op.state == "failed" and op.error is not None
+        assert "kept failing" in op.error and "master answered 503" in op.error
+    assert [ops.retry_delay(n) for n in (1, 2, 3, 7, 8, 20)] == [1, 2, 4, 60, 60, 60]
+
+
+def test_notify_wakes_the_worker_long_before_its_fallback_poll(
+    ctx: WorkerContext, fake: FakeBackend, db: Engine
+) -> None:
+    """LISTEN/NOTIFY is what makes the worker react: with a 30 s fallback poll, a new
+    operation is still claimed and carried out within seconds."""
+    import threading
+    import time
+
+    slow = WorkerContext(ctx.factory, ctx.settings, "notified-worker", poll_seconds=30.0)
+    slow.backend = ctx.backend  # type: ignore[method-assign]
+    job_id = make_job(ctx)
+    worker = Worker(slow, concurrency=1)
+    serving = threading.Thread(
+        target=worker.serve,
+        args=(db.url.set(drivername="postgresql").render_as_string(hide_password=False),),
+        daemon=True,
+    )
+    serving.start()
+    try:
+        time.sleep(1.0)  # the worker has done its first pass and sleeps on LISTEN now
+        # A cancel with nothing to cancel: the worker finishes it the moment it claims it.
+        op_id = _enqueue(ctx, job_id, "cancel", {})
+        enqueued = time.monotonic()
+        while time.monotonic() - enqueued < 20:
+            with ctx.factory() as session:
+                op = session.get(Operation, op_id)
+                assert op is not None
+                if op.finished_at is not None:
+                    break
+            time.sleep(0.02)
+        reacted = time.monotonic() - enqueued
+        assert op.finished_at is not None and op.attempts == 1, (op.state, op.error)
+        assert reacted < 10, reacted  # claimed and carried out far below the 30 s poll
+    finally:
+        worker.request_stop()
+        with transaction(ctx.factory) as session:  # wake it so it sees the stop
+            session.execute(text("select pg_notify('tidegate_operations', 'stop')"))
+        serving.join(30)
+
+
+def test_a_run_healthy_for_the_stable_period_starts_its_backoff_over(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """PSTL's n counts failures since the run last stayed healthy for stable_period: after
+    that, the next failure waits min_backoff again, not the doubled delay."""
+    job_id = make_job(ctx, {"min_backoff": "1s", "stable_period": "1m"})
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    assert run_id is not None
+
+    def fail_and_restart() -> float:
+        app = fake.apps[_run(ctx, run_id).backend_id]  # type: ignore[index]
+        app.state = AppState.FAILED
+        reconcile_run(ctx, run_id)
+        run = _run(ctx, run_id)
+        assert run.state == states.RESTARTING
+        delay = (run.next_restart_at - run.updated_at).total_seconds()  # type: ignore[operator]
+        with transaction(ctx.factory) as session:  # let the backoff elapse
+            session.execute(update(Run).values(next_restart_at=utcnow() - timedelta(seconds=1)))
+        for _ in range(4):
+            reconcile_run(ctx, run_id)
+        assert _run(ctx, run_id).state == states.RUNNING
+        return round(delay)
+
+    assert fail_and_restart() == 1
+    assert fail_and_restart() == 2  # unhealthy again at once: n grows
+    with transaction(ctx.factory) as session:  # ... then it ran fine for longer than 1m
+        session.execute(update(Run).values(running_since=utcnow() - timedelta(minutes=2)))
+    reconcile_run(ctx, run_id)
+    assert _run(ctx, run_id).failures == 0
+    assert fail_and_restart() == 1  # the backoff starts over
