@@ -51,6 +51,7 @@ JobState = Literal[
     "draining",
     "restarting",
     "stopped",
+    "cancelled",
     "drained",
     "succeeded",
     "failed",

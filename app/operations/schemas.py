@@ -116,7 +116,16 @@ class UpdateBody(Body):
         20,
         ge=0,
         le=3_600,
-        description="After the new run starts, how long it must keep running (or commit a batch "
-        "for every resumed query) before the update counts as done; a failure in that time "
-        "rolls back.",
+        description="After the new run starts, how long it must keep running before the update "
+        "counts as done; besides, every query must commit its first batch past the one it was "
+        "restored at (a fresh query: batch 0) within first_batch_seconds. A failure or no "
+        "such commit in time rolls back. 0: only check that it started.",
+    )
+    first_batch_seconds: int | None = Field(
+        None,
+        ge=1,
+        le=86_400,
+        description="How long every query of the new run has to commit its first batch past the "
+        "restored one (default 600); a query whose input has no new data commits none, so the "
+        "update rolls back after this long.",
     )

@@ -55,7 +55,12 @@ def record_progress(session: Session, run_id: int, report: ProgressReport) -> Ru
             f"Query '{report.query}' is not declared by version {run.version.number}; "
             f"declared: {', '.join(sorted(declared))}."
         )
-    payload: dict[str, Any] = report.model_dump(mode="json")
+    if report.idle:  # no batch ran: keep the latest progress, note when it was idle
+        latest = dict((run.progress or {}).get(report.query) or {})
+        latest["idle_at"] = utcnow().isoformat()
+        run.progress = {**(run.progress or {}), report.query: latest}
+        return run
+    payload: dict[str, Any] = report.model_dump(mode="json", exclude={"idle"})
     run.progress = {**(run.progress or {}), report.query: payload}
     session.add(
         QueryProgress(run_id=run.id, query=report.query, batch_id=report.batch_id, payload=payload)

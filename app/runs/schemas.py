@@ -68,6 +68,14 @@ class ProgressReport(Body):
     sources: list[SourceProgress] = Field(default_factory=list, max_length=100)
     state_operators: list[StateOperatorProgress] = Field(default_factory=list, max_length=100)
     durations_ms: dict[str, int] = Field(default_factory=dict, max_length=50)
+    sink: str | None = Field(
+        None, max_length=2000, description="The sink's description, e.g. FileSink[/out]."
+    )
+    idle: bool = Field(
+        False,
+        description="Spark's idle event: the query runs and has no new input (no batch). "
+        "Recorded as the query's idle_at; batch_id is its last batch.",
+    )
 
 
 class ProgressResponse(Response):

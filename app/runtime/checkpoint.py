@@ -159,6 +159,7 @@ def rewrite_source_offsets(
     new_json: str,
     *,
     discard_uncommitted: bool = False,
+    watermark_ms: int | None = None,
 ) -> Path:
     """Atomically replace source ``source_index``'s line of committed ``offsets/batch_id``.
 
@@ -168,6 +169,13 @@ def rewrite_source_offsets(
     their recorded offsets and defeat the rewrite: they raise :class:`CheckpointError`
     unless ``discard_uncommitted``, which moves them aside as ``.M.tidegate-discarded``.
     For this project's ``eventlog`` source pass text from ``eventlog.format_offsets``.
+
+    ``watermark_ms`` (for a rewind) lowers the event-time watermark the next batch runs with
+    to at most that value: ``batchWatermarkMs`` of ``offsets/N`` (Spark's watermark for late
+    rows in batch N+1) and ``nextBatchWatermarkMs`` of ``commits/N`` (its watermark for
+    eviction), so replayed rows are not dropped as late. ``commits/N`` is kept beside it as
+    ``commits/.N.tidegate-orig`` the first time, and is rewritten before ``offsets/N``: a
+    crash in between leaves only a lower watermark, and the startpoint unapplied.
     """
     root = _local(checkpoint)
     offsets_dir = root / "offsets"
@@ -186,6 +194,14 @@ def rewrite_source_offsets(
     if source_index < 0 or line_no >= len(lines):
         raise CheckpointError(f"offsets/{batch_id} has no source {source_index}")
     lines[line_no] = new_json
+    lower_commit = False
+    if watermark_ms is not None:
+        meta = json.loads(lines[1])
+        if int(meta.get("batchWatermarkMs", 0)) > watermark_ms:
+            meta["batchWatermarkMs"] = watermark_ms
+            lines[1] = json.dumps(meta, separators=(",", ":"))
+        commit = read_commit(root, batch_id)
+        lower_commit = int(commit.get("nextBatchWatermarkMs", 0)) > watermark_ms
     data = "\n".join(lines).encode()
 
     later = [b for b in _batches(offsets_dir) if b > batch_id]
@@ -204,10 +220,46 @@ def rewrite_source_offsets(
     backup = offsets_dir / f".{batch_id}{ORIGINAL_SUFFIX}"
     if not backup.exists():
         _write_atomic(backup, original)
+    if lower_commit:
+        assert watermark_ms is not None
+        commit_path = root / "commits" / str(batch_id)
+        commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
+        if not commit_backup.exists():
+            _write_atomic(commit_backup, commit_path.read_bytes())
+        commit_lines = _read_log_file(commit_path)
+        doc = json.loads(commit_lines[1]) if len(commit_lines) > 1 else {}
+        doc["nextBatchWatermarkMs"] = watermark_ms
+        _replace_with_crc(commit_path, "\n".join([commit_lines[0], json.dumps(doc)]).encode())
+    _replace_with_crc(path, data)
+    return backup
+
+
+def _replace_with_crc(path: Path, data: bytes) -> None:
     _crc_path(path).unlink(missing_ok=True)
     _write_atomic(path, data)
     _write_atomic(_crc_path(path), hadoop_crc(data))
-    return backup
+
+
+def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str) -> None:
+    """Put ``offsets/batch_id`` (and ``commits/batch_id``, when a rewind lowered its
+    watermark) back as they were before the first rewrite. Only the latest committed batch
+    can be put back: once later batches committed, their output and state stand on it."""
+    root = _local(checkpoint)
+    latest = latest_commit_batch(root)
+    if latest != batch_id:
+        raise CheckpointError(
+            f"batch {batch_id} of {root} is not the latest committed batch (that is {latest})"
+        )
+    original = Path(original_file).read_bytes()
+    _read_log_file(Path(original_file))  # refuse anything that is not an offsets file
+    commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
+    offsets_dir = root / "offsets"
+    for b in [b for b in _batches(offsets_dir) if b > batch_id]:  # planned, never committed
+        _crc_path(offsets_dir / str(b)).unlink(missing_ok=True)
+        os.replace(offsets_dir / str(b), offsets_dir / f".{b}{DISCARDED_SUFFIX}")
+    _replace_with_crc(offsets_dir / str(batch_id), original)
+    if commit_backup.exists():
+        _replace_with_crc(root / "commits" / str(batch_id), commit_backup.read_bytes())
 
 
 def _read_schema_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:

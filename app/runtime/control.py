@@ -39,6 +39,13 @@ from app.runtime.source import MARKER_PARTITION
 
 log = logging.getLogger("tidegate.runtime")
 
+_FRESH_FILE_SOURCE = (
+    "source '{source}' is a file source with a startpoint, but its query has no committed "
+    "batch yet: Spark's file source has no starting-offsets option (it would ignore "
+    '{{"logOffset": N}}), so the startpoint can only move a query that has a checkpoint. '
+    "Withdraw it and start the query, then set it again and restart"
+)
+
 TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
 
 
@@ -147,6 +154,8 @@ def progress_report(name: str, progress: Any) -> dict[str, Any]:
             for op in data.get("stateOperators") or []
         ],
         "durations_ms": {k: int(v) for k, v in (data.get("durationMs") or {}).items()},
+        # e.g. "FileSink[/out]": a file sink skips batch ids it holds (restores check it).
+        "sink": ((data.get("sink") or {}).get("description") or "")[:2000] or None,
     }
 
 
@@ -166,7 +175,13 @@ class _Reporter(StreamingQueryListener):
             self.runtime._outbox.put(progress_report(name, event.progress))
 
     def onQueryIdle(self, event: Any) -> None:
-        pass
+        # No new input: the query started and waits. Spark posts no progress then, so say
+        # so (an update verifies a new run by its first batch, or by this when idle).
+        for name, query in list(self.runtime.queries.items()):
+            if str(query.id) == str(event.id):
+                last = query.lastProgress
+                batch = int(last["batchId"]) if last and "batchId" in last else 0
+                self.runtime._outbox.put({"query": name, "batch_id": batch, "idle": True})
 
     def onQueryTerminated(self, event: Any) -> None:
         # Events arrive in order: after this one, every progress of the query has been seen.
@@ -275,6 +290,8 @@ class Runtime:
         if not fresh:
             return None
         decl = self.sources[source]
+        if decl["kind"] == "file":
+            raise sp.StartpointError(_FRESH_FILE_SOURCE.format(source=source))
         offsets = sp.resolve(decl["kind"], decl["options"], points, None, self.kafka_resolver)
         self._given_starting[source] = offsets
         return sp.format_line(decl["kind"], offsets, decl["options"])
@@ -310,6 +327,8 @@ class Runtime:
                 continue
             checkpoint = self.checkpoint_for(name)
             assert checkpoint is not None
+            if not _has_commit(checkpoint) and source.get("kind") == "file":
+                raise TidegateRuntimeError(_FRESH_FILE_SOURCE.format(source=source["name"]))
             if not _has_commit(checkpoint) and source["name"] not in self._given_starting:
                 raise TidegateRuntimeError(
                     f"source '{source['name']}' of query '{name}' has startpoints but no "
@@ -533,7 +552,7 @@ class Runtime:
             if stateful and (latest is None or latest <= self._marker_batches[name]):
                 return False
         for name in names:
-            stop_at_batch_boundary(self.queries[name])
+            stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
         return True
 
     def _drain_bounded(self, name: str) -> bool:
@@ -541,7 +560,7 @@ class Runtime:
         same checkpoint reads what is there now and ends; its last offsets are the end."""
         assert self.client is not None and self._drain_end is not None
         if name not in self._bounded:
-            stop_at_batch_boundary(self.queries[name])
+            stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
             writer = self._writers[name]
             self.queries[name] = writer.trigger(availableNow=True).start()
             self._bounded.add(name)
@@ -631,8 +650,8 @@ class Runtime:
         first: with no new data a busy query soon idles between batches."""
         if self.managed:
             self._write_controls(hold=True)
-        for q in self.queries.values():
-            stop_at_batch_boundary(q, timeout)
+        for name, q in self.queries.items():
+            stop_at_batch_boundary(q, timeout, self.checkpoint_for(name))
         self._stop.set()
 
     def _flush_progress(self, timeout: float = 5.0) -> None:
@@ -646,6 +665,16 @@ class Runtime:
             time.sleep(0.05)
 
 
+def _batches_paired(checkpoint: str | None) -> bool:
+    """No batch planned but not committed (true when there is nothing to tell)."""
+    if not checkpoint or not os.path.isdir(checkpoint):
+        return True
+    try:
+        return cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
+    except (OSError, cp.CheckpointError):
+        return True
+
+
 def _has_commit(checkpoint: str | None) -> bool:
     return (
         bool(checkpoint)
@@ -654,11 +683,16 @@ def _has_commit(checkpoint: str | None) -> bool:
     )
 
 
-def stop_at_batch_boundary(query: StreamingQuery, timeout: float = 120.0) -> None:
+def stop_at_batch_boundary(
+    query: StreamingQuery, timeout: float = 120.0, checkpoint: str | None = None
+) -> None:
+    """Stop ``query`` between batches. Spark has no graceful stop: ``stop()`` interrupts a
+    running batch, so wait until no trigger is active and, given the checkpoint, until the
+    latest planned batch (``offsets/N``) is committed (``commits/N``)."""
     deadline = time.monotonic() + timeout
     while query.isActive and time.monotonic() < deadline:
         status = query.status
-        if not status.get("isTriggerActive", False):
+        if not status.get("isTriggerActive", False) and _batches_paired(checkpoint):
             query.stop()
             return
         time.sleep(0.05)

@@ -8,8 +8,30 @@ Formats:
 * ``eventlog`` — ``{"0": 123, "1": 45}``; every type, resolved from the log itself.
 * ``kafka`` — Spark's ``{"topic": {"0": 123}}``; timestamps resolve through a
   :class:`KafkaResolver` (a consumer's ``offsets_for_times``), which the job provides.
-* ``file`` — Spark's file source ``{"logOffset": N}``; OLDEST and OFFSET only.
+  Without one, OFFSET (unchecked against the partition's end) and OLDEST (Spark's ``-2``,
+  bound by Spark to the earliest available offset) still work, on the partitions the
+  checkpoint or the startpoints name; UPCOMING and TIMESTAMP need the resolver.
+* ``file`` — Spark's file source ``{"logOffset": N}``; OLDEST and OFFSET only, and only on
+  a query that has a committed batch (the file source has no starting-offsets option).
 Anything else is refused with an error that names the source kind.
+
+Rewinds on stateful queries: the state of the latest committed batch is kept and the
+replayed records are processed into it, as new input. So that they are not dropped as
+late, the rewrite lowers the checkpoint's event-time watermark to just before the earliest
+replayed record (for TIMESTAMP, the startpoint's time; otherwise the time of the first
+record at the new offset when the source can tell — the event log can, Kafka and files
+cannot, and then the watermark is kept). For
+an append-mode windowed aggregation this means:
+
+* a window already emitted and evicted from state before the checkpoint is emitted again,
+  computed over the replayed records only (a window that straddles the rewind time counts
+  only its records at or after it);
+* a window still open at the checkpoint keeps its state, the replayed records are added to
+  it (records it had counted and that are replayed are counted again), and it is emitted
+  once, when the watermark passes its end again.
+
+A rewind replays: downstream sees those records again. Fast-forwards never touch the
+watermark.
 """
 
 from __future__ import annotations
@@ -55,7 +77,11 @@ class KafkaResolver(Protocol):
     def partitions(self, topic: str) -> list[int]: ...
     def earliest(self, topic: str) -> dict[int, int]: ...
     def latest(self, topic: str) -> dict[int, int]: ...
-    def offsets_for_times(self, topic: str, ts_ms: int) -> dict[int, int]: ...
+    def offsets_for_times(self, topic: str, ts_ms: int) -> Mapping[int, int | None]:
+        """Per partition, the first offset whose record time is >= ``ts_ms``; None (or no
+        entry) when no record is that recent: the startpoint then means the partition's
+        end, as for a timestamp after the newest record of the event log."""
+        ...
 
 
 class SourcePositions(Protocol):
@@ -65,6 +91,10 @@ class SourcePositions(Protocol):
     def earliest(self) -> dict[int, int]: ...
     def latest(self) -> dict[int, int]: ...
     def at_timestamp(self, partition: int, ts_ms: int) -> int: ...
+    def timestamp_at(self, partition: int, offset: int) -> int | None: ...
+
+
+KAFKA_EARLIEST = -2  # Spark's "earliest" in Kafka offset JSON; bound when a batch runs
 
 
 class EventLogPositions:
@@ -86,29 +116,55 @@ class EventLogPositions:
     def at_timestamp(self, partition: int, ts_ms: int) -> int:
         return self.stream.resolve_timestamp(partition, ts_ms)
 
+    def timestamp_at(self, partition: int, offset: int) -> int | None:
+        for record in self.stream.scan(partition, offset, offset + 1):
+            return record.timestamp_ms
+        return None
+
 
 class KafkaPositions:
     def __init__(self, options: Mapping[str, Any], resolver: KafkaResolver | None) -> None:
         self.topic = str(options.get("subscribe") or options.get("topic") or "")
         if not self.topic or "," in self.topic:
             raise StartpointError("a kafka source needs exactly one topic ('subscribe' option)")
-        if resolver is None:
-            raise StartpointError(
-                "kafka startpoints need a KafkaResolver (a consumer) to look offsets up"
-            )
         self.resolver = resolver
+        self.known: list[int] = []  # without a resolver: the partitions named elsewhere
+
+    def _need(self, what: str) -> KafkaResolver:
+        if self.resolver is None:
+            raise StartpointError(
+                f"a kafka {what} startpoint needs a KafkaResolver (a consumer) to look "
+                "offsets up: set runtime.kafka_resolver, or use OFFSET or OLDEST"
+            )
+        return self.resolver
 
     def partitions(self) -> list[int]:
+        if self.resolver is None:
+            if not self.known:
+                raise StartpointError(
+                    "a kafka source-level startpoint without a KafkaResolver needs a "
+                    "checkpoint that names the partitions; set per-partition startpoints"
+                )
+            return sorted(self.known)
         return sorted(self.resolver.partitions(self.topic))
 
     def earliest(self) -> dict[int, int]:
+        if self.resolver is None:
+            return dict.fromkeys(self.partitions(), KAFKA_EARLIEST)
         return self.resolver.earliest(self.topic)
 
     def latest(self) -> dict[int, int]:
-        return self.resolver.latest(self.topic)
+        return self._need("UPCOMING").latest(self.topic)
 
     def at_timestamp(self, partition: int, ts_ms: int) -> int:
-        return self.resolver.offsets_for_times(self.topic, ts_ms)[partition]
+        resolver = self._need("TIMESTAMP")
+        found = resolver.offsets_for_times(self.topic, ts_ms).get(partition)
+        if found is None:  # no record at or after that time: start at the end
+            return resolver.latest(self.topic)[partition]
+        return int(found)
+
+    def timestamp_at(self, partition: int, offset: int) -> int | None:
+        return None
 
 
 # ---- offset line formats -----------------------------------------------------------------
@@ -168,9 +224,11 @@ def resolve(
     if kind == "file":
         return _resolve_file(startpoints, current)
     pos = positions_for(kind, options, kafka)
-    partitions = pos.partitions()
     by_partition = {sp.partition: sp for sp in startpoints if sp.partition is not None}
     fan_out = next((sp for sp in startpoints if sp.partition is None), None)
+    if isinstance(pos, KafkaPositions) and pos.resolver is None:
+        pos.known = sorted({*(current or {}), *by_partition})
+    partitions = pos.partitions()
     for p in by_partition:
         if p not in partitions:
             raise StartpointError(
@@ -194,6 +252,9 @@ def resolve(
             result[p] = latest[p]
         elif sp.type == "OFFSET":
             assert sp.value is not None
+            if isinstance(pos, KafkaPositions) and pos.resolver is None:
+                result[p] = sp.value  # no consumer to ask for the end; Spark checks it
+                continue
             latest = latest if latest is not None else pos.latest()
             if sp.value > latest[p]:
                 raise StartpointError(
@@ -271,6 +332,7 @@ def apply_to_checkpoint(
         source_index,
         format_line(kind, after, options),
         discard_uncommitted=True,
+        watermark_ms=replay_watermark(kind, options, startpoints, before, after, kafka),
     )
     return Application(
         query,
@@ -284,15 +346,53 @@ def apply_to_checkpoint(
     )
 
 
+def replay_watermark(
+    kind: str,
+    options: Mapping[str, Any],
+    startpoints: list[Startpoint],
+    before: Mapping[int, int],
+    after: Mapping[int, int],
+    kafka: KafkaResolver | None = None,
+) -> int | None:
+    """The watermark a rewind needs so its replayed records are not late: 1 ms before the
+    earliest replayed record's time, where that is known (see the module's docstring);
+    None when nothing moves backward or no time is known."""
+    backward = [p for p, o in after.items() if p in before and 0 <= o < before[p]]
+    if not backward or kind == "file":
+        return None
+    by_partition = {sp.partition: sp for sp in startpoints if sp.partition is not None}
+    fan_out = next((sp for sp in startpoints if sp.partition is None), None)
+    pos = positions_for(kind, options, kafka)
+    times = []
+    for p in backward:
+        sp = by_partition.get(p, fan_out)
+        ts = pos.timestamp_at(p, after[p])
+        if sp is not None and sp.type == "TIMESTAMP" and sp.value is not None:
+            ts = sp.value if ts is None else min(ts, sp.value)
+        if ts is not None:
+            times.append(ts)
+    return min(times) - 1 if times else None
+
+
 def revert(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str) -> None:
-    """Put ``offsets/batch_id`` back as it was before the startpoint was applied."""
-    with open(original_file, encoding="utf-8") as f:
-        text = f.read()
-    source_lines = text.split("\n")[2:]
-    for index, line in enumerate(source_lines):
-        if line == "-":  # a source with no offsets yet: nothing was rewritten there
-            continue
-        cp.rewrite_source_offsets(checkpoint, batch_id, index, line, discard_uncommitted=True)
+    """Put ``offsets/batch_id`` (and a watermark a rewind lowered) back as it was before the
+    startpoint was applied. Only possible while ``batch_id`` is still the latest committed
+    batch: once a later batch committed, it wrote output (a file sink records its batch ids
+    in ``_spark_metadata`` and skips a batch id it has seen, so a re-run would write
+    nothing) and state versions past ``batch_id``; putting the old offsets back would not
+    undo those, so it is refused with what to do instead."""
+    latest = cp.latest_commit_batch(checkpoint)
+    if latest != batch_id:
+        raise StartpointError(
+            f"the query has committed batches {batch_id + 1}..{latest} since the startpoint "
+            f"was applied at batch {batch_id}; they wrote output and state from the new "
+            "position, and Spark cannot un-commit them (a file sink skips batch ids it has "
+            "already committed, so re-running them would lose their output). Instead, set "
+            "OFFSET startpoints at the offsets from before it (before_offsets of this "
+            "application) and restart: the records since then are read again into the "
+            "current state"
+        )
+    cp.restore_batch(checkpoint, batch_id, original_file)
 
 
 def _str_keys(offsets: Mapping[int, int]) -> dict[str, int]:

@@ -79,8 +79,12 @@ def is_stateful(query: dict[str, Any]) -> bool:
 
 
 def has_state(info: dict[str, Any]) -> bool:
-    return bool(info.get("operators")) or bool(
-        (info.get("declared") or {}).get("stateful_operators")
+    """Does a snapshot's (or a run's) query hold state? Its checkpoint's ``state/`` folder
+    says so even when neither version declared a stateful operator."""
+    return (
+        bool(info.get("operators"))
+        or bool(info.get("state_dir"))
+        or bool((info.get("declared") or {}).get("stateful_operators"))
     )
 
 

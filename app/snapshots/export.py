@@ -191,6 +191,8 @@ def describe(checkpoint: Path, batch_id: int, query: dict[str, Any]) -> dict[str
         "next_watermark_ms": commit.get("nextBatchWatermarkMs"),
         "batch_timestamp_ms": metadata.get("batchTimestampMs"),
         "conf": dict(metadata.get("conf") or {}),
+        # Spark wrote state for this query, declared or not (the version may not say so).
+        "state_dir": (checkpoint / "state").is_dir(),
         "operators": [
             {
                 "id": op.operator_id,

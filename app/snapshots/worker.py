@@ -43,7 +43,7 @@ from app.snapshots.store import FileKey, SnapshotStore, StoreError, copy_tree_fi
 
 log = logging.getLogger(__name__)
 
-LOCK_NAMESPACE, STORE_LOCK = 7306, 1
+LOCK_NAMESPACE, STORE_LOCK, RETENTION_LOCK = 7306, 1, 2
 RETENTION_ACTOR = "tidegate-retention"
 ERROR_LIMIT = 4000
 
@@ -208,23 +208,60 @@ def export(factory: sessionmaker[Session], settings: Settings, snapshot_id: int)
     }
 
 
+def _apply_retention(session: Session, job_id: int, keep: frozenset[int]) -> list[str]:
+    deleted = []
+    for snapshot, reason in service.expired(session, job_id, keep=keep):
+        deleted.append(snapshot.name)
+        audit.record(
+            session,
+            RETENTION_ACTOR,
+            "snapshot.delete",
+            job=snapshot.job.name,
+            target=f"snapshot {snapshot.name}",
+            detail={"reason": f"retention: {reason}"},
+        )
+        session.delete(snapshot)
+    return deleted
+
+
 def retention_and_gc(
     factory: sessionmaker[Session], settings: Settings, job_id: int, keep: int
 ) -> dict[str, Any]:
     """Apply the job's retention (never to ``keep``, the snapshot just made), then gc."""
-    deleted = []
     with transaction(factory) as session:
-        for snapshot, reason in service.expired(session, job_id, keep=frozenset({keep})):
-            deleted.append(snapshot.name)
-            audit.record(
-                session,
-                RETENTION_ACTOR,
-                "snapshot.delete",
-                job=snapshot.job.name,
-                target=f"snapshot {snapshot.name}",
-                detail={"reason": f"retention: {reason}"},
+        deleted = _apply_retention(session, job_id, frozenset({keep}))
+    return {"deleted": deleted, "gc": collect_garbage(factory, settings)}
+
+
+def retention_sweep(factory: sessionmaker[Session], settings: Settings) -> dict[str, Any] | None:
+    """Every job's retention, between exports too (``max_age`` expires snapshots while no
+    export runs); then gc when something went. The worker loop calls it now and then; None
+    when another worker is sweeping (one at a time: a transaction-level advisory lock)."""
+    from sqlalchemy import func
+
+    from app.snapshots.models import SnapshotRetention
+
+    deleted: dict[str, list[str]] = {}
+    with transaction(factory) as session:
+        got = session.scalar(select(func.pg_try_advisory_xact_lock(LOCK_NAMESPACE, RETENTION_LOCK)))
+        if not got:
+            return None
+        job_ids = list(
+            session.scalars(
+                select(SnapshotRetention.job_id).where(
+                    (SnapshotRetention.keep_last.is_not(None))
+                    | (SnapshotRetention.max_age_seconds.is_not(None))
+                )
             )
-            session.delete(snapshot)
+        )
+        for job_id in job_ids:
+            names = _apply_retention(session, job_id, frozenset())
+            if names:
+                job = session.get(Job, job_id)
+                deleted[job.name if job else str(job_id)] = names
+    if not deleted:
+        return {"deleted": {}}
+    log.info("retention deleted %s", deleted)
     return {"deleted": deleted, "gc": collect_garbage(factory, settings)}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any
@@ -110,7 +111,15 @@ def upsert(
                     "message": f"a file source supports OLDEST and OFFSET, not {sp.type}",
                 }
             )
-        if sp.partition is not None:
+        if kind == "file" and sp.partition not in (None, 0):
+            errors.append(
+                {
+                    "field": f"startpoints.{i}.partition",
+                    "message": f"source '{sp.source}' is a file source: it has one position "
+                    "(partition 0, or omit the partition)",
+                }
+            )
+        elif sp.partition is not None:
             if sp.source not in counts:
                 counts[sp.source] = _partition_count(kind, sources[sp.source]["options"])
             total = counts[sp.source]
@@ -291,6 +300,8 @@ def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
             if sp is None:
                 continue
             now = current.get(partition) if current else None
+            if now is not None and (now < 0 or offset < 0):
+                now = None  # a Kafka "earliest" (-2): Spark binds it when the batch runs
             move = (
                 "unknown"
                 if now is None
@@ -316,6 +327,16 @@ def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
 
 
 def for_directives(session: Session, run: Run) -> list[dict[str, Any]]:
+    """Startpoints for a starting query: pending ones, and applied ones whose application
+    has no batch committed past it yet (applying those again is the same rewrite of the
+    same batch). An application with a batch past it is done even if the progress report
+    that says so was lost: it is settled here from the checkpoint, so a restart never
+    applies a startpoint twice."""
+    points = list_pending(session, run.job)
+    applied = {sp.id for sp in points if sp.state == "applied"}
+    if applied:
+        done = _settle_committed(session, run.job_id, applied)
+        points = [sp for sp in points if sp.id not in done]
     return [
         {
             "id": sp.id,
@@ -324,8 +345,36 @@ def for_directives(session: Session, run: Run) -> list[dict[str, Any]]:
             "type": sp.type,
             "value": sp.value,
         }
-        for sp in list_pending(session, run.job)
+        for sp in points
     ]
+
+
+def _settle_committed(session: Session, job_id: int, applied: set[int]) -> set[int]:
+    """Ids of applied startpoints whose application's checkpoint has a batch committed past
+    it; those applications are marked committed and the startpoints deleted."""
+    done: set[int] = set()
+    apps = session.scalars(
+        select(StartpointApplication).where(
+            StartpointApplication.job_id == job_id,
+            StartpointApplication.committed_at.is_(None),
+            StartpointApplication.reverted_at.is_(None),
+        )
+    ).all()
+    for app in apps:
+        ids = {int(s["id"]) for s in app.startpoints} & applied
+        if not ids or not app.checkpoint:
+            continue
+        try:
+            latest = cp.latest_commit_batch(app.checkpoint)
+        except OSError:  # not visible from here: the progress report settles it
+            continue
+        if latest is not None and (app.batch_id is None or latest > app.batch_id):
+            app.committed_at = utcnow()
+            session.execute(
+                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == "applied")
+            )
+            done |= ids
+    return done
 
 
 def record_applied(session: Session, run: Run, reports: list[AppliedReport]) -> int:
@@ -413,14 +462,16 @@ def revert(
             "That startpoint was applied to a fresh query (no checkpoint existed), so there is "
             "no earlier position to put back."
         )
-    latest = cp.latest_commit_batch(app.checkpoint)
-    if latest != app.batch_id:
+    try:
+        rt.revert(app.checkpoint, app.batch_id, app.original_file)
+    except rt.StartpointError as exc:
+        before = json.dumps(app.before_offsets or {}, sort_keys=True)
         raise Conflict(
-            f"The query has committed batches since (now at {latest}, applied at "
-            f"{app.batch_id}); putting the old offsets back would replay against newer state. "
-            "Set a new startpoint instead."
-        )
-    rt.revert(app.checkpoint, app.batch_id, app.original_file)
+            f"Application {application_id} cannot be reverted: {exc}. Source "
+            f"'{app.source}' was at {before} before it."
+        ) from None
+    except (cp.CheckpointError, OSError) as exc:
+        raise Conflict(f"Application {application_id} cannot be reverted: {exc}.") from None
     app.reverted_at, app.reverted_by = utcnow(), actor.name
     ids = [s["id"] for s in app.startpoints]
     session.execute(delete(Startpoint).where(Startpoint.id.in_(ids)))

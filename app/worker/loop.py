@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -16,6 +17,7 @@ from sqlalchemy import text
 
 from app.db import transaction
 from app.operations.service import NOTIFY_CHANNEL
+from app.snapshots.worker import retention_sweep
 from app.worker.context import WorkerContext
 from app.worker.operations import execute
 from app.worker.reconcile import due_runs, reconcile_run
@@ -43,9 +45,21 @@ RENEW = text(
 )
 
 
+# How often the loop applies every job's snapshot retention (max_age expires between exports).
+RETENTION_EVERY_SECONDS = 60.0
+
+
 class Worker:
-    def __init__(self, ctx: WorkerContext, *, concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        ctx: WorkerContext,
+        *,
+        concurrency: int = 4,
+        retention_every: float = RETENTION_EVERY_SECONDS,
+    ) -> None:
         self.ctx = ctx
+        self.retention_every = retention_every
+        self._retention_due = 0.0
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="op")
         self.concurrency = concurrency
         self.active: dict[int, Future[None]] = {}
@@ -90,6 +104,17 @@ class Worker:
             except Exception:
                 log.exception("run %s: reconcile failed; will retry", run_id)
 
+    def retention(self, *, force: bool = False) -> None:
+        """Every ``retention_every`` seconds: snapshot retention of every job, then gc."""
+        now = time.monotonic()
+        if not force and now < self._retention_due:
+            return
+        self._retention_due = now + self.retention_every
+        try:
+            retention_sweep(self.ctx.factory, self.ctx.settings)
+        except Exception:
+            log.exception("snapshot retention failed; will retry")
+
     def _heartbeat(self) -> None:
         while not self.stopping.wait(self.ctx.lease_seconds / 3):
             try:
@@ -108,6 +133,7 @@ class Worker:
                     conn.execute(f"listen {NOTIFY_CHANNEL}")
                 self.fill()
                 self.supervise()
+                self.retention()
                 # Sleep until NOTIFY or the fallback poll, whichever is first.
                 for _ in conn.notifies(timeout=self.ctx.poll_seconds, stop_after=1):
                     pass

@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
@@ -41,6 +42,8 @@ SNAPSHOT_ERRORS = (
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.
 RUNTIME_HELLO_SECONDS = 60.0
+# How long an update waits for every query of the new run to commit its first batch.
+FIRST_BATCH_SECONDS = 600.0
 
 
 class LeaseLost(Exception):
@@ -374,6 +377,14 @@ def _drain_run(
             return {"run_state": run.state}
 
     steps.run(f"{prefix}request_drain", request)
+    # The timeout counts from the request, not from this worker's start: a worker that takes
+    # the drain over after a crash does not grant it a fresh timeout.
+    with ctx.factory() as session:
+        requested = session.get(Run, run_id)
+        requested_at = (requested.drain or {}).get("requested_at") if requested else None
+    if requested_at:
+        waited = (utcnow() - datetime.fromisoformat(requested_at)).total_seconds()
+        timeout = max(0.0, timeout - waited)
 
     def progress(run: Run) -> bool:
         _set_result(
@@ -405,6 +416,15 @@ def _drain_run(
                     stop_reason="drain-timeout",
                 )
         stopped = wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 300.0, "stop")
+        if stopped.state == states.DRAINED:  # the marker had gone out: it drained, late
+            steps.run(
+                f"{prefix}drained",
+                lambda: {
+                    "end_offsets": (stopped.drain or {}).get("end_offsets"),
+                    "late": "finished after its timeout (the drain marker had gone out)",
+                },
+            )
+            return stopped
         raise OperationFailed(
             f"the drain did not finish within {timeout:.0f}s (backlog: "
             f"{drain_backlog(stopped)}); the run was stopped at a batch boundary instead "
@@ -648,30 +668,103 @@ def _sources(plan: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _committed_batches(ctx: WorkerContext, run_id: int) -> dict[str, int | None]:
+    """Each query's latest committed batch, from its checkpoint (the runtime's progress when
+    the checkpoint is not on this machine)."""
+    from app.runtime.checkpoint import latest_commit_batch
+    from app.snapshots.export import checkpoint_path
+
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        job_name, queries = run.job.name, list(run.version.queries)
+        progress = dict(run.progress or {})
+    root = ctx.settings.resolved_checkpoint_root
+    batches: dict[str, int | None] = {}
+    for spec in queries:
+        path = checkpoint_path(root, job_name, run_id, spec)
+        if path.is_dir():
+            batches[spec["name"]] = latest_commit_batch(str(path))
+        else:
+            batch = (progress.get(spec["name"]) or {}).get("batch_id")
+            batches[spec["name"]] = int(batch) if batch is not None else None
+    return batches
+
+
 def _verify(
-    ctx: WorkerContext, run_id: int, plan: dict[str, Any], seconds: float
+    ctx: WorkerContext, run_id: int, plan: dict[str, Any], seconds: float, first_batch: float
 ) -> dict[str, Any]:
-    """The new run must keep running: a failing first batch kills the driver. Done early once
-    every resumed query has committed a batch past the snapshot."""
-    resumed = {q["query"]: q["source"]["batch_id"] for q in plan["queries"] if q.get("source")}
-    deadline = time.monotonic() + seconds
+    """The new run is verified once every query has committed its first batch past the one
+    it was restored at (a fresh query: its batch 0) or, with no new input, reported itself
+    idle, and it has kept running for ``seconds``.
+    A failing batch kills the driver; no commit within ``first_batch`` seconds fails too, so
+    the caller rolls back. ``seconds`` = 0: only that it started (no batch is awaited)."""
+    if seconds <= 0:
+        return {"verified": "not verified (verify_seconds = 0)"}
+    restored: dict[str, int] = {
+        q["query"]: int(q["source"]["batch_id"])
+        if q.get("source") and q["source"].get("batch_id") is not None
+        else -1
+        for q in plan["queries"]
+    }
+    with ctx.factory() as session:
+        started = session.get(Run, run_id)
+        assert started is not None
+        attempt = started.attempt
+    begin = time.monotonic()
+    deadline = begin + max(first_batch, seconds)
     while True:
         reconcile_run(ctx, run_id)
         with ctx.factory() as session:
             run = session.get(Run, run_id)
             assert run is not None
-            state, error, progress = run.state, run.last_error, dict(run.progress or {})
-        if state != states.RUNNING:
+            state, error, now_attempt = run.state, run.last_error, run.attempt
+            idle = _idle_since_start(run)
+        if state != states.RUNNING or now_attempt != attempt:
             raise OperationFailed(
-                f"run {run_id} stopped running after it started ({state}): {error or 'no error'}",
+                f"run {run_id} stopped running after it started ({state}), before every query "
+                f"committed its first batch: {error or 'no error'}",
                 {"run_id": run_id, "run_state": state},
             )
-        batches = {q: (progress.get(q) or {}).get("batch_id") for q in resumed}
-        if resumed and all(b is not None and b > resumed[q] for q, b in batches.items()):
-            return {"verified": "every resumed query committed a batch", "batches": batches}
+        committed = _committed_batches(ctx, run_id)
+        batches = {q: committed.get(q) for q in restored}
+        waiting = sorted(q for q, b in batches.items() if b is None or b <= restored[q])
+        elapsed = time.monotonic() - begin
+        # A query with no new input runs no batch: Spark's idle event says it started fine.
+        if elapsed >= seconds and set(waiting) <= idle:
+            return {
+                "verified": "every query committed its first batch past the restored one"
+                + (f", or runs idle with no new input ({', '.join(waiting)})" if waiting else ""),
+                "restored": restored,
+                "batches": batches,
+            }
         if time.monotonic() >= deadline:
-            return {"verified": f"kept running for {seconds:.0f}s", "batches": batches}
+            raise OperationFailed(
+                f"run {run_id}: {', '.join(waiting)} did not commit a first batch past the "
+                f"restored one within {max(first_batch, seconds):.0f}s (committed: {batches}, "
+                f"restored at: {restored})",
+                {"run_id": run_id, "run_state": state, "batches": batches},
+            )
         time.sleep(ctx.poll_seconds)
+
+
+def _idle_since_start(run: Run) -> set[str]:
+    """Queries whose runtime reported Spark's idle event since this attempt started."""
+    if run.running_since is None:
+        return set()
+    idle = set()
+    for query, progress in (run.progress or {}).items():
+        at = (progress or {}).get("idle_at")
+        if at and datetime.fromisoformat(at) >= run.running_since:
+            idle.add(query)
+    return idle
+
+
+def _verify_bounds(op: Operation) -> tuple[float, float]:
+    return (
+        float(op.params.get("verify_seconds", 20)),
+        float(op.params.get("first_batch_seconds") or FIRST_BATCH_SECONDS),
+    )
 
 
 def _restart_old_run(
@@ -824,9 +917,7 @@ def _update_fresh(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, 
         started = _start_planned(ctx, op, steps, plan, version_number, prefix)
         steps.run(
             f"{prefix}verify",
-            lambda: _verify(
-                ctx, started["run_id"], plan, float(op.params.get("verify_seconds", 20))
-            ),
+            lambda: _verify(ctx, started["run_id"], plan, *_verify_bounds(op)),
         )
         return started
 
@@ -950,9 +1041,7 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         started = _start_planned(ctx, op, steps, plan, new_version)
         steps.run(
             "verify",
-            lambda: _verify(
-                ctx, started["run_id"], plan, float(op.params.get("verify_seconds", 20))
-            ),
+            lambda: _verify(ctx, started["run_id"], plan, *_verify_bounds(op)),
         )
     except OperationFailed as exc:
         reserved = (
@@ -1000,9 +1089,48 @@ def execute(ctx: WorkerContext, op_id: int) -> None:
         state, error, result = "failed", str(exc), exc.result
     except BackendError as exc:
         if exc.temporary:
-            raise  # the lease runs out and the operation is tried again
+            _retry_later(ctx, op_id, exc)
+            return
         state, error, result = "failed", f"the Spark backend refused: {exc}", None
     _finish(ctx, op_id, state, error, result)
+
+
+# A backend that keeps answering with temporary errors (down, 5xx, not ready) is retried with
+# exponential backoff — 1 s, 2 s, 4 s … capped at a minute — for about eight minutes in all,
+# then the operation fails with the last error. Every step is idempotent, so a retry resumes.
+RETRY_MAX_ATTEMPTS = 12
+RETRY_MAX_DELAY_SECONDS = 60.0
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds before claim number ``attempt + 1`` after ``attempt`` temporary failures."""
+    return float(min(RETRY_MAX_DELAY_SECONDS, 2 ** max(0, attempt - 1)))
+
+
+def _retry_later(ctx: WorkerContext, op_id: int, exc: BackendError) -> None:
+    """Release the operation until its backoff has passed (the claim query takes it up
+    again then), showing why on the operation; past the last attempt, fail it."""
+    with transaction(ctx.factory) as session:
+        op = session.get(Operation, op_id, with_for_update=True, populate_existing=True)
+        assert op is not None
+        if op.lease_owner != ctx.worker_id:
+            return
+        if op.attempts >= RETRY_MAX_ATTEMPTS:
+            op.state, op.finished_at = "failed", utcnow()
+            op.error = (
+                f"the Spark backend kept failing ({op.attempts} attempts with backoff): {exc}. "
+                "Check the cluster is up and reachable from the worker, then retry the request."
+            )
+            op.lease_owner, op.lease_expires_at = None, None
+            log.warning("operation %s failed for good: %s", op_id, exc)
+            return
+        delay = retry_delay(op.attempts)
+        op.error = (
+            f"temporary backend error (attempt {op.attempts}, retrying in {delay:.0f}s): {exc}"
+        )
+        op.lease_owner = None
+        op.lease_expires_at = utcnow() + timedelta(seconds=delay)
+    log.warning("operation %s: temporary backend error, retrying in %.0fs: %s", op_id, delay, exc)
 
 
 def _finish(

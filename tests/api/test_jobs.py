@@ -180,3 +180,15 @@ def test_version_validation(client: TestClient, cluster: str, tmp_path) -> None:
     inside = version_body(queries=[{"sources": src, "checkpoint_location": str(root / "j/q")}])
     assert client.post("/api/v1/jobs/j/versions", json=inside).status_code == 201
     assert client.get("/api/v1/jobs/j").json()["latest_version"] == 1  # refusals left nothing
+
+
+def test_every_run_state_is_a_job_state() -> None:
+    """A job shows its current run's state: every state a run can reach must be one the
+    job schema accepts, or reading the job fails after that transition."""
+    from typing import get_args
+
+    from app.jobs.schemas import JobState
+    from app.runs import states
+
+    run_states = set(states.ALLOWED) | {s for to in states.ALLOWED.values() for s in to}
+    assert run_states | {"idle"} == set(get_args(JobState))

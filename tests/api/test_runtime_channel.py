@@ -94,6 +94,26 @@ def test_progress_is_kept_latest_and_bounded(
     assert bad.status_code == 409 and "not declared" in bad.json()["detail"]
 
 
+def test_an_idle_report_marks_the_query_idle_and_keeps_its_progress(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    run_id, token, _, _ = _runs(client, db)
+    auth = {"Authorization": f"Bearer {token}"}
+    assert (
+        client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=_progress(2)).status_code
+        == 204
+    )
+    idle = {"query": "events", "batch_id": 2, "idle": True}
+    assert (
+        client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=idle).status_code == 204
+    )
+    latest = client.get(f"/api/v1/runs/{run_id}").json()["progress"]["events"]
+    assert latest["batch_id"] == 2 and latest["sources"][0]["end_offset"] == {"0": 30}
+    assert latest["idle_at"] and "idle" not in latest
+    history = client.get(f"/api/v1/runs/{run_id}/progress").json()
+    assert [h["batch_id"] for h in history] == [2]  # an idle event is no batch
+
+
 def test_stop_directive(client: TestClient, db: Engine, cluster: str) -> None:
     run_id, token, _, _ = _runs(client, db)
     with transaction(make_sessionmaker(db)) as session:

@@ -11,6 +11,7 @@ from app.auth.service import Scope, create_token
 from app.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
+from app.runtime import checkpoint as cp
 from app.runtime.eventlog import EventLog, NewRecord
 from tests.api.conftest import version_body
 from tests.startpoints.test_resolve import T0, write_checkpoint
@@ -115,6 +116,25 @@ def test_bulk_upsert_thousands_in_one_call(client: TestClient, cluster: str) -> 
     assert len(pending) == 10_000 and {s["value"] for s in pending} == {1}
 
 
+def _running_run(db: Engine) -> tuple[int, str]:
+    with transaction(make_sessionmaker(db)) as session:
+        j = session.query(Job).filter_by(name="j").one()
+        run = Run(
+            job_id=j.id,
+            version_id=j.versions[0].id,
+            state="running",
+            attempt=0,
+            failures=0,
+            created_by="t",
+            progress={},
+        )
+        session.add(run)
+        session.flush()
+        j.current_run_id = run.id
+        _, token = create_token(session, name="r", scope=Scope.RUN, run_id=run.id)
+        return run.id, token
+
+
 def test_preview_apply_commit_and_revert(
     client: TestClient, job: dict[str, str], db: Engine, settings
 ) -> None:  # type: ignore[no-untyped-def]
@@ -195,21 +215,102 @@ def test_preview_apply_commit_and_revert(
     assert applied["startpoints"][0]["set_by"] == "admin-token"
     assert client.post(f"{URL}/{applied['id']}/revert").status_code == 409  # job is running
 
-    # Batch 4 commits: the startpoints are done and gone.
-    progress = {"query": "q", "batch_id": 4}
-    assert (
-        client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=progress).status_code
-        == 204
-    )
-    view = client.get(URL).json()
-    assert view["pending"] == [] and view["applied"][0]["committed_at"]
+    # Stopped before a batch past it committed (the driver died at start, say): revert puts
+    # the offsets back, and only once.
     with transaction(make_sessionmaker(db)) as session:
         session.get(Run, run_id).state = "stopped"  # type: ignore[union-attr]
-    # Batch 4 was not written to this hand-made checkpoint, so the revert is still possible.
     r = client.post(f"{URL}/{applied['id']}/revert")
     assert r.status_code == 200, r.text
-    assert '"0": 50' in (ck / "offsets" / "3").read_text()
+    assert json.loads(cp.read_offsets(ck, 3)[1][0]) == {"0": 50, "1": 50, "2": 50, "3": 50}
     assert client.post(f"{URL}/{applied['id']}/revert").status_code == 409
+    assert client.get(URL).json()["pending"] == []
+
+    # Set again and applied again by the next start; Spark commits batch 4 from there, but
+    # the progress report that says so is lost.
+    client.put(URL, json={"startpoints": [{"source": "events", "type": "OFFSET", "value": 60}]})
+    with transaction(make_sessionmaker(db)) as session:
+        session.get(Run, run_id).state = "running"  # type: ignore[union-attr]
+    directives = client.get(f"/api/v1/runs/{run_id}/directives", headers=auth).json()
+    points = [rt.Startpoint.from_json(p) for p in directives["startpoints"]]
+    app = rt.apply_to_checkpoint(ck, "q", "events", 0, src["kind"], src["options"], points)
+    report[0].update(startpoint_ids=app.startpoint_ids, before=app.before, after=app.after)
+    r = client.post(f"/api/v1/runs/{run_id}/startpoints/applied", headers=auth, json=report)
+    assert r.status_code == 204
+    write_checkpoint(ck, 4, '{"0": 70, "1": 70, "2": 70, "3": 70}')
+    # The next start must not apply it again: the checkpoint shows a batch past it.
+    directives = client.get(f"/api/v1/runs/{run_id}/directives", headers=auth).json()
+    assert directives["startpoints"] == []
+    view = client.get(URL).json()
+    assert view["pending"] == [] and view["applied"][0]["committed_at"]
+
+    # Batch 4 committed past it: revert is refused, saying why and what to do instead.
+    with transaction(make_sessionmaker(db)) as session:
+        session.get(Run, run_id).state = "stopped"  # type: ignore[union-attr]
+    r = client.post(f"{URL}/{view['applied'][0]['id']}/revert")
+    assert r.status_code == 409, r.text
+    detail = r.json()["detail"]
+    assert "committed batches 4..4" in detail and "set OFFSET startpoints" in detail
+    assert '{"0": 50, "1": 50, "2": 50, "3": 50}' in detail
+    assert json.loads(cp.read_offsets(ck, 3)[1][0])["0"] == 60  # untouched
+
+
+def test_batch_commit_progress_deletes_applied_startpoints(
+    client: TestClient, job: dict[str, str], db: Engine, settings
+) -> None:  # type: ignore[no-untyped-def]
+    run_id, token = _running_run(db)
+    auth = {"Authorization": f"Bearer {token}"}
+    ck = settings.resolved_checkpoint_root / "j" / str(run_id) / "q"
+    write_checkpoint(ck, 3, '{"0": 50, "1": 50, "2": 50, "3": 50}')
+    client.put(URL, json={"startpoints": [{"source": "events", "type": "OLDEST"}]})
+    from app.runtime import startpoints as rt
+
+    directives = client.get(f"/api/v1/runs/{run_id}/directives", headers=auth).json()
+    points = [rt.Startpoint.from_json(p) for p in directives["startpoints"]]
+    src = directives["sources"]["events"]
+    app = rt.apply_to_checkpoint(ck, "q", "events", 0, src["kind"], src["options"], points)
+    report = [
+        {
+            "query": "q",
+            "source": "events",
+            "startpoint_ids": app.startpoint_ids,
+            "checkpoint": app.checkpoint,
+            "batch_id": app.batch_id,
+            "before": app.before,
+            "after": app.after,
+            "original_file": app.original_file,
+        }
+    ]
+    r = client.post(f"/api/v1/runs/{run_id}/startpoints/applied", headers=auth, json=report)
+    assert r.status_code == 204
+    # Progress of batch 3 (the one it was applied to) settles nothing; batch 4 does.
+    for batch, pending in ((3, 1), (4, 0)):
+        progress = {"query": "q", "batch_id": batch}
+        r = client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=progress)
+        assert r.status_code == 204
+        assert len(client.get(URL).json()["pending"]) == pending
+
+
+def test_file_source_has_one_position(client: TestClient, cluster: str) -> None:
+    body = version_body(
+        queries=[
+            {
+                "name": "q",
+                "sources": [{"name": "files", "kind": "file", "options": {"path": "/in"}}],
+            }
+        ]
+    )
+    client.post("/api/v1/jobs", json={"name": "j"})
+    client.post("/api/v1/jobs/j/versions", json=body)
+    r = client.put(
+        URL, json={"startpoints": [{"source": "files", "partition": 0, "type": "OLDEST"}]}
+    )
+    assert r.status_code == 200, r.text
+    r = client.put(
+        URL,
+        json={"startpoints": [{"source": "files", "partition": 1, "type": "OFFSET", "value": 2}]},
+    )
+    assert r.status_code == 422 and "file source: it has one position" in r.text
+    assert [s["partition"] for s in client.get(URL).json()["pending"]] == [0]
 
 
 def test_restart_in_the_same_request_needs_a_run(client: TestClient, job: dict[str, str]) -> None:

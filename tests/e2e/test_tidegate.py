@@ -160,10 +160,13 @@ def test_windowed_pipeline_submit_progress_stop_restart(
     assert restart["state"] == "succeeded", restart
     assert stack.run(run_id)["attempt"] == 1
     wait_until(lambda: _output(out), lambda rows: rows == _expected(root), 180)
-    assert _operate(stack, job, "stop")["state"] == "succeeded"
+    cancel = _operate(stack, job, "cancel")  # kill now, on either backend
+    assert cancel["state"] == "succeeded", cancel
+    assert stack.run(run_id)["state"] == "cancelled"
+    assert stack.client.get(f"/jobs/{job}").json()["state"] == "cancelled"
     events = stack.client.get("/events", params={"job": job}).json()["items"]
     assert [e["action"] for e in events][:4] == [
-        "operation.stop",
+        "operation.cancel",
         "operation.restart",
         "operation.stop",
         "operation.submit",

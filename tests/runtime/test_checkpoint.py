@@ -131,3 +131,53 @@ def test_rewritten_offsets_rerun_from_there_with_state_kept(
     assert operator.store_names == ("default",)
     assert operator.value_schema is not None
     assert [f["name"] for f in operator.value_schema["fields"]] == ["count"]
+
+
+@pytest.mark.spark
+def test_revert_on_a_spark_checkpoint_until_a_later_batch_commits(
+    spark: SparkSession, log: EventLog, tmp_path: Path
+) -> None:
+    from app.runtime import startpoints as sp
+
+    stream = log.create_stream("r", 1)
+    fill(stream, 0, 100)
+    checkpoint = tmp_path / "ck"
+    opts = {"root": str(log.root), "stream": "r"}
+
+    def run() -> int:
+        query = (
+            read_events(spark, str(log.root), "r")
+            .groupBy()
+            .count()
+            .writeStream.format("memory")
+            .queryName("reverted")
+            .outputMode("complete")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        return int(spark.table("reverted").collect()[0]["count"])
+
+    assert run() == 100
+    batch = latest_commit_batch(checkpoint)
+    assert batch is not None
+    rewind = [sp.Startpoint(1, "r", None, "OFFSET", 50)]
+    app = sp.apply_to_checkpoint(checkpoint, "q", "r", 0, "eventlog", opts, rewind)
+    assert app.batch_id == batch and app.after == {"0": 50}
+    # Stopped before a batch ran from it: revert, and Spark reads on from 100, not 50.
+    sp.revert(checkpoint, batch, app.original_file or "")
+    fill(stream, 0, 20)
+    assert run() == 120
+    # Applied again and a batch committed from it (50..139 re-read into the state): the
+    # revert is refused and the checkpoint left alone.
+    fill(stream, 0, 20)
+    batch = latest_commit_batch(checkpoint)
+    assert batch is not None
+    app = sp.apply_to_checkpoint(checkpoint, "q", "r", 0, "eventlog", opts, rewind)
+    assert run() == 120 + 90
+    latest = latest_commit_batch(checkpoint)
+    assert latest is not None and latest > batch
+    with pytest.raises(sp.StartpointError, match=f"committed batches {batch + 1}\\.\\.{latest}"):
+        sp.revert(checkpoint, batch, app.original_file or "")
+    assert read_offsets(checkpoint, latest)[1] == ['{"0": 140}']

@@ -52,3 +52,87 @@ def test_a_wrong_token_is_refused_and_says_so(
 def test_an_unmanaged_session_needs_no_token(spark: SparkSession) -> None:
     assert spark.conf.get("spark.tidegate.run_id", None) is None
     assert Runtime.from_spark(spark).managed is False
+
+
+def test_an_idle_query_says_so_through_the_api(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark runs no batch without new input and posts no progress then; the runtime turns
+    its idle event into the query's ``idle_at``, which is how an update verifies a new run
+    whose sources are quiet."""
+    import json
+
+    from sqlalchemy import select
+
+    from app.auth.service import Scope, create_token
+    from app.db import make_engine, make_sessionmaker, transaction
+    from app.jobs.models import Job
+    from app.runs.models import Run
+    from app.runtime.eventlog import EventLog
+    from app.runtime.source import read_events
+    from tests.e2e.stack import wait_until
+
+    root = tmp_path / "log"
+    stream = EventLog(root).create_stream("quiet", 1)
+    (tmp_path / "stack").mkdir()
+    with running_stack(tmp_path / "stack") as stack:
+        assert (
+            stack.client.post(
+                "/clusters", json={"name": "c", "kind": "livy", "url": "http://x"}
+            ).status_code
+            == 201
+        )
+        assert stack.client.post("/jobs", json={"name": "quiet"}).status_code == 201
+        query = {
+            "name": "quiet",
+            "sources": [
+                {"name": "q", "kind": "eventlog", "options": {"root": str(root), "stream": "quiet"}}
+            ],
+            "output_mode": "append",
+            "trigger": "1 SECONDS",
+        }
+        body = {"app": {"file": "/x.py"}, "cluster": "c", "queries": [query]}
+        assert stack.client.post("/jobs/quiet/versions", json=body).status_code == 201
+        engine = make_engine(stack.database_url, pool_size=1)
+        with transaction(make_sessionmaker(engine)) as session:
+            job = session.scalar(select(Job).where(Job.name == "quiet"))
+            assert job is not None
+            run = Run(
+                job_id=job.id,
+                version_id=job.versions[0].id,
+                state="running",
+                created_by="t",
+                progress={},
+            )
+            session.add(run)
+            session.flush()
+            _, token = create_token(session, name="run", scope=Scope.RUN, run_id=run.id)
+            run_id = run.id
+        engine.dispose()
+        keys = {
+            "spark.tidegate.api_url": stack.url,
+            "spark.tidegate.run_id": str(run_id),
+            "spark.tidegate.attempt": "0",
+            "spark.tidegate.checkpoint_dir": str(tmp_path / "cp"),
+            "spark.tidegate.queries": json.dumps([query]),
+        }
+        for key, value in keys.items():
+            spark.conf.set(key, value)
+        monkeypatch.setenv(TOKEN_ENV, token)
+        try:
+            runtime = Runtime.from_spark(spark)
+            events = read_events(spark, str(root), "quiet")
+            started = runtime.start("quiet", events.writeStream.format("noop"))
+            progress = wait_until(
+                lambda: stack.client.get(f"/runs/{run_id}").json()["progress"],
+                lambda p: bool((p.get("quiet") or {}).get("idle_at")),
+                90,
+            )
+            assert stream.latest_offsets() == {0: 0}  # nothing was there to read
+            assert progress["quiet"].get("num_input_rows", 0) == 0  # it read nothing
+        finally:
+            for q in spark.streams.active:
+                q.stop()
+            for key in keys:
+                spark.conf.unset(key)
+        assert not started.isActive

@@ -373,3 +373,31 @@ def test_a_run_healthy_for_the_stable_period_starts_its_backoff_over(
     reconcile_run(ctx, run_id)
     assert _run(ctx, run_id).failures == 0
     assert fail_and_restart() == 1  # the backoff starts over
+
+
+def test_a_new_run_is_verified_by_its_first_batch_or_by_spark_saying_it_is_idle(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """An update verifies the new run by a batch past the restored one; a query with no new
+    input runs none, so Spark's idle event (reported by the runtime) verifies it instead.
+    Neither, and the update fails (the caller rolls back)."""
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    assert run_id is not None
+    with ctx.factory() as session:
+        query = session.get(Run, run_id).version.queries[0]["name"]  # type: ignore[union-attr]
+    plan = {"queries": [{"query": query, "source": None, "parts": []}]}
+    with pytest.raises(ops.OperationFailed, match="did not commit a first batch"):
+        ops._verify(ctx, run_id, plan, 0.05, 0.5)
+    with transaction(ctx.factory) as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.progress = {query: {"idle_at": utcnow().isoformat()}}  # no batch yet
+    verified = ops._verify(ctx, run_id, plan, 0.05, 0.5)
+    assert "runs idle with no new input" in verified["verified"], verified
+    with transaction(ctx.factory) as session:  # idle before this attempt started: not proof
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.running_since = utcnow() + timedelta(seconds=5)
+    with pytest.raises(ops.OperationFailed):
+        ops._verify(ctx, run_id, plan, 0.05, 0.5)

@@ -1136,7 +1136,7 @@ export interface components {
              * State
              * @enum {string}
              */
-            state: "idle" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "drained" | "succeeded" | "failed";
+            state: "idle" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "cancelled" | "drained" | "succeeded" | "failed";
             restart_policy: components["schemas"]["RestartPolicy"];
             /** Latest Version */
             latest_version?: number | null;
@@ -1395,6 +1395,17 @@ export interface components {
             durations_ms?: {
                 [key: string]: number;
             };
+            /**
+             * Sink
+             * @description The sink's description, e.g. FileSink[/out].
+             */
+            sink?: string | null;
+            /**
+             * Idle
+             * @description Spark's idle event: the query runs and has no new input (no batch). Recorded as the query's idle_at; batch_id is its last batch.
+             * @default false
+             */
+            idle: boolean;
         };
         /** ProgressResponse */
         ProgressResponse: {
@@ -2208,10 +2219,15 @@ export interface components {
             timeout_seconds?: number | null;
             /**
              * Verify Seconds
-             * @description After the new run starts, how long it must keep running (or commit a batch for every resumed query) before the update counts as done; a failure in that time rolls back.
+             * @description After the new run starts, how long it must keep running before the update counts as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch 0) within first_batch_seconds. A failure or no such commit in time rolls back. 0: only check that it started.
              * @default 20
              */
             verify_seconds: number;
+            /**
+             * First Batch Seconds
+             * @description How long every query of the new run has to commit its first batch past the restored one (default 600); a query whose input has no new data commits none, so the update rolls back after this long.
+             */
+            first_batch_seconds?: number | null;
         };
         /** VersionCreate */
         VersionCreate: {
@@ -3033,7 +3049,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only jobs in this state. */
-                state?: ("idle" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "drained" | "succeeded" | "failed") | null;
+                state?: ("idle" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "cancelled" | "drained" | "succeeded" | "failed") | null;
                 /** @description Page size (1 to 500). */
                 limit?: number;
                 /** @description next_cursor from the previous page. */

@@ -2,6 +2,7 @@ from enum import StrEnum
 
 
 class JobResponseState(StrEnum):
+    CANCELLED = "cancelled"
     DRAINED = "drained"
     DRAINING = "draining"
     FAILED = "failed"

@@ -2,6 +2,7 @@ from enum import StrEnum
 
 
 class ListJobsStateType0(StrEnum):
+    CANCELLED = "cancelled"
     DRAINED = "drained"
     DRAINING = "draining"
     FAILED = "failed"

@@ -29,6 +29,9 @@ class ProgressReport:
         sources (list[SourceProgress] | Unset):
         state_operators (list[StateOperatorProgress] | Unset):
         durations_ms (ProgressReportDurationsMs | Unset):
+        sink (None | str | Unset): The sink's description, e.g. FileSink[/out].
+        idle (bool | Unset): Spark's idle event: the query runs and has no new input (no batch). Recorded as the query's
+            idle_at; batch_id is its last batch. Default: False.
     """
 
     query: str
@@ -39,6 +42,8 @@ class ProgressReport:
     sources: list[SourceProgress] | Unset = UNSET
     state_operators: list[StateOperatorProgress] | Unset = UNSET
     durations_ms: ProgressReportDurationsMs | Unset = UNSET
+    sink: None | str | Unset = UNSET
+    idle: bool | Unset = False
 
     def to_dict(self) -> dict[str, Any]:
         query = self.query
@@ -81,6 +86,14 @@ class ProgressReport:
         if not isinstance(self.durations_ms, Unset):
             durations_ms = self.durations_ms.to_dict()
 
+        sink: None | str | Unset
+        if isinstance(self.sink, Unset):
+            sink = UNSET
+        else:
+            sink = self.sink
+
+        idle = self.idle
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -101,6 +114,10 @@ class ProgressReport:
             field_dict["state_operators"] = state_operators
         if durations_ms is not UNSET:
             field_dict["durations_ms"] = durations_ms
+        if sink is not UNSET:
+            field_dict["sink"] = sink
+        if idle is not UNSET:
+            field_dict["idle"] = idle
 
         return field_dict
 
@@ -167,6 +184,17 @@ class ProgressReport:
         else:
             durations_ms = ProgressReportDurationsMs.from_dict(_durations_ms)
 
+        def _parse_sink(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        sink = _parse_sink(d.pop("sink", UNSET))
+
+        idle = d.pop("idle", UNSET)
+
         progress_report = cls(
             query=query,
             batch_id=batch_id,
@@ -176,6 +204,8 @@ class ProgressReport:
             sources=sources,
             state_operators=state_operators,
             durations_ms=durations_ms,
+            sink=sink,
+            idle=idle,
         )
 
         return progress_report

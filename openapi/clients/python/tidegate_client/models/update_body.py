@@ -27,8 +27,13 @@ class UpdateBody:
         timeout_seconds (int | None | Unset): snapshot, stateless: how long to wait for the old run's graceful stop
             (default 120). drain: how long the drain may take (default 1800); a drain still running then is stopped at a
             batch boundary and the old version started again from its checkpoint.
-        verify_seconds (int | Unset): After the new run starts, how long it must keep running (or commit a batch for
-            every resumed query) before the update counts as done; a failure in that time rolls back. Default: 20.
+        verify_seconds (int | Unset): After the new run starts, how long it must keep running before the update counts
+            as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch
+            0) within first_batch_seconds. A failure or no such commit in time rolls back. 0: only check that it started.
+            Default: 20.
+        first_batch_seconds (int | None | Unset): How long every query of the new run has to commit its first batch past
+            the restored one (default 600); a query whose input has no new data commits none, so the update rolls back after
+            this long.
     """
 
     version: int
@@ -36,6 +41,7 @@ class UpdateBody:
     snapshot_name: None | str | Unset = UNSET
     timeout_seconds: int | None | Unset = UNSET
     verify_seconds: int | Unset = 20
+    first_batch_seconds: int | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         version = self.version
@@ -58,6 +64,12 @@ class UpdateBody:
 
         verify_seconds = self.verify_seconds
 
+        first_batch_seconds: int | None | Unset
+        if isinstance(self.first_batch_seconds, Unset):
+            first_batch_seconds = UNSET
+        else:
+            first_batch_seconds = self.first_batch_seconds
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -73,6 +85,8 @@ class UpdateBody:
             field_dict["timeout_seconds"] = timeout_seconds
         if verify_seconds is not UNSET:
             field_dict["verify_seconds"] = verify_seconds
+        if first_batch_seconds is not UNSET:
+            field_dict["first_batch_seconds"] = first_batch_seconds
 
         return field_dict
 
@@ -108,12 +122,22 @@ class UpdateBody:
 
         verify_seconds = d.pop("verify_seconds", UNSET)
 
+        def _parse_first_batch_seconds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        first_batch_seconds = _parse_first_batch_seconds(d.pop("first_batch_seconds", UNSET))
+
         update_body = cls(
             version=version,
             strategy=strategy,
             snapshot_name=snapshot_name,
             timeout_seconds=timeout_seconds,
             verify_seconds=verify_seconds,
+            first_batch_seconds=first_batch_seconds,
         )
 
         return update_body
