@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from app.runtime.control import Runtime
-from app.runtime.source import DRAIN_MARKER_TIMESTAMP, read_events
+from app.runtime.source import read_events, without_drain_marker
 
 MIN_AMOUNT = 10.0
 LARGE_AMOUNT = 50.0
@@ -23,14 +23,17 @@ def build_enrich(events: DataFrame) -> DataFrame:
     """Filter and map an ``eventlog`` DataFrame; plain SQL expressions, no Python UDFs."""
     amount = F.col("value").try_cast("double")
     # A drain marker (stateless: nothing to flush) is dropped like any other non-event.
-    real = F.col("timestamp") < F.lit(DRAIN_MARKER_TIMESTAMP)
-    return events.where(real & amount.isNotNull() & (amount >= MIN_AMOUNT)).select(
-        "partition",
-        "offset",
-        F.col("timestamp").alias("event_time"),
-        "key",
-        amount.alias("amount"),
-        F.when(amount >= LARGE_AMOUNT, "large").otherwise("small").alias("size"),
+    return (
+        without_drain_marker(events)
+        .where(amount.isNotNull() & (amount >= MIN_AMOUNT))
+        .select(
+            "partition",
+            "offset",
+            F.col("timestamp").alias("event_time"),
+            "key",
+            amount.alias("amount"),
+            F.when(amount >= LARGE_AMOUNT, "large").otherwise("small").alias("size"),
+        )
     )
 
 

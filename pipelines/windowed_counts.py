@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from app.runtime.control import Runtime
-from app.runtime.source import DRAIN_MARKER_TIMESTAMP, read_events
+from app.runtime.source import read_events, with_event_time
 
 WINDOW = "1 minute"
 WATERMARK_DELAY = "10 seconds"
@@ -25,13 +25,11 @@ def build_windowed_counts(
 ) -> DataFrame:
     """Windowed aggregation of an ``eventlog`` DataFrame.
 
-    Rows at or after DRAIN_MARKER_TIMESTAMP only advance the watermark (a drain flushes the
-    open windows with one); the filter must name the event-time column, or the optimizer
-    pushes it below ``withWatermark`` and the marker never reaches it.
+    ``with_event_time`` applies the watermark and drops drain markers after it: a marker only
+    advances the watermark (a drain flushes the open windows with one).
     """
     return (
-        events.withWatermark("timestamp", watermark_delay)
-        .where(F.col("timestamp") < F.lit(DRAIN_MARKER_TIMESTAMP))
+        with_event_time(events, watermark_delay)
         .groupBy(F.window("timestamp", window).alias("window"), "key")
         .agg(F.count("*").alias("count"), F.sum(F.col("value").try_cast("double")).alias("sum"))
         .select(

@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -256,3 +257,18 @@ def read_events(spark: SparkSession, root: str, stream: str, **options: str) -> 
     spark.dataSource.register(EventLogDataSource)
     reader = spark.readStream.format("eventlog").option("path", root).option("stream", stream)
     return reader.options(**options).load()
+
+
+def with_event_time(events: DataFrame, delay: str, column: str = "timestamp") -> DataFrame:
+    """``events`` with a watermark on ``column``, drain markers dropped *after* it.
+
+    The drain marker must pass ``withWatermark`` (it is what moves the watermark past every
+    open window) and must not reach the aggregation or the sink. The filter has to name the
+    event-time column: a filter on anything else is pushed below ``withWatermark`` by the
+    optimizer and the marker never moves the watermark (checked on Spark 4.3)."""
+    return events.withWatermark(column, delay).where(F.col(column) < F.lit(DRAIN_MARKER_TIMESTAMP))
+
+
+def without_drain_marker(events: DataFrame, column: str = "timestamp") -> DataFrame:
+    """``events`` without the drain marker, for stateless queries (nothing to flush)."""
+    return events.where(F.col(column) < F.lit(DRAIN_MARKER_TIMESTAMP))
