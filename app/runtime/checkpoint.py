@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.runtime.files import write_atomic
+
 BYTES_PER_CHECKSUM = 512
 ORIGINAL_SUFFIX = ".tidegate-orig"
 DISCARDED_SUFFIX = ".tidegate-discarded"
@@ -130,24 +132,6 @@ def hadoop_crc(data: bytes) -> bytes:
     return b"crc\0" + struct.pack(">i", BYTES_PER_CHECKSUM) + sums
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tidegate-tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
 def _crc_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.crc")
 
@@ -219,13 +203,13 @@ def rewrite_source_offsets(
 
     backup = offsets_dir / f".{batch_id}{ORIGINAL_SUFFIX}"
     if not backup.exists():
-        _write_atomic(backup, original)
+        write_atomic(backup, original)
     if lower_commit:
         assert watermark_ms is not None
         commit_path = root / "commits" / str(batch_id)
         commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
         if not commit_backup.exists():
-            _write_atomic(commit_backup, commit_path.read_bytes())
+            write_atomic(commit_backup, commit_path.read_bytes())
         commit_lines = _read_log_file(commit_path)
         doc = json.loads(commit_lines[1]) if len(commit_lines) > 1 else {}
         doc["nextBatchWatermarkMs"] = watermark_ms
@@ -236,8 +220,8 @@ def rewrite_source_offsets(
 
 def _replace_with_crc(path: Path, data: bytes) -> None:
     _crc_path(path).unlink(missing_ok=True)
-    _write_atomic(path, data)
-    _write_atomic(_crc_path(path), hadoop_crc(data))
+    write_atomic(path, data)
+    write_atomic(_crc_path(path), hadoop_crc(data))
 
 
 def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str) -> None:

@@ -31,7 +31,6 @@ import json
 import os
 import re
 import struct
-import threading
 import time
 import zlib
 from collections.abc import Iterable, Iterator
@@ -39,6 +38,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Self
+
+from app.runtime.files import fsync_dir, write_atomic
 
 DEFAULT_SEGMENT_RECORDS = 10_000
 DEFAULT_INDEX_INTERVAL = 64
@@ -121,25 +122,6 @@ def parse_offsets(text: str | dict[str, Any]) -> dict[int, int]:
     return {int(p): int(o) for p, o in raw.items()}
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write-then-rename, so readers see either the old or the new file, never a mix."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
 @contextmanager
 def _flock(path: Path) -> Iterator[None]:
     with open(path, "a+b") as f:
@@ -188,7 +170,7 @@ class EventLog:
                 "segment_records": segment_records,
                 "index_interval": index_interval,
             }
-            _write_atomic(directory / "stream.json", json.dumps(meta).encode())
+            write_atomic(directory / "stream.json", json.dumps(meta).encode())
         return Stream(directory)
 
     def stream(self, name: str) -> Stream:
@@ -206,7 +188,7 @@ class EventLog:
 def _init_partition(directory: Path) -> None:
     directory.mkdir(exist_ok=True)
     if not (directory / "index.json").exists():
-        _write_atomic(directory / "index.json", _encode_index(_Index(0, 0, ())))
+        write_atomic(directory / "index.json", _encode_index(_Index(0, 0, ())))
 
 
 def _encode_index(index: _Index) -> bytes:
@@ -255,7 +237,7 @@ class Stream:
         for p in range(meta["partitions"], total):
             _init_partition(self.directory / str(p))
         meta["partitions"] = total
-        _write_atomic(self.directory / "stream.json", json.dumps(meta).encode())
+        write_atomic(self.directory / "stream.json", json.dumps(meta).encode())
 
     # -- paths and index -------------------------------------------------------------
 
@@ -292,7 +274,7 @@ class Stream:
                 segments.append(self._write_segment(pdir, offset, active, chunk))
                 pos += len(chunk)
                 offset += len(chunk)
-            _write_atomic(
+            write_atomic(
                 pdir / "index.json", _encode_index(_Index(index.start, offset, tuple(segments)))
             )
         return index.end, offset
@@ -324,7 +306,7 @@ class Stream:
             finally:
                 os.close(fd)
         if segment is None:
-            _fsync_dir(pdir)
+            fsync_dir(pdir)
         stamps = [r.timestamp_ms for r in chunk]
         return _Segment(
             base=base,
@@ -342,7 +324,7 @@ class Stream:
             start = min(max(offset, index.start), index.end)
             keep = tuple(s for s in index.segments if s.end > start)
             dropped = [s for s in index.segments if s.end <= start]
-            _write_atomic(
+            write_atomic(
                 pdir / "index.json", _encode_index(replace(index, start=start, segments=keep))
             )
             for s in dropped:
