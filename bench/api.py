@@ -1,19 +1,25 @@
 """API throughput and latency against a bare-FastAPI baseline, then list latency as the data
 grows.
 
-Part 1: reads (GET /jobs/{job}, GET /jobs) and writes (PUT /jobs/{job}/startpoints, one
-upsert each) at concurrency 1, 16 and 64 against `tidegate api` (a separate process, JSON
-logs at INFO, pool of 10: the production defaults) and against bench/baseline_app.py (one
-psycopg query per request, the same uvicorn settings, the same database). Rounds alternate
-between the two; medians of the rounds are reported, with tidegate/baseline ratios.
+Part 1: reads (GET /jobs/{job}, GET /jobs, GET /snapshots) and writes (PUT
+/jobs/{job}/startpoints, one upsert each) at concurrency 1, 16 and 64 against `tidegate api`
+(a separate process, JSON logs at INFO, pool of 10: the production defaults) and against
+bench/baseline_app.py (one psycopg query per request, the same uvicorn settings, the same
+database). Rounds alternate between the two; medians of the rounds are reported, with
+tidegate/baseline ratios.
 
-Part 2: the jobs table grows (default 1k -> 10k -> 30k jobs, 100k startpoints; --full:
-1k -> 10k -> 100k jobs, 1M startpoints) and the latency of the first page, a deep page
-(keyset cursor), a state-filtered page, one job and one job's startpoints is measured at
-each size: flat means the indexes and the keyset pagination do their work.
+Part 2: the data grows (default 1k -> 10k -> 30k jobs, 100k startpoints, as many snapshots
+as jobs; --full: 1k -> 10k -> 100k jobs, 1M startpoints, 100k snapshots) and the latency of
+the first page, a deep page (keyset cursor), a state-filtered page, one job, one job's
+startpoints, and the first and a deep page of snapshots is measured at each size: flat means
+the indexes and the keyset pagination do their work.
 
     python bench/api.py            # a few minutes
     python bench/api.py --full     # the sizes of the issue
+    python bench/api.py --sizes 50,100 --concurrency 1,4 --rounds 1 --requests 20 \
+        --seconds 0.5 --samples 3    # smoke size (tests/bench), seconds
+
+Figures go to bench/results/api.json (TIDEGATE_BENCH_RESULTS=dir to write elsewhere).
 """
 
 from __future__ import annotations
@@ -70,6 +76,10 @@ def _scenarios(jobs: int) -> dict[str, tuple[Any, Any]]:
             lambda c, i: c.get("/api/v1/jobs", params={"limit": 50}),
             lambda c, i: c.get("/baseline/jobs", params={"limit": 50}),
         ),
+        "GET /snapshots (page of 50)": (
+            lambda c, i: c.get("/api/v1/snapshots", params={"limit": 50}),
+            lambda c, i: c.get("/baseline/snapshots", params={"limit": 50}),
+        ),
         "PUT /jobs/{job}/startpoints": (
             lambda c, i: c.put(f"/api/v1/jobs/w-{i % WRITERS:07d}/startpoints", json=put_body(i)),
             lambda c, i: c.put(f"/baseline/jobs/w-{i % WRITERS:07d}/startpoints", json=put_body(i)),
@@ -97,7 +107,7 @@ def throughput(tg: str, base: str, jobs: int, args: argparse.Namespace) -> dict[
     for name, (tg_request, base_request) in _scenarios(jobs).items():
         rows = []
         out[name] = {}
-        for concurrency in (1, 16, 64):
+        for concurrency in args.concurrency:
             runs: dict[str, list[Load]] = {"tidegate": [], "baseline": []}
             for _ in range(args.rounds):
                 runs["tidegate"].append(
@@ -116,8 +126,12 @@ def throughput(tg: str, base: str, jobs: int, args: argparse.Namespace) -> dict[
                 }
                 for who, loads in runs.items()
             }
-            out[name][str(concurrency)] = fig
             t, b = fig["tidegate"], fig["baseline"]
+            fig["ratio"] = {
+                "rps": t["rps"] / b["rps"] if b["rps"] else None,
+                "p50": t["p50_ms"] / b["p50_ms"] if b["p50_ms"] else None,
+            }
+            out[name][str(concurrency)] = fig
             rows.append(
                 [
                     str(concurrency),
@@ -180,6 +194,18 @@ def _deep_cursor(url: str) -> tuple[str, str]:
     return encode_cursor(name), name
 
 
+def _deep_snapshot_cursor(url: str) -> tuple[str, int]:
+    """A snapshots cursor 90% of the way through (newest first): what next_cursor holds."""
+    from app.pagination import encode_cursor
+
+    with psycopg.connect(url) as conn:
+        (count,) = conn.execute("select count(*) from snapshots").fetchone()  # type: ignore[misc]
+        (sid,) = conn.execute(
+            "select id from snapshots order by id desc offset %s limit 1", (int(count * 0.9),)
+        ).fetchone()  # type: ignore[misc]
+    return encode_cursor(sid), int(sid)
+
+
 def _plans(url: str) -> dict[str, str]:
     """The access path PostgreSQL picks for each list query at this size."""
     queries = {
@@ -190,6 +216,7 @@ def _plans(url: str) -> dict[str, str]:
         "latest version": "select max(number) from job_versions where job_id = 42",
         "startpoints of a job": "select * from startpoints where job_id = 42 "
         "order by source, partition nulls first",
+        "snapshots page": "select * from snapshots where id < 1000 order by id desc limit 51",
     }
     out = {}
     with psycopg.connect(url) as conn:
@@ -208,8 +235,8 @@ def _plans(url: str) -> dict[str, str]:
     return out
 
 
-def _query_count(url: str) -> int:
-    """SQL statements one GET /jobs?limit=50 executes (in process, same code)."""
+def _query_count(url: str, path: str) -> int:
+    """SQL statements one GET ``path``?limit=50 executes (in process, same code)."""
     from fastapi.testclient import TestClient
     from sqlalchemy import event
 
@@ -229,9 +256,9 @@ def _query_count(url: str) -> int:
         Settings(database_url=url, admin_token=ADMIN_TOKEN, log_json=False), engine=engine
     )  # type: ignore[arg-type]
     with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
-        client.get("/api/v1/jobs", params={"limit": 50})
+        client.get(path, params={"limit": 50})
         count = 0
-        assert client.get("/api/v1/jobs", params={"limit": 50}).status_code == 200
+        assert client.get(path, params={"limit": 50}).status_code == 200
     engine.dispose()
     return count
 
@@ -242,6 +269,11 @@ def _random_job_paths(size: int) -> tuple[Any, Any]:
         lambda i: f"/jobs/job-{rng.randrange(size):07d}",
         lambda i: f"/jobs/job-{rng.randrange(size):07d}/startpoints",
     )
+
+
+def _snapshots_at(size: int, args: argparse.Namespace) -> int:
+    """Snapshots at a growth size: ``args.snapshots`` at the largest, in proportion before."""
+    return max(1, args.snapshots * size // args.sizes[-1])
 
 
 def growth(tg: str, base: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -260,11 +292,17 @@ def growth(tg: str, base: str, url: str, args: argparse.Namespace) -> dict[str, 
             seed.jobs(url, done, size)
             done = size
         added = seed.startpoints(url, per_job)
+        snaps_added = seed.snapshots(url, _snapshots_at(size, args))
         with psycopg.connect(url) as conn:
             (sp_total,) = conn.execute("select count(*) from startpoints").fetchone()  # type: ignore[misc]
+            (snap_total,) = conn.execute("select count(*) from snapshots").fetchone()  # type: ignore[misc]
         took = time.monotonic() - t0
-        print(f"\n{size} jobs, {sp_total} startpoints (+{added}; seeded in {took:.0f}s)")
+        print(
+            f"\n{size} jobs, {sp_total} startpoints (+{added}), {snap_total} snapshots "
+            f"(+{snaps_added}; seeded in {took:.0f}s)"
+        )
         cursor, after = _deep_cursor(url)
+        snap_cursor, snap_before = _deep_snapshot_cursor(url)
         n = args.samples
         one, its_startpoints = _random_job_paths(size)
         lat = {
@@ -276,11 +314,22 @@ def growth(tg: str, base: str, url: str, args: argparse.Namespace) -> dict[str, 
             "baseline deep page": _sequential(
                 bare, "/baseline/jobs", {"limit": 50, "after": after}, n
             ),
+            "snapshots first page": _sequential(client, "/snapshots", {"limit": 50}, n),
+            "snapshots deep page (cursor)": _sequential(
+                client, "/snapshots", {"limit": 50, "cursor": snap_cursor}, n
+            ),
+            "baseline snapshots first page": _sequential(
+                bare, "/baseline/snapshots", {"limit": 50}, n
+            ),
+            "baseline snapshots deep page": _sequential(
+                bare, "/baseline/snapshots", {"limit": 50, "before": snap_before}, n
+            ),
         }
         first = first or lat
         out[str(size)] = {
             "jobs": size,
             "startpoints": sp_total,
+            "snapshots": snap_total,
             "median_ms": {k: v * 1000 for k, v in lat.items()},
             "plans": _plans(url),
         }
@@ -305,11 +354,21 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=40, help="sequential requests per size")
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=None)
     parser.add_argument("--startpoints", type=int, default=None)
+    parser.add_argument(
+        "--snapshots", type=int, default=None, help="snapshots at the largest size (= jobs)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[1, 16, 64],
+        help="load levels, e.g. 1,16,64",
+    )
     args = parser.parse_args()
     if args.full:
         args.rounds = max(args.rounds, 3)
     args.sizes = args.sizes or ([1_000, 10_000, 100_000] if args.full else [1_000, 10_000, 30_000])
     args.startpoints = args.startpoints or (1_000_000 if args.full else 100_000)
+    args.snapshots = args.snapshots or args.sizes[-1]
 
     tmp = Path(tempfile.mkdtemp(prefix="tidegate-bench-api-"))
     with scratch_database("tidegate_bench_api") as url:
@@ -317,6 +376,7 @@ def main() -> None:
         seed.jobs(url, 0, WRITERS, prefix="w")
         seed.versions(url, [f"w-{i:07d}" for i in range(WRITERS)], cluster_id, KAFKA)
         seed.jobs(url, 0, args.sizes[0])
+        seed.snapshots(url, _snapshots_at(args.sizes[0], args))
         env = tidegate_env(url, tmp)
         with (
             serve(["-m", "app.cli", "api", "--no-migrate"], env, tmp / "api.log", "/healthz") as tg,
@@ -326,8 +386,13 @@ def main() -> None:
             figures: dict[str, Any] = {
                 "throughput": throughput(tg.url, base.url, args.sizes[0], args)
             }
-            figures["list_query_count"] = _query_count(url)
+            figures["list_query_count"] = _query_count(url, "/api/v1/jobs")
+            figures["snapshots_query_count"] = _query_count(url, "/api/v1/snapshots")
             print(f"\nSQL statements for one GET /jobs?limit=50: {figures['list_query_count']}")
+            print(
+                "SQL statements for one GET /snapshots?limit=50: "
+                f"{figures['snapshots_query_count']}"
+            )
             figures["growth"] = growth(tg.url, base.url, url, args)
         figures["settings"] = {k: v for k, v in vars(args).items()}
     save("api", figures)

@@ -79,6 +79,20 @@ def create_app(url: str) -> FastAPI:
             ).fetchall()
         return {"items": rows}
 
+    @app.get("/baseline/snapshots")
+    def list_snapshots(limit: int = 50, before: int | None = None) -> dict[str, Any]:
+        """Newest first, keyset on the id, each with its job's name: one query."""
+        with pool.connection() as conn:
+            rows = conn.execute(
+                "select j.name as job, s.name, s.state, s.created_at, s.completed_at, "
+                "s.size_bytes, s.bytes_written, s.file_count, s.run_id, "
+                "s.version_number as version, s.stop "
+                "from snapshots s join jobs j on j.id = s.job_id "
+                "where s.id < %s order by s.id desc limit %s",
+                (before if before is not None else 2**62, limit),
+            ).fetchall()
+        return {"items": rows}
+
     @app.put("/baseline/jobs/{name}/startpoints")
     def put_startpoints(name: str, body: Put) -> dict[str, int]:
         with pool.connection() as conn:

@@ -86,10 +86,18 @@ def machine() -> dict[str, Any]:
     }
 
 
+def results_dir() -> Path:
+    """bench/results, or $TIDEGATE_BENCH_RESULTS (the smoke tests write to a tmp dir)."""
+    explicit = os.environ.get("TIDEGATE_BENCH_RESULTS")
+    return Path(explicit) if explicit else RESULTS
+
+
 def save(name: str, figures: dict[str, Any]) -> Path:
-    """Keep this run's figures (bench/results/<name>.json) for RESULTS.md."""
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    """Keep this run's figures (bench/results/<name>.json, or under $TIDEGATE_BENCH_RESULTS)
+    for RESULTS.md."""
+    directory = results_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
     path.write_text(
         json.dumps(
             {
@@ -102,7 +110,8 @@ def save(name: str, figures: dict[str, Any]) -> Path:
         )
         + "\n"
     )
-    print(f"\nfigures written to {path.relative_to(ROOT)}")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    print(f"\nfigures written to {shown}")
     return path
 
 

@@ -127,10 +127,13 @@ class FakeLivy:
             self.batches[int(match.group(1))]["state"] = "killed"
             return 200, {"msg": "deleted"}
 
-    def first_call(self, since: float, method: str, path: str | re.Pattern[str]) -> Call | None:
+    def first_call(
+        self, since: float, method: str | None, path: str | re.Pattern[str]
+    ) -> Call | None:
+        """The first call since ``since`` of ``method`` (None: any) on ``path``."""
         with self.lock:
             for call in self.calls:
-                if call.at < since or call.method != method:
+                if call.at < since or (method is not None and call.method != method):
                     continue
                 if (isinstance(path, str) and call.path == path) or (
                     isinstance(path, re.Pattern) and path.fullmatch(call.path)

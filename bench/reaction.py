@@ -4,14 +4,16 @@ A real `tidegate api` and a real `tidegate worker` (default settings: fallback p
 drive a Livy-compatible stand-in (bench/fake_livy.py) that records when each call arrives,
 on this script's clock. Measured, one request at a time:
 
-  submit: POST /jobs/{job}/submit  ->  the worker's first GET /batches (find by tag) and its
-          POST /batches (the submission);
+  submit: POST /jobs/{job}/submit  ->  the worker's first call to the backend (a GET /batches
+          find by tag if it looks first) and its POST /batches (the submission);
   stop:   POST /jobs/{job}/stop    ->  DELETE /batches/{id}.
 
 Baseline, in the same run: the same submit, but the operation row is inserted straight into
 the database without NOTIFY, so only the fallback poll can find it.
 
     python bench/reaction.py [--samples 20] [--poll-samples 8]
+
+Figures go to bench/results/reaction.json (TIDEGATE_BENCH_RESULTS=dir to write elsewhere).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ from bench.common import (
 )
 from bench.fake_livy import FakeLivy
 
+# The worker's first backend call for a submit, whatever it is (a find by tag, GET /batches,
+# when the worker looks before it submits; else the POST /batches itself).
+BATCHES = re.compile(r"/batches(/\d+)?")
 POLL_SECONDS = 1.0  # the worker's default fallback poll (tidegate worker --poll-seconds)
 
 
@@ -82,7 +87,7 @@ def _submit_via_api(client: httpx.Client, fake: FakeLivy, job: str) -> tuple[flo
     t0 = time.monotonic()
     r = client.post(f"/jobs/{job}/submit", json={"version": 1})
     assert r.status_code == 202, r.text
-    find = _wait(lambda: fake.first_call(t0, "GET", "/batches"))
+    find = _wait(lambda: fake.first_call(t0, None, BATCHES))
     post = _wait(lambda: fake.first_call(t0, "POST", "/batches"))
     op = _finished(client, r.json()["id"])
     return find.at - t0, post.at - t0, int(op["run_id"])
@@ -110,7 +115,7 @@ def _submit_via_poll(
             (json.dumps({"version": 1}), "0" * 64, job),
         ).fetchone()
     assert row is not None
-    find = _wait(lambda: fake.first_call(t0, "GET", "/batches"), 30)
+    find = _wait(lambda: fake.first_call(t0, None, BATCHES), 30)
     post = _wait(lambda: fake.first_call(t0, "POST", "/batches"), 30)
     _finished(client, int(row[0]))
     return find.at - t0, post.at - t0
@@ -177,7 +182,7 @@ def main() -> None:
     figures = {k: _stats(v) for k, v in results.items()}
     rows = []
     for label, key in (
-        ("submit -> first backend call (find)", "notify_find"),
+        ("submit -> first backend call", "notify_find"),
         ("submit -> POST /batches", "notify_submit"),
         ("stop -> DELETE /batches/{id}", "notify_stop"),
         ("baseline: poll only -> find", "poll_find"),
@@ -192,6 +197,7 @@ def main() -> None:
         f"vs the {POLL_SECONDS:.0f} s poll interval: {ratio(nf / 1000, POLL_SECONDS)}"
     )
     figures["poll_seconds"] = POLL_SECONDS  # type: ignore[assignment]
+    figures["notify_vs_poll_p50_ratio"] = nf / pf if pf else None  # type: ignore[assignment]
     save("reaction", figures)
 
 

@@ -76,3 +76,30 @@ def startpoints(url: str, per_job: int, *, prefix: str = "job", source: str = "c
         )
         conn.execute("analyze startpoints")
         return cur.rowcount
+
+
+def snapshots(url: str, n: int, *, prefix: str = "job") -> int:
+    """Grow the snapshots table to ``n`` rows: ``ready`` snapshots spread round-robin over the
+    jobs named ``{prefix}-…`` (one per job, then a second per job, …). Returns the rows added."""
+    with psycopg.connect(url) as conn:
+        (have,) = conn.execute("select count(*) from snapshots").fetchone()  # type: ignore[misc]
+        (jobs,) = conn.execute(
+            "select count(*) from jobs where name like %s", (f"{prefix}-%",)
+        ).fetchone()  # type: ignore[misc]
+        if n <= have or jobs == 0:
+            return 0
+        queries = json.dumps({"q": {"batch_id": 41, "sources": [{"name": "clicks"}]}})
+        cur = conn.execute(
+            "with j as (select id, row_number() over (order by id) - 1 as k from jobs "
+            "where name like %(prefix)s) "
+            "insert into snapshots (job_id, name, state, stop, version_number, queries, "
+            "size_bytes, bytes_written, file_count, manifest, created_by, created_at, "
+            "completed_at) "
+            "select j.id, 's-' || lpad(g::text, 7, '0'), 'ready', false, 1, %(queries)s, "
+            "4096 + g, 4096, 3, 'snapshots/' || g || '/manifest.json', 'bench', "
+            "now() - make_interval(secs => %(n)s - g), now() - make_interval(secs => %(n)s - g) "
+            "from generate_series(%(have)s, %(n)s - 1) g join j on j.k = g %% %(jobs)s",
+            {"prefix": f"{prefix}-%", "queries": queries, "n": n, "have": have, "jobs": jobs},
+        )
+        conn.execute("analyze snapshots")
+        return cur.rowcount

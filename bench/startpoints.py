@@ -4,6 +4,8 @@ the same run. The source is a real event log with 10,000 partitions, so the API 
 partition number and the preview reads every partition's positions, as in production.
 
     python bench/startpoints.py [--partitions 10000] [--rounds 5]
+
+Figures go to bench/results/startpoints.json (TIDEGATE_BENCH_RESULTS=dir to write elsewhere).
 """
 
 from __future__ import annotations
@@ -134,6 +136,8 @@ def main() -> None:
         "preview_ms": median(preview) * 1000,
         "copy_ms": median(copy) * 1000,
         "select_ms": median(select) * 1000,
+        "put_vs_copy_ratio": median(put) / median(copy),
+        "preview_vs_copy_ratio": median(preview) / median(copy),
     }
     rows = [
         [f"PUT {n} startpoints (one request)", ms(median(put)), ratio(median(put), median(copy))],

@@ -186,14 +186,19 @@ def _checkpoint(ctx: Context, job: str, run_id: int) -> Path:
     return ctx.tmp / "checkpoints" / job / str(run_id) / "windowed_counts"
 
 
-def _start_job(ctx: Context, job: str, versions: int = 1) -> None:
-    """Create ``job`` with ``versions`` versions, submit version 1, wait for its first batch."""
+def _output(job: str, strategy: str, version: int) -> str:
+    """The output directory of ``version`` (see _update)."""
+    return f"{job}-out" if strategy == "snapshot" else f"{job}-out-v{version}"
+
+
+def _start_job(ctx: Context, job: str, out: str | None = None) -> None:
+    """Create ``job`` with version 1 (writing to ``out``), submit it, wait for its first
+    batch."""
     if job in ctx.state:
         return
     assert ctx.api.post("/jobs", json={"name": job}).status_code == 201
-    for n in range(versions):
-        body = _version_body(ctx, f"{job}-out-v{n + 1}")
-        assert ctx.api.post(f"/jobs/{job}/versions", json=body).status_code == 201
+    body = _version_body(ctx, out or f"{job}-out-v1")
+    assert ctx.api.post(f"/jobs/{job}/versions", json=body).status_code == 201
     since = time.time()
     op = _operate(ctx, f"/jobs/{job}/submit", {"version": 1})
     checkpoint = _checkpoint(ctx, job, op["run_id"])
@@ -215,11 +220,24 @@ def restart(ctx: Context, rep: int) -> float:
 
 
 def _update(ctx: Context, job: str, strategy: str) -> float:
-    """POST /jobs/{job}/update to the other version; downtime until the new run's first
-    batch past the handover commits (a snapshot's restored commits are older than its run)."""
-    _start_job(ctx, job, versions=2)
+    """POST /jobs/{job}/update to a new version; downtime until the new run's first batch
+    past the handover commits (a snapshot's restored commits are older than its run).
+
+    Where the new version writes matters, because a file sink's ``_spark_metadata`` log (in
+    the output directory) belongs to one checkpoint lineage. By snapshot, the new run goes on
+    from the snapshot's batch, so every version writes to the same directory and the log
+    goes on too; a directory without that log's earlier batches fails the run with
+    BATCH_METADATA_NOT_FOUND at its first compaction. By drain, the new run starts a fresh
+    checkpoint at batch 0, so each version gets a directory of its own (in the old one its
+    first batches would be skipped as "already committed")."""
+    _start_job(ctx, job, out=_output(job, strategy, 1))
+    number = ctx.state[job]["version"] + 1
+    r = ctx.api.post(
+        f"/jobs/{job}/versions", json=_version_body(ctx, _output(job, strategy, number))
+    )
+    assert r.status_code == 201, r.text
+    target = int(r.json()["number"])
     time.sleep(3)
-    target = 2 if ctx.state[job]["version"] == 1 else 1
     t0 = time.time()
     op = _operate(
         ctx, f"/jobs/{job}/update", {"version": target, "strategy": strategy, "verify_seconds": 0}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from app.audit import service as audit
 from app.auth.service import Principal
@@ -53,7 +53,13 @@ def get_snapshot(session: Session, job_name: str, name: str, *, lock: bool = Fal
 def list_snapshots(
     session: Session, *, job: str | None, limit: int, cursor: str | None
 ) -> tuple[list[Snapshot], str | None]:
-    stmt = select(Snapshot).order_by(Snapshot.id.desc()).limit(limit + 1)
+    # The job's name is on every row: one joined statement, not one more per snapshot.
+    stmt = (
+        select(Snapshot)
+        .options(joinedload(Snapshot.job))
+        .order_by(Snapshot.id.desc())
+        .limit(limit + 1)
+    )
     if job is not None:
         stmt = stmt.where(Snapshot.job_id == get_job(session, job).id)
     after = decode_cursor(cursor)

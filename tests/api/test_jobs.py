@@ -192,3 +192,42 @@ def test_every_run_state_is_a_job_state() -> None:
 
     run_states = set(states.ALLOWED) | {s for to in states.ALLOWED.values() for s in to}
     assert run_states | {"idle"} == set(get_args(JobState))
+
+
+def test_lists_take_a_fixed_number_of_statements(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    """A page of jobs or snapshots costs the same few statements whatever its size (no
+    statement per row): counted on the real database."""
+    from sqlalchemy import event
+
+    from app.snapshots.models import Snapshot
+
+    for n in range(12):
+        assert client.post("/api/v1/jobs", json={"name": f"j{n}"}).status_code == 201
+        assert client.post(f"/api/v1/jobs/j{n}/versions", json=version_body()).status_code == 201
+    with transaction(make_sessionmaker(db)) as session:
+        for job in session.query(Job).all():
+            session.add(Snapshot(job_id=job.id, name="s", state="ready", created_by="t"))
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(db, "before_cursor_execute", count)
+    try:
+        costs = {}
+        for path in ("/api/v1/jobs?limit=3", "/api/v1/jobs?limit=12"):
+            statements.clear()
+            assert client.get(path).status_code == 200
+            costs[path] = len(statements)
+        for path in ("/api/v1/snapshots?limit=3", "/api/v1/snapshots?limit=12"):
+            statements.clear()
+            page = client.get(path)
+            assert page.status_code == 200 and page.json()["items"][0]["job"].startswith("j")
+            costs[path] = len(statements)
+    finally:
+        event.remove(db, "before_cursor_execute", count)
+    assert costs["/api/v1/jobs?limit=3"] == costs["/api/v1/jobs?limit=12"], costs
+    assert costs["/api/v1/snapshots?limit=3"] == costs["/api/v1/snapshots?limit=12"], costs
+    assert max(costs.values()) <= 6, costs

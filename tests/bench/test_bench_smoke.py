@@ -1,0 +1,115 @@
+"""The benchmarks at a tiny size, so they cannot rot unnoticed: each script runs as a
+subprocess (as `make bench` runs it) against the test PostgreSQL server, bounded in time,
+and must print its table and write its figures, baseline ratio included, as JSON.
+
+The figures go to a tmp dir (TIDEGATE_BENCH_RESULTS), never to bench/results/. No figure is
+judged here: at this size and on a shared machine they are noise; only their presence is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMIT = 50  # seconds per script, well under a minute; the three take ~40 s together
+
+
+@pytest.fixture(scope="module")
+def server_url(database_url: str) -> str:
+    """The test PostgreSQL server (the benchmarks create and drop their own databases)."""
+    base, _, query = database_url.partition("?")
+    return f"{base.rsplit('/', 1)[0]}/postgres" + (f"?{query}" if query else "")
+
+
+def _run(script: str, args: list[str], server_url: str, out: Path) -> tuple[str, dict[str, Any]]:
+    env = {
+        **os.environ,
+        "TIDEGATE_BENCH_DATABASE_URL": server_url,
+        "TIDEGATE_BENCH_RESULTS": str(out),
+        "TMPDIR": str(out),  # the scripts' scratch dirs (mkdtemp) go with the test's tmp dir
+    }
+    try:
+        proc = subprocess.run(
+            [sys.executable, f"bench/{script}.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=LIMIT,
+        )
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"bench/{script}.py took over {LIMIT}s:\n{e.stdout!s:.3000}")
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    path = out / f"{script}.json"
+    assert path.exists(), proc.stdout[-2000:]
+    assert f"figures written to {path}" in proc.stdout
+    figures = json.loads(path.read_text())
+    assert figures["bench"] == script
+    assert figures["machine"]["nproc"] >= 1
+    return proc.stdout, figures
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, int | float) and x > 0 and math.isfinite(x)
+
+
+def test_api(server_url: str, tmp_path: Path) -> None:
+    args = "--sizes 50,100 --startpoints 200 --snapshots 100 --concurrency 1,4 --rounds 1 "
+    args += "--requests 20 --seconds 0.5 --samples 3"
+    stdout, figures = _run("api", args.split(), server_url, tmp_path)
+    scenarios = (
+        "GET /jobs/{job}",
+        "GET /jobs (page of 50)",
+        "GET /snapshots (page of 50)",
+        "PUT /jobs/{job}/startpoints",
+    )
+    for name in scenarios:
+        assert f"\n{name}\n" in stdout
+        for level in ("1", "4"):
+            fig = figures["throughput"][name][level]
+            assert fig["tidegate"]["errors"] == 0 and fig["baseline"]["errors"] == 0, fig
+            assert _positive(fig["tidegate"]["rps"]) and _positive(fig["baseline"]["rps"])
+            assert _positive(fig["ratio"]["rps"]) and _positive(fig["ratio"]["p50"])
+    assert "req/s ratio" in stdout
+    grown = figures["growth"]["100"]
+    assert grown["jobs"] == 100 and grown["snapshots"] == 100
+    for key in (
+        "first page",
+        "deep page (cursor)",
+        "baseline deep page",
+        "snapshots first page",
+        "snapshots deep page (cursor)",
+        "baseline snapshots first page",
+        "baseline snapshots deep page",
+    ):
+        assert _positive(grown["median_ms"][key]), key
+    assert "vs smallest" in stdout
+    assert figures["list_query_count"] >= 1 and figures["snapshots_query_count"] >= 1
+
+
+def test_reaction(server_url: str, tmp_path: Path) -> None:
+    stdout, figures = _run(
+        "reaction", ["--samples", "2", "--poll-samples", "1"], server_url, tmp_path
+    )
+    for key in ("notify_find", "notify_submit", "notify_stop", "poll_find", "poll_submit"):
+        assert _positive(figures[key]["p50_ms"]) and _positive(figures[key]["p99_ms"]), key
+    assert _positive(figures["notify_vs_poll_p50_ratio"])
+    assert "vs poll-only p50" in stdout
+
+
+def test_startpoints(server_url: str, tmp_path: Path) -> None:
+    stdout, figures = _run(
+        "startpoints", ["--partitions", "100", "--rounds", "1"], server_url, tmp_path
+    )
+    assert figures["partitions"] == 100
+    for key in ("put_ms", "preview_ms", "copy_ms", "put_vs_copy_ratio", "preview_vs_copy_ratio"):
+        assert _positive(figures[key]), key
+    assert "vs COPY" in stdout
