@@ -46,6 +46,7 @@ clients-check: $(STAMP)
 # ---- proof under load, faults and bad input (bench/, tests/chaos, tests/fuzz, tests/security) --
 # `make test` runs the chaos, fuzz and security suites at smoke size (plain pytest collection).
 # `make chaos` runs them in full: every worker step boundary of submit/stop/cancel/restart,
+# snapshot, drain and update (by snapshot, by drain, stateless),
 # three PostgreSQL crashes, three driver kills, 150 schemathesis examples per operation.
 # `make bench` runs every benchmark at its default (modest) size; each prints medians and
 # ratios to a baseline measured in the same run and writes bench/results/<name>.json.

@@ -236,8 +236,22 @@ def update(
         int | None,
         typer.Option(
             min=0,
-            help="How long the new run must keep running before the update counts as done; a "
-            "failure in that time rolls back (server default 20).",
+            max=3_600,
+            help="The new run is verified when every query has committed its first batch past "
+            "the restored one (or Spark reports it idle, with no new input) and it has kept "
+            "running at least this many seconds; a failure before then rolls back. 0: only "
+            "check that it started (server default 20).",
+            show_default=False,
+        ),
+    ] = None,
+    first_batch_seconds: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=86_400,
+            help="How long every query of the new run has to commit that first batch (or "
+            "report idle) before the update rolls back (server default 600).",
+            show_default=False,
         ),
     ] = None,
     wait: WaitOption = False,
@@ -256,6 +270,7 @@ def update(
         ("snapshot_name", snapshot_name),
         ("timeout_seconds", grace),
         ("verify_seconds", verify_seconds),
+        ("first_batch_seconds", first_batch_seconds),
     ):
         if value is not None:
             body[key] = value

@@ -69,11 +69,10 @@ def _flatten(doc: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str,
 
 
 def progress_fields(op: dict[str, Any]) -> dict[str, Any]:
-    """How far the operation got, from what it carries: ``progress`` if it has one, else its
-    interim ``result`` while running (a drain's backlog), else the latest step's detail."""
-    source: Any = op.get("progress")
-    if not (isinstance(source, dict) and source):
-        source = op.get("result") if op.get("state") == "running" else None
+    """How far the operation got, from what it carries: its interim ``result`` while running
+    (a drain's backlog; a snapshot export's bytes_total, bytes_copied, files_copied), else the
+    latest step's detail."""
+    source: Any = op.get("result") if op.get("state") == "running" else None
     if not (isinstance(source, dict) and source):
         steps = op.get("steps") or []
         source = steps[-1].get("detail") if steps and isinstance(steps[-1], dict) else None
@@ -100,7 +99,7 @@ def _bars(fields: dict[str, Any]) -> list[tuple[str, float, float]]:
         for suffix in ("_done", "_copied", "_processed"):
             done = fields.get(base + suffix)
             if isinstance(done, int | float):
-                out.append((base, float(done), float(total)))
+                out.append((base, done, total))
                 break
     return out
 

@@ -22,6 +22,23 @@ class SubmitBody(Body):
         None, description="The job the snapshot belongs to; default this job."
     )
     resume_point: ResumePoint | None = None
+    dry_run: bool = Field(
+        True,
+        description="With a snapshot or resume point, before the run starts, run the new "
+        "version's app against a "
+        "scratch copy of the state it would resume (noop sinks, one empty batch): Spark "
+        "checks the state schemas and stateful operators as a real restart would, which "
+        "catches app changes the declarations do not show (an avg for a sum, a session "
+        "window for a tumbling one, another grouping key). Only when a resumed query holds "
+        "state. false: skip it (the declared checks still apply).",
+    )
+    dry_run_timeout_seconds: int | None = Field(
+        None,
+        ge=30,
+        le=3_600,
+        description="How long the dry run may take, driver start included (default 300); "
+        "past it the request is refused and nothing was touched.",
+    )
 
     @model_validator(mode="after")
     def _one_start(self) -> SubmitBody:
@@ -56,7 +73,11 @@ class OperationResponse(Response):
     run_id: int | None
     steps: list[Step] = Field(description="Steps done so far, in order.")
     error: str | None
-    result: dict[str, Any] | None
+    result: dict[str, Any] | None = Field(
+        description="Once finished, the outcome. While running, how far it got: a drain's "
+        "backlog per query; a snapshot export's bytes_total, bytes_copied, files_total and "
+        "files_copied (updated as it copies, about twice a second)."
+    )
     idempotency_key: str | None
     created_by: str
     created_at: datetime
@@ -103,6 +124,23 @@ class UpdateBody(Body):
         None,
         description="Name of the snapshot the update saves; default update-v<old>-v<new>-<time>.",
     )
+    dry_run: bool = Field(
+        True,
+        description="strategy snapshot: before the old run is stopped, run the new "
+        "version's app against a "
+        "scratch copy of the state it would resume (noop sinks, one empty batch): Spark "
+        "checks the state schemas and stateful operators as a real restart would, which "
+        "catches app changes the declarations do not show (an avg for a sum, a session "
+        "window for a tumbling one, another grouping key). Only when a resumed query holds "
+        "state. false: skip it (the declared checks still apply).",
+    )
+    dry_run_timeout_seconds: int | None = Field(
+        None,
+        ge=30,
+        le=3_600,
+        description="How long the dry run may take, driver start included (default 300); "
+        "past it the request is refused and nothing was touched.",
+    )
     timeout_seconds: int | None = Field(
         None,
         ge=1,
@@ -118,14 +156,15 @@ class UpdateBody(Body):
         le=3_600,
         description="After the new run starts, how long it must keep running before the update "
         "counts as done; besides, every query must commit its first batch past the one it was "
-        "restored at (a fresh query: batch 0) within first_batch_seconds. A failure or no "
-        "such commit in time rolls back. 0: only check that it started.",
+        "restored at (a fresh query: batch 0), or report itself idle when it has no new input, "
+        "within first_batch_seconds. A failure or neither in time rolls back. 0: only check "
+        "that it started.",
     )
     first_batch_seconds: int | None = Field(
         None,
         ge=1,
         le=86_400,
         description="How long every query of the new run has to commit its first batch past the "
-        "restored one (default 600); a query whose input has no new data commits none, so the "
-        "update rolls back after this long.",
+        "restored one, or (with no new input) report Spark's idle event (default 600); a query "
+        "that does neither in time rolls the update back.",
     )

@@ -33,6 +33,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from app.runtime import checkpoint as cp
+from app.runtime import dryrun
 from app.runtime import startpoints as sp
 from app.runtime.chain import drain_stages
 from app.runtime.source import MARKER_PARTITION
@@ -216,10 +217,17 @@ class Runtime:
     _bounded: set[str] = field(default_factory=set)  # restarted with AvailableNow
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
     _terminated: set[str] = field(default_factory=set)
+    # Dry run (see app/runtime/dryrun.py): scratch checkpoints, noop sinks, no control plane.
+    dry_run: bool = False
+    _dry_targets: dict[str, int] = field(default_factory=dict)
+    _dry_result: str = ""
+    _dry_timeout: float = dryrun.DEFAULT_TIMEOUT
 
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
         conf = spark.conf
+        if (conf.get(dryrun.DRY_RUN_CONF, "false") or "").lower() == "true":
+            return cls._for_dry_run(spark)
         run_id = conf.get("spark.tidegate.run_id", None)
         if run_id is None:
             return cls(spark)
@@ -253,9 +261,32 @@ class Runtime:
         threading.Thread(target=runtime._post_loop, name="tidegate-progress", daemon=True).start()
         return runtime
 
+    @classmethod
+    def _for_dry_run(cls, spark: SparkSession) -> Runtime:
+        """A dry-run driver: no run, no token, no directives; every eventlog source held."""
+        conf = spark.conf
+        checkpoint_dir = conf.get("spark.tidegate.checkpoint_dir", None)
+        if not checkpoint_dir:
+            raise TidegateRuntimeError("a dry run needs spark.tidegate.checkpoint_dir")
+        declared = {
+            # Never a fixed checkpoint_location: that is a real query's checkpoint.
+            q["name"]: {**q, "checkpoint_location": None}
+            for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
+        }
+        runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared, dry_run=True)
+        check = json.loads(conf.get(dryrun.CHECK_CONF, "[]") or "[]")
+        runtime._dry_targets = dryrun.targets(check, runtime.checkpoint_for)
+        runtime._dry_result = conf.get(dryrun.RESULT_CONF, None) or os.path.join(
+            checkpoint_dir, dryrun.RESULT_FILE
+        )
+        runtime._dry_timeout = float(conf.get(dryrun.TIMEOUT_CONF, None) or dryrun.DEFAULT_TIMEOUT)
+        runtime._write_controls(hold=True)  # the planned batch runs; no other reads data
+        log.info("dry run of %s on %s", runtime._dry_targets, checkpoint_dir)
+        return runtime
+
     @property
     def managed(self) -> bool:
-        return self.client is not None
+        return self.client is not None or self.dry_run
 
     def checkpoint_for(self, name: str) -> str | None:
         spec = self.declared.get(name, {})
@@ -393,9 +424,13 @@ class Runtime:
             trigger = pstl_to_spark_interval(spec["trigger"]) if spec.get("trigger") else None
             output_mode = spec.get("output_mode") or "append"
             checkpoint = self.checkpoint_for(name)
-            if spec.get("partitioned_on"):
-                writer = writer.partitionBy(*spec["partitioned_on"])
-            self._apply_startpoints(name)
+            if self.dry_run:
+                # The real sink is never written: noop, and only the batch already planned.
+                writer, trigger = writer.format("noop"), "availableNow"
+            else:
+                if spec.get("partitioned_on"):
+                    writer = writer.partitionBy(*spec["partitioned_on"])
+                self._apply_startpoints(name)
         writer = writer.queryName(name)
         if output_mode:
             writer = writer.outputMode(output_mode)
@@ -409,6 +444,8 @@ class Runtime:
         self.queries[name] = query
         self._writers[name] = writer  # a bounded drain starts it again with AvailableNow
         log.info("started query %s (checkpoint %s)", name, checkpoint)
+        if self.dry_run and name not in self._dry_targets:
+            query.stop()  # resumes no state: nothing to check
         return query
 
     def _post_loop(self) -> None:
@@ -424,6 +461,15 @@ class Runtime:
 
     def await_termination(self) -> None:
         """Block until every query ends, or a stop directive has stopped them all."""
+        if self.dry_run:
+            dryrun.finish(
+                self.queries,
+                self._dry_targets,
+                self.checkpoint_for,
+                self._dry_result,
+                self._dry_timeout,
+            )
+            return
         while self.queries and (any(q.isActive for q in self.queries.values()) or self._draining):
             for q in self.queries.values():
                 if q.exception() is not None:

@@ -14,8 +14,12 @@ Refused, following Hazelcast Jet's update rules mapped onto Spark:
   against the partitions of the snapshot's state (Spark pins it once a checkpoint exists);
 * a changed state store provider.
 
-Without declared schemas a changed aggregation stays undetected here (Spark itself refuses it
-at start, and an update then rolls back); no dry run against a scratch copy is attempted.
+A change inside the app with the same declarations (``avg`` for ``sum``, a session window for
+a tumbling one, another grouping key) is invisible here. ``update`` (strategy snapshot) and
+``submit`` from a snapshot or resume point therefore add a dry run of the new version's app
+on a scratch copy of the state it would resume, before anything stops or starts
+(app/worker/dryrun.py, app/runtime/dryrun.py); ``POST …/compatibility`` answers from the
+declarations and checkpoints only (it is synchronous; a dry run starts a Spark driver).
 """
 
 from __future__ import annotations

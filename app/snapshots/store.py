@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,10 +86,12 @@ class SnapshotStore:
         checkpoint: Path,
         files: Iterable[str],
         known: Mapping[FileKey, str] | None = None,
+        on_file: Callable[[str, int], None] | None = None,
     ) -> PutResult:
         """Store each file of ``checkpoint`` (relative paths) unless its content is already
         stored. ``known`` maps (path, size, mtime_ns) to a sha256 learned earlier, so files
-        that did not change are neither reread nor rewritten."""
+        that did not change are neither reread nor rewritten. ``on_file(rel, size)`` is called
+        after each file is in the store (progress)."""
         result = PutResult()
         known = known or {}
         for rel in files:
@@ -104,6 +106,8 @@ class SnapshotStore:
                     result.files_written += 1
             result.entries[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
             result.bytes_referenced += st.st_size
+            if on_file is not None:
+                on_file(rel, st.st_size)
         return result
 
     def _put_blob(self, path: Path) -> tuple[str, bool]:

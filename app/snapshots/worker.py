@@ -14,8 +14,9 @@ import json
 import logging
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 LOCK_NAMESPACE, STORE_LOCK, RETENTION_LOCK = 7306, 1, 2
 RETENTION_ACTOR = "tidegate-retention"
 ERROR_LIMIT = 4000
+# An export reports its interim figures (bytes and files copied so far) at most this often.
+PROGRESS_SECONDS = 0.5
 
 
 class SnapshotFailed(Exception):
@@ -113,8 +116,85 @@ def _restored_hashes(checkpoint: Path) -> dict[FileKey, str]:
     return known_hashes(checkpoint, hints)
 
 
-def export(factory: sessionmaker[Session], settings: Settings, snapshot_id: int) -> dict[str, Any]:
-    """Copy every query's committed prefix into the store, write the manifest, mark ready."""
+class ExportProgress:
+    """An export's running figures, handed to ``report`` as it copies: once at the start,
+    then at most every ``interval`` seconds (default ``PROGRESS_SECONDS``), and once at the
+    end. Reporting is best effort: a failed report never fails the export."""
+
+    def __init__(
+        self,
+        report: Callable[[dict[str, Any]], None] | None,
+        *,
+        interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.report = report
+        self.interval = PROGRESS_SECONDS if interval is None else interval
+        self.clock = clock
+        self.bytes_total = self.files_total = self.bytes_copied = self.files_copied = 0
+        self.done = False
+        self._last: float | None = None
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "phase": "exported" if self.done else "exporting",
+            "bytes_total": self.bytes_total,
+            "bytes_copied": self.bytes_copied,
+            "files_total": self.files_total,
+            "files_copied": self.files_copied,
+        }
+
+    def mark(self) -> tuple[int, int]:
+        return self.bytes_copied, self.files_copied
+
+    def rewind(self, mark: tuple[int, int]) -> None:
+        """Forget what an attempt that failed had counted (it is copied again)."""
+        self.bytes_copied, self.files_copied = mark
+
+    def file_done(self, _rel: str, size: int) -> None:
+        self.bytes_copied += size
+        self.files_copied += 1
+        self.emit()
+
+    def finish(self) -> None:
+        self.done = True
+        self.emit(force=True)
+
+    def emit(self, *, force: bool = False) -> None:
+        if self.report is None:
+            return
+        now = self.clock()
+        if not force and self._last is not None and now - self._last < self.interval:
+            return
+        self._last = now
+        try:
+            self.report(self.figures())
+        except Exception as exc:  # progress is best effort; the export goes on
+            log.warning("could not report export progress: %s", exc)
+
+
+def _select(checkpoint: Path, batch: int) -> tuple[tuple[str, ...], int]:
+    """The files restarting ``checkpoint`` at ``batch`` and their total size."""
+    for attempt in range(3):
+        try:
+            files = select_files(checkpoint, batch).files
+            return files, sum((checkpoint / f).stat().st_size for f in files)
+        except FileNotFoundError:
+            # Spark's maintenance removed an old file between listing and reading: list again
+            # (the files batch N needs are never among those removed).
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def export(
+    factory: sessionmaker[Session],
+    settings: Settings,
+    snapshot_id: int,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Copy every query's committed prefix into the store, write the manifest, mark ready.
+    ``progress`` receives the interim figures (see ``ExportProgress``) while it copies."""
     store = store_for(settings)
     with factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
@@ -133,23 +213,38 @@ def export(factory: sessionmaker[Session], settings: Settings, snapshot_id: int)
     queries: dict[str, Any] = {}
     manifest_queries: dict[str, Any] = {}
     totals = {"size_bytes": 0, "bytes_written": 0, "files": 0, "files_written": 0, "hashed": 0}
+    figures = ExportProgress(progress)
     with _store_lock(factory, exclusive=False):
+        # First what there is to copy (so the figures have a total), then the copying.
+        planned: list[tuple[dict[str, Any], Path, int, tuple[str, ...], int]] = []
         for spec in specs:
             checkpoint = checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
             batch = committed_batch(checkpoint)
             if batch is None:
                 queries[spec["name"]] = {"batch_id": None, "checkpoint": str(checkpoint)}
                 continue
+            files, size = _select(checkpoint, batch)
+            planned.append((spec, checkpoint, batch, files, size))
+            figures.bytes_total += size
+            figures.files_total += len(files)
+        figures.emit(force=True)
+        for spec, checkpoint, batch, files, size in planned:
             cache = {**known, **_restored_hashes(checkpoint)}
             for attempt in range(3):
+                mark = figures.mark()
                 try:
-                    selection = select_files(checkpoint, batch)
-                    put = store.put_files(checkpoint, selection.files, cache)
+                    if attempt:
+                        again, new_size = _select(checkpoint, batch)
+                        figures.bytes_total += new_size - size
+                        figures.files_total += len(again) - len(files)
+                        files, size = again, new_size
+                    put = store.put_files(checkpoint, files, cache, on_file=figures.file_done)
                     info = describe(checkpoint, batch, spec)
                     break
                 except FileNotFoundError:
                     # Spark's maintenance removed an old file between listing and copying:
                     # list again (the files batch N needs are never among those removed).
+                    figures.rewind(mark)
                     if attempt == 2:
                         raise
             queries[spec["name"]] = {
@@ -172,6 +267,7 @@ def export(factory: sessionmaker[Session], settings: Settings, snapshot_id: int)
                 f"no query of run {run_id} has committed a batch yet: there is no state to "
                 "export; wait for the first batch to complete"
             )
+        figures.finish()
         manifest = store.write_manifest(
             job_name,
             name,
@@ -302,8 +398,12 @@ def materialise(
     job_name: str,
     run_id: int,
     queries: list[dict[str, Any]],
+    *,
+    scratch: Path | None = None,
 ) -> dict[str, Any]:
-    """Build each resumed query's checkpoint for run ``run_id`` from the plan's sources.
+    """Build each resumed query's checkpoint for run ``run_id`` from the plan's sources
+    (with ``scratch``: into ``scratch/<query>`` instead, never a fixed checkpoint_location;
+    a dry run's copy).
 
     Each is assembled beside its final place and renamed into it, so a query's checkpoint is
     either complete or absent; one already in place is left alone (a retried step)."""
@@ -315,9 +415,17 @@ def materialise(
         if source is None:
             continue
         spec = specs[item["query"]]
-        dest = checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
+        dest = (
+            scratch / str(spec["name"])
+            if scratch is not None
+            else checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
+        )
         if dest.exists() and any(dest.iterdir()):
-            if spec.get("checkpoint_location") and not (dest / RESTORED_HINTS).exists():
+            if (
+                scratch is None
+                and spec.get("checkpoint_location")
+                and not (dest / RESTORED_HINTS).exists()
+            ):
                 raise SnapshotFailed(
                     f"query '{item['query']}': its fixed checkpoint_location {dest} is not "
                     "empty; a snapshot can only be restored into an empty checkpoint"

@@ -25,6 +25,7 @@ from app.snapshots import worker as snapshot_worker
 from app.snapshots.export import ExportError
 from app.snapshots.models import Snapshot
 from app.snapshots.store import StoreError
+from app.worker import dryrun
 from app.worker.context import WorkerContext, fault_point
 from app.worker.reconcile import reconcile_run
 
@@ -492,8 +493,12 @@ def _save_snapshot(
         run_state = _stop_run(ctx, run_id, "snapshot", steps, timeout).state
 
     def export() -> dict[str, Any]:
+        def progress(figures: dict[str, Any]) -> None:
+            # Bytes and files copied so far, on the operation while it runs (--wait shows it).
+            _set_result(ctx, steps.op_id, {"snapshot": name, "run_id": run_id, **figures})
+
         try:
-            return snapshot_worker.export(ctx.factory, ctx.settings, snapshot_id)
+            return snapshot_worker.export(ctx.factory, ctx.settings, snapshot_id, progress)
         except SNAPSHOT_ERRORS as exc:
             raise _snapshot_failed(exc) from exc
 
@@ -559,6 +564,27 @@ def _plan(
                 ),
             )
             resume_points.require_compatible(plan, (snapshot and f"snapshot '{snapshot}'") or "it")
+        except TidegateError as exc:
+            raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
+        return plan.to_json()
+
+
+def _live_plan(
+    ctx: WorkerContext, op: Operation, version_number: int, run_id: int
+) -> dict[str, Any]:
+    """The plan by name from a run's live checkpoints (its latest committed batches)."""
+    from app.jobs.models import Job
+    from app.jobs.service import get_version
+    from app.resume_points import service as resume_points
+
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        run = session.get(Run, run_id)
+        assert job is not None and run is not None
+        try:
+            version = get_version(session, job.name, version_number)
+            plan = resume_points.plan_from_run(session, ctx.settings, version, run)
+            resume_points.require_compatible(plan, f"the state of run {run_id}")
         except TidegateError as exc:
             raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
         return plan.to_json()
@@ -639,6 +665,72 @@ def _start_planned(
     return _await_started(ctx, run_id, float(op.params.get("start_timeout_seconds", 600)))
 
 
+def _dry_run(
+    ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, plan: dict[str, Any]
+) -> None:
+    """Run the new version's app on a scratch copy of the state it would resume (see
+    app/worker/dryrun.py); OperationFailed naming query, operator and what differs when Spark
+    refuses it. Skipped with ``dry_run: false`` or when no resumed query holds state."""
+    from app.jobs.models import Job
+    from app.jobs.service import get_version
+
+    if op.params.get("dry_run") is False:
+        steps.run("dry_run", lambda: {"skipped": "dry_run: false in the request"})
+        return
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        job_name = job.name
+        version = get_version(session, job_name, version_number)
+        session.expunge(version)
+    scratch = dryrun.scratch_dir(ctx, job_name, op.id)
+
+    def prepare() -> dict[str, Any]:
+        try:
+            return dryrun.prepare(ctx, plan, job_name, list(version.queries), scratch)
+        except snapshot_worker.SnapshotFailed as exc:
+            raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
+
+    steps.run("dry_run_prepare", prepare)
+    prepared = _detail(steps, "dry_run_prepare")
+    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    if not check:
+        steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
+        return
+    steps.run(
+        "dry_run_submit", lambda: dryrun.submit(ctx, op.id, version, job_name, scratch, check)
+    )
+    submitted = _detail(steps, "dry_run_submit")
+
+    def outcome() -> dict[str, Any]:
+        result = dryrun.await_outcome(
+            ctx,
+            version,
+            str(submitted["backend_id"]),
+            float(submitted["at"]),
+            scratch,
+            float(op.params.get("dry_run_timeout_seconds") or dryrun.DRY_RUN_TIMEOUT_SECONDS),
+        )
+        if not result.get("ok"):
+            lines = dryrun.problems(result, prepared.get("operators") or {})
+            raise OperationFailed(
+                f"version {version_number} was refused by a dry run on a scratch copy of the "
+                "state it would resume (nothing was stopped): "
+                + "; ".join(lines)
+                + ". Keep the state's operators and schemas, or start those queries with fresh "
+                "state (a resume point with mode 'initialize', or update strategy 'drain').",
+                {"dry_run": result},
+            )
+        return {"ok": True, "checked": check, "queries": result.get("queries")}
+
+    try:
+        steps.run("dry_run", outcome)
+    except OperationFailed:
+        dryrun.cleanup(scratch)
+        raise
+    dryrun.cleanup(scratch)  # (a temporary backend error keeps it: the step resumes)
+
+
 def _submit_from_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     version_number = int(op.params["version"])
     steps.run(
@@ -653,6 +745,8 @@ def _submit_from_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         ),
     )
     plan = _detail(steps, "plan")
+    # Before the new run exists: nothing is running for this job (submit refuses otherwise).
+    _dry_run(ctx, op, steps, version_number, plan)
     started = _start_planned(ctx, op, steps, plan, version_number)
     return {**started, "from": _sources(plan)}
 
@@ -993,6 +1087,18 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         old_run_id, old_version = snapshot.run_id, int(snapshot.version_number or 0)
         name = snapshot.name
     new_version = int(op.params["version"])
+    # Where the declarations are not enough, a dry run of the new version, before the old
+    # run is touched. It runs on a scratch copy of the running run's committed prefix (what
+    # a `stop: false` export would hold: immutable files of its latest committed batch), not
+    # on the snapshot this update saves: saving it stops the run first (hz-cli save-snapshot),
+    # and a refusal must leave the old run as it was.
+    if not steps.load().step_done("request_stop"):
+        try:
+            steps.run("dry_run_plan", lambda: _live_plan(ctx, op, new_version, old_run_id))
+            _dry_run(ctx, op, steps, new_version, _detail(steps, "dry_run_plan"))
+        except OperationFailed as exc:
+            snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
+            raise
     try:
         saved = _save_snapshot(
             ctx, steps, snapshot_id, stop=True, timeout=float(op.params.get("timeout_seconds", 120))

@@ -1,8 +1,9 @@
-"""SIGKILL the worker during a drain and during an update by drain (step names read from
-app/worker/operations.py), on the real local runner with a real pipeline. After a fresh
-worker takes over: the operation completes, one driver per run, the drained offsets are
-where the next version starts, and the two versions' committed outputs together are every
-input record exactly once."""
+"""SIGKILL the worker during a drain, an update by drain and a stateless update (step names
+read from app/worker/operations.py), on the real local runner with a real pipeline. After a
+fresh worker takes over: the operation completes, one driver per run, the drained (or, for a
+stateless update, committed) offsets are where the next version starts, its startpoints are
+applied once, and the two versions' committed outputs together are every input record
+exactly once."""
 
 from __future__ import annotations
 
@@ -36,6 +37,23 @@ DRAIN_UPDATE_STEPS = [
     "verify",
 ]
 assert set(DRAIN_UPDATE_STEPS) <= set(step_names()["update"]), step_names()["update"]
+# The steps of a stateless update: the old run stops at a batch boundary instead of draining.
+STATELESS_UPDATE_STEPS = [
+    "target",
+    "request_stop",
+    "graceful_stop",
+    "kill",
+    "stopped",
+    "positions",
+    "hand_off",
+    "plan",
+    "reserve_run",
+    "materialise",
+    "create_run",
+    "await_submitted",
+    "verify",
+]
+assert set(STATELESS_UPDATE_STEPS) <= set(step_names()["update"]), step_names()["update"]
 
 
 def _log(root: Path, count: int, offset_ms: int = 0) -> None:
@@ -70,6 +88,27 @@ def _end(op: dict[str, object]) -> dict[int, int]:
     return {int(p): int(o) for p, o in result["end_offsets"]["clicks"].items()}
 
 
+def _new_version_continues(
+    chaos: Chaos, job: str, tmp: Path, root: Path, end: dict[int, int], new_run: int
+) -> None:
+    """The new run started at ``end``: it applied the handed-off startpoints once, and once
+    it has read more input and stopped, out-2 is exactly the log from ``end`` on."""
+    assert chaos.assert_one_driver_per_attempt(new_run)["state"] == "running"
+    _log(root, 60, offset_ms=60_000)  # so the new run commits batches past its first
+    wait_until(caught_up(chaos, new_run, root), bool, 180)
+    view = wait_until(
+        lambda: chaos.client.get(f"/jobs/{job}/startpoints").json(),
+        lambda v: v["pending"] == [],
+        120,
+    )
+    (applied,) = view["applied"]
+    assert applied["run_id"] == new_run, view["applied"]
+    assert applied["after_offsets"] == {str(p): o for p, o in end.items()}, applied
+    assert chaos.operate(job, "stop")["state"] == "succeeded"
+    latest = EventLog(root).stream("clicks").latest_offsets()
+    assert enrich_rows(tmp / "out-2") == _expected(root, {p: (end[p], latest[p]) for p in end})
+
+
 def test_drain_and_update_by_drain_survive_a_killed_worker(chaos: Chaos, tmp_path: Path) -> None:
     """Smoke: an update by drain killed once the old run has drained (before the new version
     has startpoints), then a drain of the new version killed right after it was asked."""
@@ -95,8 +134,33 @@ def test_drain_and_update_by_drain_survive_a_killed_worker(chaos: Chaos, tmp_pat
     assert enrich_rows(tmp_path / "out-2") == _expected(root, {p: (end1[p], end2[p]) for p in end2})
 
 
+def test_stateless_update_survives_a_killed_worker(chaos: Chaos, tmp_path: Path) -> None:
+    """Smoke: an update with strategy stateless killed once the old run has stopped at a batch
+    boundary and the new version's startpoints are set (its run not yet reserved); input
+    keeps arriving meanwhile."""
+    job, root, _, v2, old_run = _running_job(chaos, tmp_path)
+    _log(root, 100, offset_ms=20_000)
+    update = chaos.killed_at(
+        "update:hand_off",
+        job,
+        "update",
+        {"version": v2, "strategy": "stateless", "verify_seconds": 0},
+    )
+    assert update is not None, "a stateless update passes hand_off"
+    result = update["result"]
+    assert result["strategy"] == "stateless" and result["previous_run_id"] == old_run
+    end = _end(update)
+    assert chaos.assert_one_driver_per_attempt(old_run)["state"] == "stopped"
+    assert enrich_rows(tmp_path / "out-1") == _expected(root, {p: (0, o) for p, o in end.items()})
+    _new_version_continues(chaos, job, tmp_path, root, end, result["run_id"])
+
+
 FULL_CASES = [pytest.param("drain", f"drain:{s}", id=f"drain:{s}") for s in step_names()["drain"]]
 FULL_CASES += [pytest.param("update", f"update:{s}", id=f"update:{s}") for s in DRAIN_UPDATE_STEPS]
+FULL_CASES += [
+    pytest.param("stateless", f"update:{s}", id=f"update-stateless:{s}")
+    for s in STATELESS_UPDATE_STEPS
+]
 
 
 @pytest.mark.skipif(not FULL, reason="every step boundary runs under `make chaos`")
@@ -104,26 +168,23 @@ FULL_CASES += [pytest.param("update", f"update:{s}", id=f"update:{s}") for s in 
 def test_worker_killed_at_every_drain_step(
     chaos: Chaos, tmp_path: Path, kind: str, fault: str
 ) -> None:
+    """``kind``: drain, update (by drain) or stateless (an update with that strategy)."""
     job, root, _, v2, old_run = _running_job(chaos, tmp_path)
     _log(root, 100, offset_ms=20_000)
+    verb = "drain" if kind == "drain" else "update"
+    strategy = "stateless" if kind == "stateless" else "drain"
     body = (
-        {"version": v2, "strategy": "drain", "verify_seconds": 0}
-        if kind == "update"
+        {"version": v2, "strategy": strategy, "verify_seconds": 0}
+        if verb == "update"
         else {"timeout_seconds": 300}
     )
-    done = chaos.killed_at(fault, job, kind, body)
+    done = chaos.killed_at(fault, job, verb, body)
     if done is None:
         chaos.operate(job, "cancel")
-        pytest.skip(f"{fault} is not on the path of a {kind} by drain")
+        pytest.skip(f"{fault} is not on the path of this {kind} ({verb})")
     end = _end(done)
-    assert chaos.assert_one_driver_per_attempt(old_run)["state"] == "drained"
+    old_state = "stopped" if kind == "stateless" else "drained"
+    assert chaos.assert_one_driver_per_attempt(old_run)["state"] == old_state
     assert enrich_rows(tmp_path / "out-1") == _expected(root, {p: (0, o) for p, o in end.items()})
-    if kind == "update":
-        new_run = done["result"]["run_id"]
-        assert chaos.assert_one_driver_per_attempt(new_run)["state"] == "running"
-        wait_until(caught_up(chaos, new_run, root), bool, 180)
-        assert chaos.operate(job, "stop")["state"] == "succeeded"
-        latest = EventLog(root).stream("clicks").latest_offsets()
-        assert enrich_rows(tmp_path / "out-2") == _expected(
-            root, {p: (end[p], latest[p]) for p in end}
-        )
+    if verb == "update":
+        _new_version_continues(chaos, job, tmp_path, root, end, done["result"]["run_id"])

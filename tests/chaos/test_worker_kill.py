@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
 T0 = 1_767_225_600_000
 COVERED = ("submit", "stop", "cancel", "restart")
-# Drain and update by drain: tests/chaos/test_drain_kill.py; snapshot and update by
-# snapshot: tests/chaos/test_snapshot_kill.py. A new kind without a scenario shows as skipped.
+# Drain, update by drain and stateless update: tests/chaos/test_drain_kill.py; snapshot and
+# update by snapshot: tests/chaos/test_snapshot_kill.py. A new kind without a scenario shows
+# as skipped.
 PENDING = sorted(set(step_names()) - set(COVERED) - {"drain", "snapshot", "update"})
 
 
@@ -52,10 +53,12 @@ def _job(chaos: Chaos, tmp: Path) -> tuple[str, int, Path, Path]:
     return job, enrich_version(chaos, job, root, out), root, out
 
 
-def _pin_startpoint(chaos: Chaos, job: str, root: Path) -> int:
-    """A startpoint at where partition 0 already is: applying it moves nothing, applying it
-    twice (or losing it) shows in the startpoint view."""
-    at = EventLog(root).stream("clicks").latest_offsets()[0]
+def _pin_startpoint(chaos: Chaos, job: str, root: Path, at: int | None = None) -> int:
+    """A startpoint at where partition 0 already is (or ``at``: where a fresh query starts,
+    its oldest offset): applying it moves nothing, applying it twice (or losing it) shows in the
+    startpoint view."""
+    if at is None:
+        at = EventLog(root).stream("clicks").latest_offsets()[0]
     r = chaos.client.put(
         f"/jobs/{job}/startpoints",
         json={"startpoints": [{"source": "clicks", "partition": 0, "type": "OFFSET", "value": at}]},
@@ -142,6 +145,11 @@ def test_worker_killed_at_every_step(chaos: Chaos, tmp_path: Path, kind: str, fa
     sp_id = None
     if kind == "submit":
         run_id = None
+        # Pending before the submit: the fresh query starts there (partition 0's oldest
+        # offset, where it would start anyway), whatever attempt the killed submit made.
+        sp_id = _pin_startpoint(
+            chaos, job, root, at=EventLog(root).stream("clicks").earliest_offsets()[0]
+        )
     else:
         first = chaos.operate(job, "submit", {"version": version})
         assert first["state"] == "succeeded", first

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from app.client.wait import progress_fields, render
 from app.db import make_sessionmaker, transaction
 from app.operations.models import Operation
+from app.snapshots.worker import ExportProgress
 from tests.cli.conftest import Cli, Live
 
 Script = list[tuple[str, dict[str, Any]]]  # (state, fields to set), one per poll-ish tick
@@ -200,21 +201,32 @@ def test_live_display_shows_steps_and_progress() -> None:
         },
     }
     assert progress_fields(drain) == {"run_id": 2, "backlog_records": 120}
+    # What the worker writes onto a snapshot operation while it copies (the worker-level
+    # test_export_reports_progress_while_it_copies observes the real thing).
+    figures = ExportProgress(None)
+    figures.bytes_total, figures.files_total = 2 << 20, 6
+    figures.file_done("state/0/0/1.delta", 1 << 20)
+    figures.file_done("state/0/0/.1.delta.crc", 0)
+    figures.file_done("offsets/0", 0)
     snapshot = {
         "id": 6,
         "kind": "snapshot",
         "job": "clicks",
         "state": "running",
         "steps": [],
-        "progress": {"bytes_copied": 1 << 20, "bytes_total": 2 << 20, "files_copied": 3},
+        "result": {"snapshot": "s1", "run_id": 2, **figures.figures()},
     }
+    assert progress_fields(snapshot)["bytes_copied"] == 1 << 20
     console = Console(record=True, width=100)
     console.print(render(drain, time.monotonic()))
     console.print(render(snapshot, time.monotonic()))
     text = console.export_text()
     assert "operation 5 drain job clicks running" in text
     assert "steps done (1): request_drain" in text and "backlog_records=120" in text
-    assert "1.0 MiB / 2.0 MiB" in text and "files_copied=3" in text
+    assert "1.0 MiB / 2.0 MiB" in text and "files_copied=3" in text and "3 / 6" in text
+    assert "phase=exporting" in text
+    done = {**snapshot, "state": "succeeded"}  # the final result is not shown as progress
+    assert progress_fields(done) == {}
 
 
 LISTS_AND_SHOWS = [

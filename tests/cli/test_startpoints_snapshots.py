@@ -189,10 +189,15 @@ def test_update_is_accepted_as_an_operation(
         "before-v2",
         "--verify-seconds",
         "5",
+        "--first-batch-seconds",
+        "90",
     )
     assert op["kind"] == "update" and op["state"] == "pending"
     assert op["params"]["version"] == 2 and op["params"]["snapshot_name"] == "before-v2"
     assert op["params"]["strategy"] == "snapshot"
+    # Both verification bounds reach the request body (and so the worker's _verify_bounds).
+    assert op["params"]["verify_seconds"] == 5 and op["params"]["first_batch_seconds"] == 90
+    assert tg("update", "clicks", "--version", "2", "--first-batch-seconds", "0").exit_code == 2
 
 
 # ---- happy paths, on what a worker would have left in the database and on disk -------------

@@ -236,6 +236,29 @@ def test_new_version_from_a_snapshot_of_a_running_job(runner: Stack, tmp_path: P
     assert refused.status_code == 409 and "state partitions" in refused.json()["detail"]
     assert stack.run(old_run)["state"] == "running"
 
+    # A truly different app with the same declarations (avg instead of sum): only Spark can
+    # tell. The update's dry run, on a scratch copy of the running run's state, is refused
+    # by Spark before the old run is touched, and says which query and state differ.
+    averaging = _version(stack, job, str(APPS / "windowed_avg.py"), args, [_windowed(root)])
+    declared = stack.client.post(
+        f"/jobs/{job}/compatibility", json={"version": averaging, "snapshot": "before-v2"}
+    ).json()
+    assert declared["compatible"], declared  # the declarations cannot see it
+    before = _output(out)
+    dry = _operate(stack, job, "update", {"version": averaging, "dry_run_timeout_seconds": 120})
+    assert dry["state"] == "failed", dry
+    error = dry["error"]
+    assert "refused by a dry run" in error and "query 'windowed_counts'" in error, error
+    assert "value schema of operator 0 (stateStoreSave) changed" in error, error
+    assert "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE" in error, error
+    names = [s["name"] for s in dry["steps"]]
+    assert "dry_run_submit" in names and "request_stop" not in names, names
+    assert stack.run(old_run)["state"] == "running" and _output(out) == before
+    assert not any(
+        s["name"].startswith("update-") and s["state"] == "ready"
+        for s in stack.client.get("/snapshots", params={"job": job}).json()["items"]
+    )
+
     v2 = _version(
         stack,
         job,
@@ -262,6 +285,9 @@ def test_new_version_from_a_snapshot_of_a_running_job(runner: Stack, tmp_path: P
     started = _operate(stack, job, "submit", {"version": v2, "snapshot": "before-v2"})
     assert started["state"] == "succeeded", started
     assert "materialise" in [s["name"] for s in started["steps"]]
+    # Its dry run found the resumed state fit (the fresh query has nothing to check).
+    (checked,) = [s["detail"] for s in started["steps"] if s["name"] == "dry_run"]
+    assert checked["ok"] and list(checked["checked"]) == ["windowed_counts"], checked
     new_run = started["run_id"]
     # The windows that were open at the snapshot continue from its state: the output over the
     # whole log is exactly the ground truth, no window lost or written twice.
@@ -310,8 +336,12 @@ def test_new_version_from_a_snapshot_of_a_running_job(runner: Stack, tmp_path: P
         [*args, "--enrich-output", str(enrich_out)],
         queries_v2,
     )
+    # (dry_run false: its empty batch calls no UDF, so a dry run would pass; this is about
+    # the rollback.)
     with _trickle(root, clock[0]) as clock:
-        failed = _operate(stack, job, "update", {"version": broken, "verify_seconds": 5})
+        failed = _operate(
+            stack, job, "update", {"version": broken, "verify_seconds": 5, "dry_run": False}
+        )
     assert failed["state"] == "failed", failed
     assert f"Rolled back: version {v3} runs again from snapshot" in failed["error"], failed
     # It started, then its first batch failed (not a failure to start, not a timeout).

@@ -188,7 +188,11 @@ def test_new_version_from_snapshot_keeps_state_and_adds_a_query(
 
     op = _operate(client, ctx, "j", "submit", {"version": v2, "snapshot": "s1"})
     assert op["state"] == "succeeded", op
-    assert op["steps"] == ["plan", "reserve_run", "materialise", "create_run", "await_submitted"]
+    assert op["steps"] == [
+        "plan",
+        *("dry_run_prepare", "dry_run_submit", "dry_run"),  # counts resumes state
+        *("reserve_run", "materialise", "create_run", "await_submitted"),
+    ]
     new_run = op["run_id"]
     assert new_run != old_run and op["result"]["from"]["enrich"] == {"mode": "initialize"}
     restored = _checkpoint(settings, "j", new_run)
@@ -401,7 +405,11 @@ def test_failed_update_rolls_back_from_the_same_snapshot(
         return status(backend_id)
 
     monkeypatch.setattr(fake, "status", failing_v2)
-    op = _operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    # (dry_run false: a dry run would refuse this v2 before anything stops; the rollback is
+    # what is tested here.)
+    op = _operate(
+        client, ctx, "j", "update", {"version": v2, "verify_seconds": 0, "dry_run": False}
+    )
     assert op["state"] == "failed", op
     assert "Rolled back: version 1 runs again from snapshot" in op["error"], op["error"]
     result = op["result"]

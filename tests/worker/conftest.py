@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -31,6 +33,9 @@ class FakeBackend:
     submits: int = 0
     finds: int = 0
     kills: list[str] = field(default_factory=list)
+    # A dry-run driver (spark.tidegate.dry_run) ends at its first look with this outcome per
+    # checked query, written where the real runtime writes it (None: every query fits).
+    dry_run_outcome: dict[str, dict[str, Any]] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def ready(self) -> bool:
@@ -46,11 +51,20 @@ class FakeBackend:
         app = self.apps.get(backend_id)
         if app is None:
             return AppStatus(backend_id, AppState.UNKNOWN, "NOT_FOUND")
+        if app.state == AppState.PENDING and app.spec.conf.get("spark.tidegate.dry_run"):
+            self._finish_dry_run(app)
         if app.state == AppState.PENDING:  # the next look finds it started (or failed)
             app.state = AppState.FAILED if self.fail_on_start else AppState.RUNNING
             return AppStatus(backend_id, AppState.PENDING, "SUBMITTED")
         message = "boom: bad config" if app.state == AppState.FAILED else None
         return AppStatus(backend_id, app.state, app.state.value.upper(), message)
+
+    def _finish_dry_run(self, app: FakeApp) -> None:
+        checked = json.loads(app.spec.conf["spark.tidegate.dry_run_queries"])
+        outcome = self.dry_run_outcome or {q: {"ok": True} for q in checked}
+        result = {"ok": all(o.get("ok") for o in outcome.values()), "queries": outcome}
+        Path(app.spec.conf["spark.tidegate.dry_run_result"]).write_text(json.dumps(result))
+        app.state = AppState.SUCCEEDED
 
     def kill(self, backend_id: str) -> None:
         self.kills.append(backend_id)

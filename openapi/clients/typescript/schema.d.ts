@@ -1197,7 +1197,10 @@ export interface components {
             steps: components["schemas"]["Step"][];
             /** Error */
             error: string | null;
-            /** Result */
+            /**
+             * Result
+             * @description Once finished, the outcome. While running, how far it got: a drain's backlog per query; a snapshot export's bytes_total, bytes_copied, files_total and files_copied (updated as it copies, about twice a second).
+             */
             result: {
                 [key: string]: unknown;
             } | null;
@@ -2117,6 +2120,17 @@ export interface components {
             resume_point?: {
                 [key: string]: (components["schemas"]["ResumeFrom"] | components["schemas"]["Initialize"]) | components["schemas"]["SplitEntry"];
             } | null;
+            /**
+             * Dry Run
+             * @description With a snapshot or resume point, before the run starts, run the new version's app against a scratch copy of the state it would resume (noop sinks, one empty batch): Spark checks the state schemas and stateful operators as a real restart would, which catches app changes the declarations do not show (an avg for a sum, a session window for a tumbling one, another grouping key). Only when a resumed query holds state. false: skip it (the declared checks still apply).
+             * @default true
+             */
+            dry_run: boolean;
+            /**
+             * Dry Run Timeout Seconds
+             * @description How long the dry run may take, driver start included (default 300); past it the request is refused and nothing was touched.
+             */
+            dry_run_timeout_seconds?: number | null;
         };
         /** TokenCreate */
         TokenCreate: {
@@ -2213,19 +2227,30 @@ export interface components {
              */
             snapshot_name?: string | null;
             /**
+             * Dry Run
+             * @description strategy snapshot: before the old run is stopped, run the new version's app against a scratch copy of the state it would resume (noop sinks, one empty batch): Spark checks the state schemas and stateful operators as a real restart would, which catches app changes the declarations do not show (an avg for a sum, a session window for a tumbling one, another grouping key). Only when a resumed query holds state. false: skip it (the declared checks still apply).
+             * @default true
+             */
+            dry_run: boolean;
+            /**
+             * Dry Run Timeout Seconds
+             * @description How long the dry run may take, driver start included (default 300); past it the request is refused and nothing was touched.
+             */
+            dry_run_timeout_seconds?: number | null;
+            /**
              * Timeout Seconds
              * @description snapshot, stateless: how long to wait for the old run's graceful stop (default 120). drain: how long the drain may take (default 1800); a drain still running then is stopped at a batch boundary and the old version started again from its checkpoint.
              */
             timeout_seconds?: number | null;
             /**
              * Verify Seconds
-             * @description After the new run starts, how long it must keep running before the update counts as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch 0) within first_batch_seconds. A failure or no such commit in time rolls back. 0: only check that it started.
+             * @description After the new run starts, how long it must keep running before the update counts as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch 0), or report itself idle when it has no new input, within first_batch_seconds. A failure or neither in time rolls back. 0: only check that it started.
              * @default 20
              */
             verify_seconds: number;
             /**
              * First Batch Seconds
-             * @description How long every query of the new run has to commit its first batch past the restored one (default 600); a query whose input has no new data commits none, so the update rolls back after this long.
+             * @description How long every query of the new run has to commit its first batch past the restored one, or (with no new input) report Spark's idle event (default 600); a query that does neither in time rolls the update back.
              */
             first_batch_seconds?: number | null;
         };

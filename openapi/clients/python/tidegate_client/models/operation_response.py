@@ -31,7 +31,9 @@ class OperationResponse:
         run_id (int | None):
         steps (list[Step]): Steps done so far, in order.
         error (None | str):
-        result (None | OperationResponseResultType0):
+        result (None | OperationResponseResultType0): Once finished, the outcome. While running, how far it got: a
+            drain's backlog per query; a snapshot export's bytes_total, bytes_copied, files_total and files_copied (updated
+            as it copies, about twice a second).
         idempotency_key (None | str):
         created_by (str):
         created_at (datetime.datetime):

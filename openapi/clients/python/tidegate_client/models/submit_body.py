@@ -22,12 +22,21 @@ class SubmitBody:
         snapshot (None | str | Unset): Start from this snapshot: queries resume their state by name.
         snapshot_job (None | str | Unset): The job the snapshot belongs to; default this job.
         resume_point (None | SubmitBodyResumePointType0 | Unset):
+        dry_run (bool | Unset): With a snapshot or resume point, before the run starts, run the new version's app
+            against a scratch copy of the state it would resume (noop sinks, one empty batch): Spark checks the state
+            schemas and stateful operators as a real restart would, which catches app changes the declarations do not show
+            (an avg for a sum, a session window for a tumbling one, another grouping key). Only when a resumed query holds
+            state. false: skip it (the declared checks still apply). Default: True.
+        dry_run_timeout_seconds (int | None | Unset): How long the dry run may take, driver start included (default
+            300); past it the request is refused and nothing was touched.
     """
 
     version: int
     snapshot: None | str | Unset = UNSET
     snapshot_job: None | str | Unset = UNSET
     resume_point: None | SubmitBodyResumePointType0 | Unset = UNSET
+    dry_run: bool | Unset = True
+    dry_run_timeout_seconds: int | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.submit_body_resume_point_type_0 import SubmitBodyResumePointType0  # noqa: PLC0415
@@ -54,6 +63,14 @@ class SubmitBody:
         else:
             resume_point = self.resume_point
 
+        dry_run = self.dry_run
+
+        dry_run_timeout_seconds: int | None | Unset
+        if isinstance(self.dry_run_timeout_seconds, Unset):
+            dry_run_timeout_seconds = UNSET
+        else:
+            dry_run_timeout_seconds = self.dry_run_timeout_seconds
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -67,6 +84,10 @@ class SubmitBody:
             field_dict["snapshot_job"] = snapshot_job
         if resume_point is not UNSET:
             field_dict["resume_point"] = resume_point
+        if dry_run is not UNSET:
+            field_dict["dry_run"] = dry_run
+        if dry_run_timeout_seconds is not UNSET:
+            field_dict["dry_run_timeout_seconds"] = dry_run_timeout_seconds
 
         return field_dict
 
@@ -112,11 +133,24 @@ class SubmitBody:
 
         resume_point = _parse_resume_point(d.pop("resume_point", UNSET))
 
+        dry_run = d.pop("dry_run", UNSET)
+
+        def _parse_dry_run_timeout_seconds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        dry_run_timeout_seconds = _parse_dry_run_timeout_seconds(d.pop("dry_run_timeout_seconds", UNSET))
+
         submit_body = cls(
             version=version,
             snapshot=snapshot,
             snapshot_job=snapshot_job,
             resume_point=resume_point,
+            dry_run=dry_run,
+            dry_run_timeout_seconds=dry_run_timeout_seconds,
         )
 
         return submit_body

@@ -24,21 +24,30 @@ class UpdateBody:
             checkpoints exactly where it stopped (refused with 422 when the running version declares stateful operators).
             Default: UpdateBodyStrategy.SNAPSHOT.
         snapshot_name (None | str | Unset): Name of the snapshot the update saves; default update-v<old>-v<new>-<time>.
+        dry_run (bool | Unset): strategy snapshot: before the old run is stopped, run the new version's app against a
+            scratch copy of the state it would resume (noop sinks, one empty batch): Spark checks the state schemas and
+            stateful operators as a real restart would, which catches app changes the declarations do not show (an avg for a
+            sum, a session window for a tumbling one, another grouping key). Only when a resumed query holds state. false:
+            skip it (the declared checks still apply). Default: True.
+        dry_run_timeout_seconds (int | None | Unset): How long the dry run may take, driver start included (default
+            300); past it the request is refused and nothing was touched.
         timeout_seconds (int | None | Unset): snapshot, stateless: how long to wait for the old run's graceful stop
             (default 120). drain: how long the drain may take (default 1800); a drain still running then is stopped at a
             batch boundary and the old version started again from its checkpoint.
         verify_seconds (int | Unset): After the new run starts, how long it must keep running before the update counts
             as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch
-            0) within first_batch_seconds. A failure or no such commit in time rolls back. 0: only check that it started.
-            Default: 20.
+            0), or report itself idle when it has no new input, within first_batch_seconds. A failure or neither in time
+            rolls back. 0: only check that it started. Default: 20.
         first_batch_seconds (int | None | Unset): How long every query of the new run has to commit its first batch past
-            the restored one (default 600); a query whose input has no new data commits none, so the update rolls back after
-            this long.
+            the restored one, or (with no new input) report Spark's idle event (default 600); a query that does neither in
+            time rolls the update back.
     """
 
     version: int
     strategy: UpdateBodyStrategy | Unset = UpdateBodyStrategy.SNAPSHOT
     snapshot_name: None | str | Unset = UNSET
+    dry_run: bool | Unset = True
+    dry_run_timeout_seconds: int | None | Unset = UNSET
     timeout_seconds: int | None | Unset = UNSET
     verify_seconds: int | Unset = 20
     first_batch_seconds: int | None | Unset = UNSET
@@ -55,6 +64,14 @@ class UpdateBody:
             snapshot_name = UNSET
         else:
             snapshot_name = self.snapshot_name
+
+        dry_run = self.dry_run
+
+        dry_run_timeout_seconds: int | None | Unset
+        if isinstance(self.dry_run_timeout_seconds, Unset):
+            dry_run_timeout_seconds = UNSET
+        else:
+            dry_run_timeout_seconds = self.dry_run_timeout_seconds
 
         timeout_seconds: int | None | Unset
         if isinstance(self.timeout_seconds, Unset):
@@ -81,6 +98,10 @@ class UpdateBody:
             field_dict["strategy"] = strategy
         if snapshot_name is not UNSET:
             field_dict["snapshot_name"] = snapshot_name
+        if dry_run is not UNSET:
+            field_dict["dry_run"] = dry_run
+        if dry_run_timeout_seconds is not UNSET:
+            field_dict["dry_run_timeout_seconds"] = dry_run_timeout_seconds
         if timeout_seconds is not UNSET:
             field_dict["timeout_seconds"] = timeout_seconds
         if verify_seconds is not UNSET:
@@ -111,6 +132,17 @@ class UpdateBody:
 
         snapshot_name = _parse_snapshot_name(d.pop("snapshot_name", UNSET))
 
+        dry_run = d.pop("dry_run", UNSET)
+
+        def _parse_dry_run_timeout_seconds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        dry_run_timeout_seconds = _parse_dry_run_timeout_seconds(d.pop("dry_run_timeout_seconds", UNSET))
+
         def _parse_timeout_seconds(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -135,6 +167,8 @@ class UpdateBody:
             version=version,
             strategy=strategy,
             snapshot_name=snapshot_name,
+            dry_run=dry_run,
+            dry_run_timeout_seconds=dry_run_timeout_seconds,
             timeout_seconds=timeout_seconds,
             verify_seconds=verify_seconds,
             first_batch_seconds=first_batch_seconds,

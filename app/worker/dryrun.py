@@ -1,0 +1,245 @@
+"""Compatibility before anything stops, where declarations are not enough: a dry run of the new
+version's app against a scratch copy of the state it would resume.
+
+The declared checks (app/snapshots/compat.py) cannot see a change inside the app with the same
+declarations (``avg`` for ``sum``, a session window for a tumbling one, another grouping key).
+Spark sees it when it plans the first batch on the old checkpoint. So, before an update stops
+the old run (and before a submit from a snapshot starts the new one):
+
+1. ``dry_run_prepare``: each resumed query's checkpoint is copied into a scratch directory
+   (the same materialisation as a new run's, from the snapshot or from the live run's
+   committed prefix), and one empty batch is planned in each copy that holds state:
+   ``offsets/N+1`` = ``offsets/N``. Spark runs a planned batch on restart even without data;
+   it loads state version N+1, which the copy holds, and checks the state schemas and the
+   operator metadata (see app/runtime/dryrun.py for what was observed on Spark 4.3).
+2. ``dry_run_submit``: the new version's app is submitted on its cluster with
+   ``spark.tidegate.dry_run=true`` under the tag ``tidegate-dryrun-<operation>``: no run
+   has that tag, and a worker resuming after a crash finds the driver by it
+   (``backend.find``) instead of submitting a second one.
+3. ``dry_run``: the driver is awaited (bounded; killed past the timeout) and its result file
+   read. A refusal fails the operation with the query, the operator and what differs; the
+   old run was never touched.
+
+Skipped with ``dry_run: false`` on the request, and when no resumed query has state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from app.backends.base import SubmitSpec
+from app.runtime import dryrun as runtime_dryrun
+from app.runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
+from app.snapshots import worker as snapshot_worker
+from app.worker.context import WorkerContext
+
+log = logging.getLogger(__name__)
+
+DRY_RUN_TIMEOUT_SECONDS = 300.0
+# What the driver may spend on the planned batch itself, inside the worker's bound.
+IN_DRIVER_TIMEOUT_SECONDS = 180.0
+SCRATCH_DIR = ".tidegate-dryrun"
+
+_OPERATOR = re.compile(r"OperatorId: (\d+) -> OperatorName: (\w+)")
+_SCHEMA = re.compile(r"Existing (\w+)_schema=(\S+) and new \w+_schema=(\S+?)\.?(?:\s|$)")
+
+
+def tag(op_id: int) -> str:
+    return f"tidegate-dryrun-{op_id}"
+
+
+def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int) -> Path:
+    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / str(op_id)
+
+
+def plan_empty_batch(checkpoint: Path) -> int | None:
+    """``offsets/N+1`` = ``offsets/N`` (N the committed batch) when the copy holds state: the
+    batch a restart runs first, with no input. Returns N+1, or None (no state, nothing to
+    check)."""
+    state = checkpoint / "state"
+    if not state.is_dir() or not any(state.iterdir()):
+        return None
+    batch = latest_commit_batch(checkpoint)
+    if batch is None:
+        return None
+    data = (checkpoint / "offsets" / str(batch)).read_bytes()
+    target = checkpoint / "offsets" / str(batch + 1)
+    tmp = target.with_name(f".{target.name}.tidegate-tmp")
+    tmp.write_bytes(data)
+    (checkpoint / "offsets" / f".{batch + 1}.crc").write_bytes(hadoop_crc(data))
+    tmp.replace(target)
+    return batch + 1
+
+
+def prepare(
+    ctx: WorkerContext,
+    plan: dict[str, Any],
+    job_name: str,
+    queries: list[dict[str, Any]],
+    scratch: Path,
+) -> dict[str, Any]:
+    """Fresh scratch copies of every resumed query; the queries to check and their batch."""
+    resumed = [q for q in plan["queries"] if q.get("source") and "state" in q.get("parts", [])]
+    if not resumed:
+        return {"scratch": str(scratch), "check": {}}
+    scratch_plan = {**plan, "queries": resumed}
+    for attempt in range(3):
+        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            snapshot_worker.materialise(
+                ctx.factory, ctx.settings, scratch_plan, job_name, 0, queries, scratch=scratch
+            )
+            break
+        except snapshot_worker.SnapshotFailed:
+            # From a live run, Spark's maintenance may remove an old file while it is copied
+            # (the files of the committed batch never go): copy again.
+            if attempt == 2:
+                raise
+    check, operators = {}, {}
+    for item in resumed:
+        batch = plan_empty_batch(scratch / item["query"])
+        if batch is not None:
+            check[item["query"]] = batch
+            operators[item["query"]] = [
+                {"id": o.operator_id, "name": o.operator_name}
+                for o in state_operators(scratch / item["query"])
+            ]
+    return {"scratch": str(scratch), "check": check, "operators": operators}
+
+
+def submit(
+    ctx: WorkerContext,
+    op_id: int,
+    version: Any,
+    job_name: str,
+    scratch: Path,
+    check: dict[str, int],
+) -> dict[str, Any]:
+    """Submit the dry-run driver once: a worker resuming finds it by its tag."""
+    from app.worker.reconcile import QUERY_CONF_KEYS
+
+    backend = ctx.backend(version.cluster)
+    found = backend.find(tag(op_id))
+    if found is not None:
+        return {"tag": tag(op_id), "backend_id": found, "found": True, "at": time.time()}
+    conf = {
+        **version.conf,
+        runtime_dryrun.DRY_RUN_CONF: "true",
+        runtime_dryrun.CHECK_CONF: json.dumps(sorted(check)),
+        runtime_dryrun.RESULT_CONF: str(scratch / runtime_dryrun.RESULT_FILE),
+        runtime_dryrun.TIMEOUT_CONF: str(int(IN_DRIVER_TIMEOUT_SECONDS)),
+        "spark.tidegate.job": job_name,
+        "spark.tidegate.version": str(version.number),
+        "spark.tidegate.checkpoint_dir": str(scratch),
+        "spark.tidegate.queries": json.dumps(
+            [
+                {
+                    **{k: q.get(k) for k in QUERY_CONF_KEYS},
+                    "checkpoint_location": None,
+                    "stateful": bool(q.get("stateful_operators")),
+                    "sources": [{"name": s["name"], "kind": s["kind"]} for s in q["sources"]],
+                }
+                for q in version.queries
+            ],
+            separators=(",", ":"),
+        ),
+    }
+    spec = SubmitSpec(
+        tag=tag(op_id),
+        file=version.app["file"],
+        py_files=list(version.app.get("py_files", [])),
+        args=list(version.app.get("args", [])),
+        conf=conf,
+    )
+    backend_id = backend.submit(spec)
+    log.info("operation %s: dry-run driver %s submitted as %s", op_id, tag(op_id), backend_id)
+    return {"tag": tag(op_id), "backend_id": backend_id, "at": time.time()}
+
+
+def await_outcome(
+    ctx: WorkerContext,
+    version: Any,
+    backend_id: str,
+    submitted_at: float,
+    scratch: Path,
+    timeout: float,
+) -> dict[str, Any]:
+    """Wait for the driver (the timeout counts from its submission, across worker restarts),
+    then read its result. Returns {"ok": bool, "queries": ..., "driver": ...}."""
+    backend = ctx.backend(version.cluster)
+    result_path = scratch / runtime_dryrun.RESULT_FILE
+    while True:
+        status = backend.status(backend_id)
+        if status.state.terminal:
+            break
+        if time.time() - submitted_at >= timeout:
+            backend.kill(backend_id)
+            return {
+                "ok": False,
+                "timeout": True,
+                "driver": status.raw_state,
+                "message": f"the dry-run driver did not finish within {timeout:.0f}s "
+                f"({status.raw_state})",
+            }
+        time.sleep(ctx.poll_seconds)
+    try:
+        result: dict[str, Any] = json.loads(result_path.read_text())
+    except (OSError, ValueError):
+        tail = status.message or backend.log_tail(backend_id, 30) or ""
+        return {
+            "ok": False,
+            "driver": status.raw_state,
+            "message": "the new version's app ended without a dry-run result "
+            f"({status.raw_state}); does it start its queries with the tidegate runtime "
+            f"(Runtime.start, Runtime.await_termination)? {tail[-2000:]}".strip(),
+        }
+    return {**result, "driver": status.raw_state}
+
+
+def problems(outcome: dict[str, Any], operators: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """One line per refused query: the query, the operator and what differs."""
+    lines = []
+    for query, result in sorted((outcome.get("queries") or {}).items()):
+        if result.get("ok"):
+            continue
+        message = str(result.get("message") or "")
+        what = _what_differs(str(result.get("error_class")), message, operators.get(query) or [])
+        lines.append(f"query '{query}': {what} [{result.get('error_class')}]")
+    if not lines and not outcome.get("ok"):
+        lines.append(str(outcome.get("message") or "the dry run failed"))
+    return lines
+
+
+def _what_differs(error_class: str, message: str, operators: list[dict[str, Any]]) -> str:
+    if "NOT_MATCH_IN_STATE_METADATA" in error_class and "in current batch" in message:
+        # "Stateful operators in the metadata: [(OperatorId: 0 -> OperatorName: a)];
+        #  Stateful operators in current batch: [(OperatorId: 0 -> OperatorName: b)]"
+        saved_text, new_text = message.split("in current batch", 1)
+        saved, new = dict(_OPERATOR.findall(saved_text)), dict(_OPERATOR.findall(new_text))
+        diffs = [
+            f"operator {op} is {saved.get(op, 'absent')} in the saved state but "
+            f"{new.get(op, 'absent')} in the new version"
+            for op in sorted(set(saved) | set(new), key=int)
+            if saved.get(op) != new.get(op)
+        ]
+        return "; ".join(diffs) or message
+    schema = _SCHEMA.search(message)
+    if schema:
+        part, had, wants = schema.group(1), schema.group(2).strip(), schema.group(3).strip()
+        where = (
+            f"operator 0 ({operators[0].get('name')})"
+            if len(operators) == 1
+            else "a stateful operator (Spark does not say which)"
+        )
+        return f"the state {part} schema of {where} changed: saved {had}, new {wants}"
+    return message.splitlines()[0] if message else error_class
+
+
+def cleanup(scratch: Path) -> None:
+    shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,92 @@
+"""The dry run's pieces without Spark: planning the empty batch in a scratch copy, reading
+Spark's errors, and saying which query, operator and state differ. (On real Spark:
+tests/e2e/test_snapshots.py.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.runtime.checkpoint import hadoop_crc, latest_offsets_batch
+from app.runtime.dryrun import describe_error
+from app.worker.dryrun import plan_empty_batch, problems
+
+VALUE_ERROR = (
+    "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "
+    "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing "
+    "state value schema.\nPlease check number and type of fields.\nExisting value_schema="
+    "StructType(StructField(count,LongType,true),StructField(sum,DoubleType,true)) and new "
+    "value_schema=StructType(StructField(count,LongType,true),StructField(sum,DoubleType,true),"
+    "StructField(count,LongType,true)).\nIf you want to force running the query without schema "
+    "validation, please set spark.sql.streaming.stateStore.stateSchemaCheck to false. "
+    "SQLSTATE: XXKST\n=== Streaming Query ===\nIdentifier: windowed_counts"
+)
+OPERATOR_ERROR = (
+    "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "
+    "[STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA] Streaming stateful operator name "
+    "does not match with the operator in state metadata.\nStateful operators in the metadata: "
+    "[(OperatorId: 0 -> OperatorName: stateStoreSave)]; Stateful operators in current batch: "
+    "[(OperatorId: 0 -> OperatorName: sessionWindowStateStoreSaveExec)]. SQLSTATE: 42K03"
+)
+
+
+def _checkpoint(root: Path, batches: int, state: bool) -> Path:
+    for log in ("offsets", "commits"):
+        (root / log).mkdir(parents=True)
+    for n in range(batches):
+        meta = json.dumps({"batchWatermarkMs": n, "batchTimestampMs": n, "conf": {}})
+        (root / "offsets" / str(n)).write_text(f'v1\n{meta}\n{{"0": {10 * (n + 1)}}}')
+        (root / "commits" / str(n)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    if state:
+        (root / "state" / "0" / "0").mkdir(parents=True)
+        (root / "state" / "0" / "0" / f"{batches}.delta").write_bytes(b"x")
+    return root
+
+
+def test_the_empty_batch_repeats_the_committed_offsets(tmp_path: Path) -> None:
+    checkpoint = _checkpoint(tmp_path / "q", 3, state=True)
+    assert plan_empty_batch(checkpoint) == 3
+    planned = (checkpoint / "offsets" / "3").read_bytes()
+    assert planned == (checkpoint / "offsets" / "2").read_bytes()
+    assert (checkpoint / "offsets" / ".3.crc").read_bytes() == hadoop_crc(planned)
+    assert latest_offsets_batch(checkpoint) == 3
+    assert not (checkpoint / "commits" / "3").exists()
+
+
+def test_no_state_nothing_to_check(tmp_path: Path) -> None:
+    checkpoint = _checkpoint(tmp_path / "q", 2, state=False)
+    assert plan_empty_batch(checkpoint) is None
+    assert latest_offsets_batch(checkpoint) == 1
+
+
+def test_sparks_error_class_is_the_cause_not_the_wrapper() -> None:
+    described = describe_error(RuntimeError(VALUE_ERROR))
+    assert described["error_class"] == "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"
+    assert described["message"].startswith("Provided value schema")
+    assert "=== Streaming Query ===" not in described["message"]
+    assert "SQLSTATE" not in described["message"]
+    plain = describe_error(ValueError("no class here"))
+    assert plain == {"ok": False, "error_class": "ValueError", "message": "no class here"}
+
+
+def test_problems_name_query_operator_and_what_differs() -> None:
+    outcome = {
+        "ok": False,
+        "queries": {
+            "counts": describe_error(RuntimeError(VALUE_ERROR)),
+            "sessions": describe_error(RuntimeError(OPERATOR_ERROR)),
+            "fine": {"ok": True, "batch_id": 4},
+        },
+    }
+    lines = problems(outcome, {"counts": [{"id": 0, "name": "stateStoreSave"}]})
+    assert lines == [
+        "query 'counts': the state value schema of operator 0 (stateStoreSave) changed: saved "
+        "StructType(StructField(count,LongType,true),StructField(sum,DoubleType,true)), new "
+        "StructType(StructField(count,LongType,true),StructField(sum,DoubleType,true),"
+        "StructField(count,LongType,true)) [STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE]",
+        "query 'sessions': operator 0 is stateStoreSave in the saved state but "
+        "sessionWindowStateStoreSaveExec in the new version "
+        "[STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA]",
+    ]
+    timeout = {"ok": False, "timeout": True, "message": "did not finish within 300s"}
+    assert problems(timeout, {}) == ["did not finish within 300s"]
