@@ -24,7 +24,11 @@ def test_submit_is_accepted_and_idempotent(client: TestClient, cluster: str) -> 
     r = client.post("/api/v1/jobs/j/submit", json={"version": 1}, headers={"Idempotency-Key": "k1"})
     assert r.status_code == 202, r.text
     op = r.json()
-    assert op["state"] == "pending" and op["kind"] == "submit" and op["params"] == {"version": 1, "dry_run": True}
+    assert (
+        op["state"] == "pending"
+        and op["kind"] == "submit"
+        and op["params"] == {"version": 1, "dry_run": True}
+    )
     assert r.headers["location"] == f"/api/v1/operations/{op['id']}"
     again = client.post(
         "/api/v1/jobs/j/submit", json={"version": 1}, headers={"Idempotency-Key": "k1"}
