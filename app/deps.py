@@ -7,6 +7,7 @@ from typing import Annotated
 
 import anyio
 from fastapi import Depends, Request
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -34,7 +35,19 @@ def _slots(request: Request) -> anyio.CapacityLimiter:
 def _end(session: Session, commit: bool) -> None:
     try:
         if commit:
-            session.commit()
+            try:
+                session.commit()
+            except OperationalError as exc:
+                # The connection died during COMMIT: PostgreSQL may have made the change
+                # durable before it went. Say so instead of "nothing was changed".
+                raise ServiceUnavailable(
+                    "The metadata store failed while saving this change, so it may or may not "
+                    "have been saved. Read the resource back, or retry: a create that went "
+                    "through answers 409, an operation with the same Idempotency-Key answers "
+                    "the same operation.",
+                    headers={"Retry-After": "5"},
+                    outcome="unknown",
+                ) from exc
         else:
             session.rollback()
     finally:

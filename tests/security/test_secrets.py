@@ -26,7 +26,7 @@ from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
 from app.spark_local import find_free_port
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
-from tests.e2e.fixtures import SPARK_TEST_CONF
+from tests.e2e.fixtures import SPARK_TEST_CONF, spark_submit_processes
 from tests.e2e.stack import ROOT, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -201,6 +201,11 @@ def test_no_secret_in_logs_responses_errors_or_audit(
         assert done["state"] == "succeeded", done
         run_id = done["run_id"]
         wait_until(lambda: read.get(f"/runs/{run_id}").json()["progress"], bool, 180)
+        # The driver's environment is where the run token goes (never the conf): read it
+        # from the live spark-submit JVM, to look for it everywhere else below.
+        tag = read.get(f"/runs/{run_id}").json()["tag"]
+        (driver,) = spark_submit_processes(tag)
+        handed = driver.environ().get("TIDEGATE_RUN_TOKEN")
         stop = operate.post(f"/jobs/{job}/stop").json()
         wait_until(
             lambda: read.get(f"/operations/{stop['id']}").json()["state"],
@@ -227,13 +232,13 @@ def test_no_secret_in_logs_responses_errors_or_audit(
 
     batch = _batch_of(livy_runner, run_id)
     props = (runner_state_dir / "batches" / str(batch) / "spark.properties").read_text()
-    run_token = TOKEN_LINE.search(props.replace("\\", ""))
-    assert run_token, "the run token was not handed to the driver"
+    assert handed and handed.startswith("tg_"), "the run token was not handed to the driver"
+    assert not TOKEN_LINE.search(props.replace("\\", "")), "the run token is in the conf"
     secrets = {
         "admin token": ADMIN_TOKEN,
         "operate token": operate.headers["Authorization"].split()[1],
         "read token": read.headers["Authorization"].split()[1],
-        "run token": run_token.group(1),
+        "run token": handed,
         "cluster authorization": cluster_secret.split()[1],
         "cluster password": password,
         "basic auth header": base64.b64encode(f"svc:{password}".encode()).decode(),
