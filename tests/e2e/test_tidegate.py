@@ -15,7 +15,8 @@ from app.runtime.control import ControlClient, ControlPlaneRefused
 from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
 from app.spark_local import LocalStandaloneCluster
-from pipelines.ground_truth import expected_windowed_counts
+from pipelines.ground_truth import expected_enrich, expected_windowed_counts
+from tests.chaos.harness import enrich_rows
 from tests.e2e.conftest import SPARK_TEST_CONF, app_path
 from tests.e2e.stack import ROOT, Stack, wait_until
 
@@ -201,17 +202,40 @@ def test_failing_app_restarts_on_schedule_then_fails(clusters: Stack) -> None:
 
 
 def test_worker_killed_mid_submit_leaves_exactly_one_driver(
-    clusters: Stack, standalone_cluster: LocalStandaloneCluster
+    clusters: Stack, standalone_cluster: LocalStandaloneCluster, tmp_path: Path
 ) -> None:
+    """The stateless enrichment pipeline on the standalone cluster: the worker is killed right
+    after the driver was submitted; another worker finishes without a second driver. The
+    output equals the ground truth, after a clean stop and a restart from the checkpoint."""
     stack, job = clusters, "sigkill-mid-submit"
+    root, out = tmp_path / "log", tmp_path / "out"
+    EventLog(root).create_stream("clicks", 2)
+    start = 1_767_225_600_000
+    produce(str(root), "clicks", 2, rate=0, count=300, start_ts_ms=start, ts_step_ms=400)
     _job(stack, job)
     r = stack.client.post(
         f"/jobs/{job}/versions",
         json={
-            "app": {"file": app_path("stream.py")},
+            "app": {
+                "file": str(ROOT / "pipelines" / "enrich.py"),
+                "args": ["--root", str(root), "--stream", "clicks", "--output", str(out)],
+            },
             "cluster": "standalone",
-            "conf": SPARK_TEST_CONF,
-            "queries": [{"sources": [{"name": "rate", "kind": "rate"}]}],
+            "conf": {**SPARK_TEST_CONF, "spark.sql.session.timeZone": "UTC"},
+            "queries": [
+                {
+                    "name": "enrich",
+                    "sources": [
+                        {
+                            "name": "clicks",
+                            "kind": "eventlog",
+                            "options": {"root": str(root), "stream": "clicks"},
+                        }
+                    ],
+                    "output_mode": "append",
+                    "trigger": "1 SECONDS",
+                }
+            ],
         },
     )
     assert r.status_code == 201, r.text
@@ -219,6 +243,9 @@ def test_worker_killed_mid_submit_leaves_exactly_one_driver(
     def active_drivers() -> list[str]:
         state = httpx.get(standalone_cluster.ui_url + "/json/").json()
         return [d["id"] for d in state.get("activedrivers", [])]
+
+    def expected() -> list[tuple[int, int, float]]:
+        return sorted((r.partition, r.offset, r.amount) for r in expected_enrich(root, "clicks"))
 
     before = set(active_drivers())
     stack.stop_workers()
@@ -229,12 +256,24 @@ def test_worker_killed_mid_submit_leaves_exactly_one_driver(
     stack.start_worker()
     done = stack.wait_operation(op["id"])
     assert done["state"] == "succeeded", done
+    run_id = done["run_id"]
     new = set(active_drivers()) - before
-    assert len(new) == 1 and stack.run(done["run_id"])["backend_id"] in new
+    assert len(new) == 1 and stack.run(run_id)["backend_id"] in new
+    wait_until(lambda: enrich_rows(out), lambda rows: rows == expected(), 180)
+    assert stack.run(run_id)["progress"]["enrich"]["batch_id"] >= 0
+
+    stop = _operate(stack, job, "stop")
+    assert stop["state"] == "succeeded", stop
+    checkpoint = stack.checkpoint_root / job / str(run_id) / "enrich"
+    assert cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
+    produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=start + 200_000)
+    restart = _operate(stack, job, "restart")
+    assert restart["state"] == "succeeded", restart
+    wait_until(lambda: enrich_rows(out), lambda rows: rows == expected(), 180)  # none twice
     cancel = _operate(stack, job, "cancel")
     assert cancel["state"] == "succeeded", cancel
-    assert stack.run(done["run_id"])["state"] == "cancelled"
-    wait_until(active_drivers, lambda ids: not (set(ids) & new), 60)
+    assert stack.run(run_id)["state"] == "cancelled"
+    wait_until(active_drivers, lambda ids: set(ids) <= before, 60)  # every attempt gone
 
 
 def test_runtime_with_a_wrong_token_is_refused_and_says_so(clusters: Stack) -> None:
