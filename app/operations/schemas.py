@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -11,6 +11,24 @@ from app.snapshots.schemas import SnapshotName
 
 OperationKind = Literal["submit", "stop", "cancel", "restart", "drain", "snapshot", "update"]
 OperationState = Literal["pending", "running", "succeeded", "failed"]
+
+# The compatibility dry run, as submit and update both offer it.
+DRY_RUN = (
+    "run the new version's app against a scratch copy of the state it would resume (noop "
+    "sinks, one empty batch): Spark checks the state schemas and stateful operators as a real"
+    " restart would, which catches app changes the declarations do not show (an avg for a "
+    "sum, a session window for a tumbling one, another grouping key). Only when a resumed "
+    "query holds state. false: skip it (the declared checks still apply)."
+)
+DryRunTimeout = Annotated[
+    int | None,
+    Field(
+        ge=30,
+        le=3_600,
+        description="How long the dry run may take, driver start included (default 300); "
+        "past it the request is refused and nothing was touched.",
+    ),
+]
 
 
 class SubmitBody(Body):
@@ -23,22 +41,9 @@ class SubmitBody(Body):
     )
     resume_point: ResumePoint | None = None
     dry_run: bool = Field(
-        True,
-        description="With a snapshot or resume point, before the run starts, run the new "
-        "version's app against a "
-        "scratch copy of the state it would resume (noop sinks, one empty batch): Spark "
-        "checks the state schemas and stateful operators as a real restart would, which "
-        "catches app changes the declarations do not show (an avg for a sum, a session "
-        "window for a tumbling one, another grouping key). Only when a resumed query holds "
-        "state. false: skip it (the declared checks still apply).",
+        True, description="With a snapshot or resume point, before the run starts, " + DRY_RUN
     )
-    dry_run_timeout_seconds: int | None = Field(
-        None,
-        ge=30,
-        le=3_600,
-        description="How long the dry run may take, driver start included (default 300); "
-        "past it the request is refused and nothing was touched.",
-    )
+    dry_run_timeout_seconds: DryRunTimeout = None
 
     @model_validator(mode="after")
     def _one_start(self) -> SubmitBody:
@@ -125,22 +130,9 @@ class UpdateBody(Body):
         description="Name of the snapshot the update saves; default update-v<old>-v<new>-<time>.",
     )
     dry_run: bool = Field(
-        True,
-        description="strategy snapshot: before the old run is stopped, run the new "
-        "version's app against a "
-        "scratch copy of the state it would resume (noop sinks, one empty batch): Spark "
-        "checks the state schemas and stateful operators as a real restart would, which "
-        "catches app changes the declarations do not show (an avg for a sum, a session "
-        "window for a tumbling one, another grouping key). Only when a resumed query holds "
-        "state. false: skip it (the declared checks still apply).",
+        True, description="strategy snapshot: before the old run is stopped, " + DRY_RUN
     )
-    dry_run_timeout_seconds: int | None = Field(
-        None,
-        ge=30,
-        le=3_600,
-        description="How long the dry run may take, driver start included (default 300); "
-        "past it the request is refused and nothing was touched.",
-    )
+    dry_run_timeout_seconds: DryRunTimeout = None
     timeout_seconds: int | None = Field(
         None,
         ge=1,
