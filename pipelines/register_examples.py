@@ -40,12 +40,14 @@ WINDOWED_JOB = "clicks-per-minute"
 ENRICH_JOB = "clicks-enriched"
 
 
-def windowed_counts_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
-    """The version body of pipelines/windowed_counts.py (the arguments its argparse needs,
-    the query name it starts)."""
+def _pipeline_version(
+    pipeline: str, query: dict[str, Any], root: Path, stream: str, out: Path, cluster: str
+) -> dict[str, Any]:
+    """The version body of ``pipelines/<pipeline>.py``: the arguments its argparse needs and
+    ``query`` (its name, stateful operators) reading ``stream`` as source ``clicks``."""
     return {
         "app": {
-            "file": str(ROOT / "pipelines" / "windowed_counts.py"),
+            "file": str(ROOT / "pipelines" / f"{pipeline}.py"),
             "args": ["--root", str(root), "--stream", stream, "--output", str(out)],
         },
         "cluster": cluster,
@@ -57,7 +59,7 @@ def windowed_counts_version(root: Path, stream: str, out: Path, cluster: str) ->
         },
         "queries": [
             {
-                "name": "windowed_counts",
+                **query,
                 "sources": [
                     {
                         "name": "clicks",
@@ -65,42 +67,22 @@ def windowed_counts_version(root: Path, stream: str, out: Path, cluster: str) ->
                         "options": {"root": str(root), "stream": stream},
                     }
                 ],
-                "stateful_operators": [{"kind": "tumbling_window"}],
                 "output_mode": "append",
                 "trigger": "5 SECONDS",
             }
         ],
     }
+
+
+def windowed_counts_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
+    """The version body of pipelines/windowed_counts.py."""
+    query = {"name": "windowed_counts", "stateful_operators": [{"kind": "tumbling_window"}]}
+    return _pipeline_version("windowed_counts", query, root, stream, out, cluster)
 
 
 def enrich_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
     """The version body of pipelines/enrich.py (stateless: no stateful operators)."""
-    return {
-        "app": {
-            "file": str(ROOT / "pipelines" / "enrich.py"),
-            "args": ["--root", str(root), "--stream", stream, "--output", str(out)],
-        },
-        "cluster": cluster,
-        "conf": {
-            "spark.sql.shuffle.partitions": "2",
-            "spark.sql.session.timeZone": "UTC",
-            "spark.executorEnv.PYTHONPATH": str(ROOT),
-        },
-        "queries": [
-            {
-                "name": "enrich",
-                "sources": [
-                    {
-                        "name": "clicks",
-                        "kind": "eventlog",
-                        "options": {"root": str(root), "stream": stream},
-                    }
-                ],
-                "output_mode": "append",
-                "trigger": "5 SECONDS",
-            }
-        ],
-    }
+    return _pipeline_version("enrich", {"name": "enrich"}, root, stream, out, cluster)
 
 
 class Failed(Exception):
