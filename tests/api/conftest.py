@@ -71,3 +71,27 @@ def version_body(cluster: str = "local", **over: object) -> dict[str, object]:
     }
     body.update(over)
     return body
+
+
+def make_current_run(db: Engine, job: str, state: str = "running") -> tuple[int, str]:
+    """A run of ``job``'s first version in ``state``, made its current run, with a run-scoped
+    token: (run id, token)."""
+    from app.jobs.models import Job
+    from app.runs.models import Run
+
+    with transaction(make_sessionmaker(db)) as session:
+        row = session.query(Job).filter_by(name=job).one()
+        run = Run(
+            job_id=row.id,
+            version_id=row.versions[0].id,
+            state=state,
+            attempt=0,
+            failures=0,
+            created_by="t",
+            progress={},
+        )
+        session.add(run)
+        session.flush()
+        row.current_run_id = run.id
+        _, token = create_token(session, name="r", scope=Scope.RUN, run_id=run.id)
+        return run.id, token

@@ -7,13 +7,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from app.auth.service import Scope, create_token
 from app.db import make_sessionmaker, transaction
-from app.jobs.models import Job
 from app.runs.models import Run
 from app.runtime import checkpoint as cp
 from app.runtime.eventlog import EventLog, NewRecord
-from tests.api.conftest import version_body
+from tests.api.conftest import make_current_run, version_body
 from tests.startpoints.test_resolve import T0, write_checkpoint
 
 URL = "/api/v1/jobs/j/startpoints"
@@ -116,44 +114,10 @@ def test_bulk_upsert_thousands_in_one_call(client: TestClient, cluster: str) -> 
     assert len(pending) == 10_000 and {s["value"] for s in pending} == {1}
 
 
-def _running_run(db: Engine) -> tuple[int, str]:
-    with transaction(make_sessionmaker(db)) as session:
-        j = session.query(Job).filter_by(name="j").one()
-        run = Run(
-            job_id=j.id,
-            version_id=j.versions[0].id,
-            state="running",
-            attempt=0,
-            failures=0,
-            created_by="t",
-            progress={},
-        )
-        session.add(run)
-        session.flush()
-        j.current_run_id = run.id
-        _, token = create_token(session, name="r", scope=Scope.RUN, run_id=run.id)
-        return run.id, token
-
-
 def test_preview_apply_commit_and_revert(
     client: TestClient, job: dict[str, str], db: Engine, settings
 ) -> None:  # type: ignore[no-untyped-def]
-    with transaction(make_sessionmaker(db)) as session:
-        j = session.query(Job).filter_by(name="j").one()
-        run = Run(
-            job_id=j.id,
-            version_id=j.versions[0].id,
-            state="stopped",
-            attempt=0,
-            failures=0,
-            created_by="t",
-            progress={},
-        )
-        session.add(run)
-        session.flush()
-        j.current_run_id = run.id
-        run_id = run.id
-        _, token = create_token(session, name="r", scope=Scope.RUN, run_id=run.id)
+    run_id, token = make_current_run(db, "j", state="stopped")
     ck = settings.resolved_checkpoint_root / "j" / str(run_id) / "q"
     write_checkpoint(ck, 3, '{"0": 50, "1": 50, "2": 50, "3": 50}')
     client.put(
@@ -257,7 +221,7 @@ def test_preview_apply_commit_and_revert(
 def test_batch_commit_progress_deletes_applied_startpoints(
     client: TestClient, job: dict[str, str], db: Engine, settings
 ) -> None:  # type: ignore[no-untyped-def]
-    run_id, token = _running_run(db)
+    run_id, token = make_current_run(db, "j")
     auth = {"Authorization": f"Bearer {token}"}
     ck = settings.resolved_checkpoint_root / "j" / str(run_id) / "q"
     write_checkpoint(ck, 3, '{"0": 50, "1": 50, "2": 50, "3": 50}')
