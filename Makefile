@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test install lint typecheck openapi openapi-check unit e2e clean clients clients-check
+.PHONY: run test install lint typecheck openapi openapi-check unit e2e clean clients clients-check test-tools
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -64,10 +64,14 @@ bench: $(STAMP)
 	done
 # ---------------------------------------------------------------------------------------------
 
+# Prometheus and Chromium for the tests that drive them (Debian packages, as root); skipped elsewhere.
+test-tools:
+	@scripts/install-test-tools.sh
+
 unit: $(STAMP)
 	$(PY) -m pytest -m "not e2e and not spark" -q
 
-test: $(STAMP) lint typecheck openapi-check clients-check
+test: $(STAMP) test-tools lint typecheck openapi-check clients-check
 	$(PY) -m pytest -q
 
 clean:
