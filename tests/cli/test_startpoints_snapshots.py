@@ -4,6 +4,7 @@ without Spark: what is set, listed, refused; exports and updates are accepted as
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -72,6 +73,10 @@ def test_startpoints_set_list_preview_withdraw(tg: Cli, logged_job: str) -> None
     ]
     table = tg.ok("startpoints", "list", "clicks").stdout
     assert "all" in table and "TIMESTAMP" in table  # no partition = every partition
+    # People read the TIMESTAMP's value as ISO-8601 UTC; JSON keeps the API's epoch ms.
+    assert "2026-01-01T00:00:30Z" in table and str(T0 + 30_000) not in table
+    set_at = re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+\S+\s*$", table.splitlines()[1])
+    assert set_at, table  # the SET column too
     preview = tg.json("startpoints", "preview", "clicks")
     assert {"rows", "errors"} <= set(preview)
     tg.ok("startpoints", "preview", "clicks")
