@@ -49,7 +49,7 @@ def human_time(value: Any) -> str:
 
 def epoch_ms_time(value: Any) -> str:
     """Epoch milliseconds (how the API carries event times) as ISO-8601 UTC; the
-    milliseconds only when there are some: 1795443607000 → '2026-11-22T06:00:07Z'."""
+    milliseconds only when there are some: 1795443607000 → '2026-11-23T14:20:07Z'."""
     if not isinstance(value, int) or isinstance(value, bool):
         return cell(value)
     try:
