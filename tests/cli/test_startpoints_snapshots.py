@@ -299,9 +299,9 @@ def test_list_compat_delete_and_coordinates_of_real_snapshots(
 
     table = tg.ok("list-snapshots").stdout.splitlines()
     assert table[0].split() == ["TIME", "SIZE", "JOB", "NAME", "SNAPSHOT", "NAME"]
-    assert [line.split() for line in table[1:]] == [  # newest first, sizes for people
-        ["2026-01-02", "03:04:05", "3.1", "MiB", "clicks", "nightly"],
-        ["2026-01-01", "00:00:00", "1.5", "KiB", "clicks", "small"],
+    assert [line.split() for line in table[1:]] == [  # newest first, ISO times, sizes for people
+        ["2026-01-02T03:04:05Z", "3.1", "MiB", "clicks", "nightly"],
+        ["2026-01-01T00:00:00Z", "1.5", "KiB", "clicks", "small"],
     ]
     assert [(s["name"], s["size_bytes"]) for s in tg.json("list-snapshots", "clicks")] == [
         ("nightly", 3_250_586),
