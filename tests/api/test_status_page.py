@@ -77,6 +77,8 @@ def test_login_refuses_bad_and_run_tokens_and_accepts_read(
     cookie = ok.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
     assert "Secure" not in cookie  # plain http here; https requests get Secure
+    https = TestClient(client.app, base_url="https://testserver", follow_redirects=False)  # type: ignore[arg-type]
+    assert "Secure" in https.post("/ui/login", data={"token": ADMIN_TOKEN}).headers["set-cookie"]
     page = browser.get("/ui/jobs/clicks")
     assert page.status_code == 200 and "signed in as test-read (read)" in page.text
     assert "script-src" not in page.headers["content-security-policy"]  # default-src 'none'

@@ -24,6 +24,7 @@ from app.runs import service as runs
 from app.runs.models import Run
 from app.snapshots.models import Snapshot
 from tests.api.conftest import version_body
+from tests.conftest import ADMIN_TOKEN
 from tests.e2e.stack import ROOT, Stack, running_stack
 
 pytestmark = pytest.mark.e2e
@@ -203,8 +204,6 @@ def test_status_page_in_chromium_shows_what_the_api_says(own_stack: Stack, brows
     stack = own_stack
     seeded = _seed(stack)
     job, api = seeded["job"], stack.client
-    from tests.conftest import ADMIN_TOKEN
-
     # No token yet: the page sends the person to the form, which takes one.
     browser.get(f"{stack.url}/ui")
     assert "/ui/login" in browser.current_url
