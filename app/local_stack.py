@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import httpx
 from pydantic import SecretStr
@@ -17,7 +18,10 @@ from sqlalchemy import select
 from app import migrate
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker, transaction
-from app.embedded import bootstrap_admin_token, resolve_database_url
+from app.embedded import bootstrap_admin_token, resolve_database_url, server_log_path
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +84,50 @@ def _wait_http(url: str, timeout: float = 30.0) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout:.0f}s")
 
 
+def local_url(settings: Settings) -> str:
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def banner(settings: Settings, *, embedded: bool, token_in_env: bool) -> str:
+    """What a person needs once the stack is up: where to look and how to log in."""
+    url = local_url(settings)
+    token_file = settings.data_dir.absolute() / "admin-token"
+    where, value = (
+        ("$TIDEGATE_ADMIN_TOKEN", "$TIDEGATE_ADMIN_TOKEN")
+        if token_in_env
+        else (str(token_file), f"$(cat {token_file})")
+    )
+    lines = [
+        "",
+        f"tidegate is ready on {url}",
+        f"  status page  {url}/ui  (log in: paste the admin token, from {where})",
+        f"  CLI          export TIDEGATE_TOKEN={value}; tidegate jobs list",
+        f'  API          curl -H "Authorization: Bearer $TIDEGATE_TOKEN" {url}/api/v1/clusters',
+    ]
+    if embedded:
+        lines.append(f"  PostgreSQL   embedded; its log: {server_log_path(settings.data_dir)}")
+    lines.append("  Stop with Ctrl-C.")
+    return "\n".join(lines) + "\n"
+
+
+def _announce_when_started(server: uvicorn.Server, text: str, stop: threading.Event) -> None:
+    """The banner once the API serves: the last thing on the terminal, not lost among the
+    start-up lines before it."""
+    while not stop.is_set():
+        if server.started:
+            print(text, file=sys.stderr, flush=True)
+            return
+        stop.wait(0.1)
+
+
 def run_local_stack(settings: Settings) -> None:
     import uvicorn
 
     from app.cli import spawn, terminate
     from app.main import create_app
 
+    embedded, token_in_env = not settings.database_url, settings.admin_token is not None
     database_url = resolve_database_url(settings)
     migrate.upgrade(database_url)
     admin_token = bootstrap_admin_token(settings)
@@ -117,24 +159,27 @@ def run_local_stack(settings: Settings) -> None:
         _wait_http(runner_url + "/batches")
         _register_local_cluster(database_url, runner_url)
         children.append(spawn(["worker"], env))
-        print(
-            f"\ntidegate is serving on http://{settings.host}:{settings.port}  "
-            f"(admin token in {settings.data_dir.absolute() / 'admin-token'})\n"
-            f"  export TIDEGATE_TOKEN=$(cat {settings.data_dir / 'admin-token'})\n"
-            f'  curl -H "Authorization: Bearer $TIDEGATE_TOKEN" '
-            f"http://{settings.host}:{settings.port}/api/v1/clusters\n",
-            file=sys.stderr,
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_app(settings),
+                host=settings.host,
+                port=settings.port,
+                log_config=None,
+                timeout_graceful_shutdown=10,
+            )
         )
+        threading.Thread(
+            target=_announce_when_started,
+            args=(server, banner(settings, embedded=embedded, token_in_env=token_in_env), watching),
+            name="banner",
+            daemon=True,
+        ).start()
         threading.Thread(
             target=_watch_children, args=(children, watching), name="watch", daemon=True
         ).start()
-        uvicorn.run(
-            create_app(settings),
-            host=settings.host,
-            port=settings.port,
-            log_config=None,
-            timeout_graceful_shutdown=10,
-        )
+        server.run()
+        if not server.started:
+            sys.exit(3)  # uvicorn's startup failure (e.g. the port is taken); it said why
     finally:
         watching.set()
         # The worker first (so it restarts nothing), then the drivers, then the runner.

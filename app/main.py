@@ -24,6 +24,7 @@ from app.resume_points.routes import router as resume_points_router
 from app.runs.routes import router as runs_router
 from app.snapshots.routes import router as snapshots_router
 from app.startpoints.routes import router as startpoints_router
+from app.ui import routes as ui
 
 API_PREFIX = "/api/v1"
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -104,4 +105,5 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     ):
         api.include_router(router)
     app.include_router(api)
+    ui.install(app)
     return app

@@ -35,16 +35,30 @@ def human_size(n: Any) -> str:
 
 
 def human_time(value: Any) -> str:
-    """An API timestamp as 'YYYY-MM-DD HH:MM:SS' in UTC (the server's zone for everything)."""
+    """An API timestamp as ISO-8601 in UTC, to the second: '2026-11-22T06:00:07Z'."""
     if not value:
         return "-"
     try:
         moment = datetime.fromisoformat(str(value))
     except ValueError:
         return str(value)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    # The API's times are UTC; a naive one is read as UTC, never as the reader's zone.
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def epoch_ms_time(value: Any) -> str:
+    """Epoch milliseconds (how the API carries event times) as ISO-8601 UTC; the
+    milliseconds only when there are some: 1795443607000 → '2026-11-23T14:20:07Z'."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return cell(value)
+    try:
+        moment = datetime.fromtimestamp(value / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(value)
+    millis = value % 1000
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{millis:03d}Z" if millis else f"{text}Z"
 
 
 def cell(value: Any) -> str:

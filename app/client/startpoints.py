@@ -11,7 +11,7 @@ import typer
 from app.client.api import seg
 from app.client.base import Ctx, command, exclusive, load_document
 from app.client.errors import CliError, Exit
-from app.client.output import Column, human_time
+from app.client.output import Column, epoch_ms_time, human_time
 from app.client.wait import TimeoutOption, WaitOption, accepted
 
 startpoints_app = typer.Typer(
@@ -127,12 +127,18 @@ def startpoints_set(
         ctx.out.document(result)
 
 
+def position(row: dict[str, Any]) -> Any:
+    """A TIMESTAMP startpoint's value (epoch milliseconds in the API) as a time people read."""
+    value = row.get("value")
+    return epoch_ms_time(value) if row.get("type") == "TIMESTAMP" else value
+
+
 PENDING_COLUMNS: list[Column] = [
     ("ID", "id"),
     ("SOURCE", "source"),
     ("PARTITION", lambda s: "all" if s.get("partition") is None else s["partition"]),
     ("TYPE", "type"),
-    ("VALUE", "value"),
+    ("VALUE", position),
     ("STATE", "state"),
     ("SET", lambda s: human_time(s.get("updated_at") or s.get("created_at"))),
     ("BY", "created_by"),
@@ -189,7 +195,7 @@ def startpoints_preview(ctx: Ctx, job: JobArg) -> None:
                 ("SOURCE", "source"),
                 ("PARTITION", "partition"),
                 ("TYPE", "type"),
-                ("VALUE", "value"),
+                ("VALUE", position),
                 ("CURRENT", "current"),
                 ("TARGET", "target"),
                 ("MOVE", "move"),

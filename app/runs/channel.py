@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -106,3 +107,21 @@ def record_drain(session: Session, run_id: int, report: DrainReport) -> Run:
         drain["drained_at"] = utcnow().isoformat()
     run.drain = drain
     return run
+
+
+def recent_progress(
+    session: Session, run_ids: list[int], since: datetime
+) -> dict[int, list[QueryProgress]]:
+    """Every run's stored reports since ``since``, oldest first: one statement for a page of
+    runs (the history is bounded per query, so this is too)."""
+    found: dict[int, list[QueryProgress]] = {run_id: [] for run_id in run_ids}
+    if not run_ids:
+        return found
+    stmt = (
+        select(QueryProgress)
+        .where(QueryProgress.run_id.in_(run_ids), QueryProgress.at >= since)
+        .order_by(QueryProgress.run_id, QueryProgress.id)
+    )
+    for row in session.scalars(stmt):
+        found[row.run_id].append(row)
+    return found

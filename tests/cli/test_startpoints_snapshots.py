@@ -4,6 +4,7 @@ without Spark: what is set, listed, refused; exports and updates are accepted as
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -72,6 +73,10 @@ def test_startpoints_set_list_preview_withdraw(tg: Cli, logged_job: str) -> None
     ]
     table = tg.ok("startpoints", "list", "clicks").stdout
     assert "all" in table and "TIMESTAMP" in table  # no partition = every partition
+    # People read the TIMESTAMP's value as ISO-8601 UTC; JSON keeps the API's epoch ms.
+    assert "2026-01-01T00:00:30Z" in table and str(T0 + 30_000) not in table
+    set_at = re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+\S+\s*$", table.splitlines()[1])
+    assert set_at, table  # the SET column too
     preview = tg.json("startpoints", "preview", "clicks")
     assert {"rows", "errors"} <= set(preview)
     tg.ok("startpoints", "preview", "clicks")
@@ -294,9 +299,9 @@ def test_list_compat_delete_and_coordinates_of_real_snapshots(
 
     table = tg.ok("list-snapshots").stdout.splitlines()
     assert table[0].split() == ["TIME", "SIZE", "JOB", "NAME", "SNAPSHOT", "NAME"]
-    assert [line.split() for line in table[1:]] == [  # newest first, sizes for people
-        ["2026-01-02", "03:04:05", "3.1", "MiB", "clicks", "nightly"],
-        ["2026-01-01", "00:00:00", "1.5", "KiB", "clicks", "small"],
+    assert [line.split() for line in table[1:]] == [  # newest first, ISO times, sizes for people
+        ["2026-01-02T03:04:05Z", "3.1", "MiB", "clicks", "nightly"],
+        ["2026-01-01T00:00:00Z", "1.5", "KiB", "clicks", "small"],
     ]
     assert [(s["name"], s["size_bytes"]) for s in tg.json("list-snapshots", "clicks")] == [
         ("nightly", 3_250_586),

