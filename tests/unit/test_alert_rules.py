@@ -64,6 +64,8 @@ def test_prometheus_config_checks(tmp_path: Path) -> None:
     # points at this checkout instead.
     config = yaml.safe_load((PROMETHEUS_DIR / "prometheus.yml").read_text())
     assert config["rule_files"] == ["/etc/prometheus/alerts.yml"]
+    # tidegate's `job` label names the tidegate job; without this Prometheus renames it.
+    assert all(scrape["honor_labels"] is True for scrape in config["scrape_configs"])
     config["rule_files"] = [str(PROMETHEUS_DIR / "alerts.yml")]
     token = tmp_path / "token"
     token.write_text("x")
