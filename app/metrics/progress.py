@@ -84,7 +84,7 @@ def figures(
     since = max(seen) if seen else running_since
     if since is not None:
         out.last_progress_age_seconds = max(0.0, now - since)
-    if "batch_id" not in latest:
+    if latest.get("batch_id") is None:
         return out
     out.batch_id = float(latest["batch_id"])
     durations = latest.get("durations_ms") or {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
@@ -139,3 +140,29 @@ def test_operations_and_workers(client: TestClient, db: Engine, settings: Settin
     m = scrape(client)
     assert value(m, "tidegate_workers_live") == 0
     assert value(m, "tidegate_worker_lease_renewals_total") == 3  # a counter: never down
+
+
+def test_the_fast_rendering_equals_prometheus_client_s(client: TestClient, db: Engine) -> None:
+    """app.metrics.render writes what prometheus_client's generate_latest writes, label values
+    with quotes, backslashes and newlines included."""
+    from prometheus_client import generate_latest
+
+    from app.metrics import render
+
+    client.post("/api/v1/clusters", json={"name": "local", "kind": "livy", "url": "http://x:9"})
+    client.post("/api/v1/jobs", json={"name": "j"})
+    client.post("/api/v1/jobs/j/versions", json=version_body())
+    make_current_run(db, "j")
+    registry = client.app.state.metrics_registry  # type: ignore[attr-defined]
+    families = list(registry.collect())
+    odd = GaugeMetricFamily("tidegate_odd", 'a "doc" \\ with\nnewline', labels=["job"])
+    odd.add_metric(['a"b\\c\nd'], 1.5)
+    families.append(odd)
+
+    class Fixed:
+        def collect(self) -> list[Metric]:
+            return families
+
+    expected = generate_latest(Fixed())  # type: ignore[arg-type]
+    # generate_latest sorts label names; ours keep declaration order, which is sorted here.
+    assert sorted(render(families).decode().splitlines()) == sorted(expected.decode().splitlines())
