@@ -8,7 +8,7 @@ their latest offsets, a watermark, state operators), 10 stored progress reports 
 pending one; 3 workers beat. The data is written with SQL (filling is not what is measured).
 Rounds alternate the three requests; medians of the rounds are reported with their spread.
 
-    python bench/metrics.py [--jobs 1000] [--rounds 5] [--samples 30]
+    python bench/metrics.py [--jobs 1000] [--rounds 5] [--samples 10]
 
 Figures go to bench/results/metrics.json (TIDEGATE_BENCH_RESULTS=dir to write elsewhere).
 """
@@ -21,17 +21,24 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
+from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import seed
 from bench.common import (
     ADMIN_TOKEN,
+    SERVER_URL,
+    Server,
+    _with_db,
     median,
     percentile,
     ratio,
@@ -131,6 +138,44 @@ def fill(url: str, jobs: int) -> None:
             conn.execute(f"analyze {t}")
 
 
+@contextmanager
+def empty_copy(url: str) -> Iterator[str]:
+    """A copy of the freshly migrated database ``url`` (before it is filled): the 0-job
+    store, without a second migration run."""
+    source = url.rsplit("/", 1)[-1].split("?")[0]
+    name = f"{source}_empty"
+    with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("create database {} template {}").format(
+                sql.Identifier(name), sql.Identifier(source)
+            )
+        )
+    try:
+        yield _with_db(SERVER_URL, name)
+    finally:
+        with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+            )
+
+
+@contextmanager
+def started(*servers: AbstractContextManager[Server]) -> Iterator[list[Server]]:
+    """Start several servers at once (each waits for its own readiness), stop them all."""
+    with ExitStack() as stack, ThreadPoolExecutor(len(servers)) as pool:
+        futures = [pool.submit(cm.__enter__) for cm in servers]
+        error: BaseException | None = None
+        for cm, future in zip(servers, futures, strict=True):
+            try:
+                future.result()
+                stack.push(cm)
+            except BaseException as exc:  # stop the others, then raise the first failure
+                error = error or exc
+        if error is not None:
+            raise error
+        yield [f.result() for f in futures]
+
+
 def sample(client: httpx.Client, path: str, n: int) -> list[float]:
     out = []
     for _ in range(n):
@@ -147,31 +192,21 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--samples", type=int, default=30, help="sequential requests per round")
+    parser.add_argument("--samples", type=int, default=10, help="sequential requests per round")
     args = parser.parse_args()
     load_start = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="tidegate-bench-metrics-"))
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with (
-        scratch_database("tidegate_bench_metrics") as url,
-        scratch_database("tidegate_bench_metrics_empty") as empty_url,
-    ):
+    api = ["-m", "app.cli", "api", "--no-migrate"]
+    with scratch_database("tidegate_bench_metrics") as url, empty_copy(url) as empty_url:
         t0 = time.perf_counter()
         fill(url, args.jobs)
         print(f"seeded {args.jobs} jobs in {time.perf_counter() - t0:.1f}s")
         with (
-            serve(
-                ["-m", "app.cli", "api", "--no-migrate"],
-                tidegate_env(url, tmp),
-                tmp / "api.log",
-                "/healthz",
-            ) as tg,
-            serve(
-                ["-m", "app.cli", "api", "--no-migrate"],
-                tidegate_env(empty_url, tmp / "empty"),
-                tmp / "empty.log",
-                "/healthz",
-            ) as empty,
+            started(
+                serve(api, tidegate_env(url, tmp), tmp / "api.log", "/healthz"),
+                serve(api, tidegate_env(empty_url, tmp / "empty"), tmp / "empty.log", "/healthz"),
+            ) as (tg, empty),
             httpx.Client(base_url=tg.url, headers=headers, timeout=60) as full_client,
             httpx.Client(base_url=empty.url, headers=headers, timeout=60) as empty_client,
         ):
