@@ -37,7 +37,7 @@ def render(families: Iterable[Metric]) -> bytes:
         doc = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
         out.append(f"# HELP {name} {doc}\n# TYPE {name} {family.type}\n")
         for s in family.samples:
-            value = floatToGoString(s.value)
+            value = floatToGoString(s.value)  # type: ignore[no-untyped-call]
             if s.labels:
                 labels = ",".join(f'{k}="{_escape(v)}"' for k, v in s.labels.items())
                 out.append(f"{s.name}{{{labels}}} {value}\n")
