@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import psycopg
 from psycopg import sql
 
@@ -176,14 +177,18 @@ def started(*servers: AbstractContextManager[Server]) -> Iterator[list[Server]]:
         yield [f.result() for f in futures]
 
 
-def sample(client: httpx.Client, path: str, n: int) -> list[float]:
+def sample(client: httpx.Client, server: Server, path: str, n: int) -> tuple[list[float], float]:
+    """``n`` sequential requests: their latencies, and the server process's CPU seconds per
+    request (user + system; a figure the machine's load moves much less than latency)."""
+    proc = psutil.Process(server.proc.pid)
+    before = sum(proc.cpu_times()[:2])
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
         r = client.get(path)
         out.append(time.perf_counter() - t0)
         r.raise_for_status()
-    return out
+    return out, (sum(proc.cpu_times()[:2]) - before) / n
 
 
 def main() -> None:
@@ -216,16 +221,21 @@ def main() -> None:
             store = [s for s in series if not s.startswith(process)]
             assert any(s.startswith("tidegate_query_source_backlog_records{") for s in series)
             cases = {
-                f"GET /metrics ({args.jobs} jobs)": lambda n: sample(full_client, "/metrics", n),
-                "GET /metrics (0 jobs)": lambda n: sample(empty_client, "/metrics", n),
-                "GET /healthz": lambda n: sample(full_client, "/healthz", n),
+                f"GET /metrics ({args.jobs} jobs)": lambda n: sample(
+                    full_client, tg, "/metrics", n
+                ),
+                "GET /metrics (0 jobs)": lambda n: sample(empty_client, empty, "/metrics", n),
+                "GET /healthz": lambda n: sample(full_client, tg, "/healthz", n),
             }
             for fn in cases.values():  # warm-up: connections, caches, plans
                 fn(3)
             rounds: dict[str, list[list[float]]] = {name: [] for name in cases}
+            cpu: dict[str, list[float]] = {name: [] for name in cases}
             for _ in range(args.rounds):  # interleaved, so load drifts hit all three alike
                 for name, fn in cases.items():
-                    rounds[name].append(fn(args.samples))
+                    latencies, cpu_each = fn(args.samples)
+                    rounds[name].append(latencies)
+                    cpu[name].append(cpu_each)
             collect = [
                 float(line.split()[-1])
                 for line in full_client.get("/metrics").text.splitlines()
@@ -250,6 +260,7 @@ def main() -> None:
             "p50_ms": median(medians) * 1000,
             "p90_ms": percentile(every, 90) * 1000,
             "spread_ms": [min(medians) * 1000, max(medians) * 1000],
+            "api_cpu_ms": median(cpu[name]) * 1000,
         }
     metrics = figures["requests"][f"GET /metrics ({args.jobs} jobs)"]["p50_ms"]
     empty_p50 = figures["requests"]["GET /metrics (0 jobs)"]["p50_ms"]
@@ -269,13 +280,22 @@ def main() -> None:
             f"{f['spread_ms'][0]:.1f}-{f['spread_ms'][1]:.1f} ms",
             ratio(f["p50_ms"], empty_p50),
             ratio(f["p50_ms"], health),
+            f"{f['api_cpu_ms']:.1f} ms",
         ]
         for name, f in figures["requests"].items()
     ]
     print(
         table(
             rows,
-            ["request", "p50", "p90", "round medians", "vs 0-job scrape", "vs /healthz"],
+            [
+                "request",
+                "p50",
+                "p90",
+                "round medians",
+                "vs 0-job scrape",
+                "vs /healthz",
+                "API CPU/request",
+            ],
         )
     )
     print(

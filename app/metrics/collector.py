@@ -5,6 +5,7 @@ long as its job. See docs/observability.md for every metric."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -110,6 +111,11 @@ WORKERS = text(
     from worker_heartbeats
     """
 )
+
+
+@functools.lru_cache(maxsize=256)
+def _trigger_seconds(trigger: str | None) -> float:
+    return parse_trigger(trigger) / 1000 if trigger else 0.0
 
 
 def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
@@ -250,7 +256,7 @@ class StoreCollector(Collector):
             QUERIES
         ):
             key = [job, query]
-            trigger.add_metric(key, parse_trigger(trig) / 1000 if trig else 0.0)
+            trigger.add_metric(key, _trigger_seconds(trig))
             fig = figures(
                 latest,
                 declared or [],

@@ -36,6 +36,8 @@ def epoch(text: Any) -> float | None:
 
 def _leaves(value: Any, prefix: str = "") -> dict[str, float]:
     """Numeric leaves of an offset (``{"0": 12}``, Kafka's ``{"topic": {"0": 12}}``)."""
+    if isinstance(value, dict) and all(type(v) is int for v in value.values()):
+        return {f"{prefix}/{k}": v for k, v in value.items()}  # the event log's: one level
     if isinstance(value, bool):
         return {}
     if isinstance(value, int | float):
