@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(PY) bench/reaction.py
 	$(PY) bench/startpoints.py
 	$(PY) bench/upgrade.py
+	$(PY) bench/metrics.py
 	@for extra in bench/snapshots.py bench/drain.py; do \
 		if [ -f $$extra ]; then echo "== $$extra"; $(PY) $$extra || exit 1; fi; \
 	done

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
 from app.auth.deps import Reader
 from app.errors import problem
+from app.metrics import exposition
 from app.migrate import current_revision
 
 router = APIRouter(tags=["service"])
@@ -67,7 +68,14 @@ def readyz(request: Request) -> Response:
     "/metrics",
     operation_id="getMetrics",
     name="service.metrics",
-    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}},
+    responses={
+        200: {
+            "content": {"text/plain": {}},
+            "description": "Prometheus text format: HTTP metrics, and the jobs', runs', "
+            "queries', operations' and workers' figures read from the store at scrape time "
+            "(see docs/observability.md).",
+        }
+    },
 )
-def metrics(_: Reader) -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+def metrics(request: Request, _: Reader) -> Response:
+    return Response(exposition(request.app.state.metrics_registry), media_type=CONTENT_TYPE_LATEST)

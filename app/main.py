@@ -17,6 +17,7 @@ from app.config import Settings, get_settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import document_problems, install_error_handlers
 from app.jobs.routes import router as jobs_router
+from app.metrics import store_registry
 from app.middleware import RequestMiddleware
 from app.migrate import head_revision
 from app.operations.routes import router as operations_router
@@ -86,6 +87,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.metrics_registry = store_registry(app.state.sessionmaker)
     app.state.migration_head = head_revision()
     install_error_handlers(app)
     app.add_middleware(RequestMiddleware, max_body_bytes=MAX_BODY_BYTES)

@@ -9,6 +9,7 @@ from app.operations.models import Operation
 from app.runs.models import QueryProgress, Run, RunTransition
 from app.snapshots.models import Snapshot, SnapshotRetention, SnapshotUse
 from app.startpoints.models import Startpoint, StartpointApplication
+from app.worker.models import WorkerHeartbeat
 
 __all__ = [
     "ApiToken",
@@ -26,4 +27,5 @@ __all__ = [
     "SnapshotUse",
     "Startpoint",
     "StartpointApplication",
+    "WorkerHeartbeat",
 ]

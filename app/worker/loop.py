@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import psycopg
@@ -43,6 +44,17 @@ RENEW = text(
     "update operations set lease_expires_at = now() + make_interval(secs => :lease) "
     "where id = any(:ids) and lease_owner = :me and state = 'running'"
 )
+# One row per worker, one statement per beat: what /metrics reports as live workers.
+BEAT = text(
+    """
+    insert into worker_heartbeats (worker_id, started_at, heartbeat_at, every_seconds,
+                                   lease_renewals, stopped_at)
+    values (:me, now(), now(), :every, :renewed, null)
+    on conflict (worker_id) do update set heartbeat_at = now(), every_seconds = :every,
+        lease_renewals = worker_heartbeats.lease_renewals + :renewed, stopped_at = null
+    """
+)
+STOPPED = text("update worker_heartbeats set stopped_at = now() where worker_id = :me")
 
 
 # How often the loop applies every job's snapshot retention (max_age expires between exports).
@@ -72,13 +84,26 @@ class Worker:
             )
             return op_id
 
-    def renew_leases(self) -> None:
+    def renew_leases(self) -> int:
+        """Extends the leases of the operations this worker runs; returns how many."""
         ids = list(self.active)
-        if ids:
-            with transaction(self.ctx.factory) as session:
-                session.execute(
-                    RENEW, {"ids": ids, "me": self.ctx.worker_id, "lease": self.ctx.lease_seconds}
-                )
+        if not ids:
+            return 0
+        with transaction(self.ctx.factory) as session:
+            result = session.execute(
+                RENEW, {"ids": ids, "me": self.ctx.worker_id, "lease": self.ctx.lease_seconds}
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    @property
+    def beat_every(self) -> float:
+        return self.ctx.lease_seconds / 3
+
+    def beat(self, renewed: int = 0) -> None:
+        with transaction(self.ctx.factory) as session:
+            session.execute(
+                BEAT, {"me": self.ctx.worker_id, "every": self.beat_every, "renewed": renewed}
+            )
 
     def _run_op(self, op_id: int) -> None:
         try:
@@ -116,13 +141,24 @@ class Worker:
             log.exception("snapshot retention failed; will retry")
 
     def _heartbeat(self) -> None:
-        while not self.stopping.wait(self.ctx.lease_seconds / 3):
+        while not self.stopping.wait(self.beat_every):
             try:
-                self.renew_leases()
+                self.beat(self.renew_leases())
             except Exception as exc:
                 log.warning("lease renewal failed: %s", exc)
 
+    def mark_stopped(self) -> None:
+        with transaction(self.ctx.factory) as session:
+            session.execute(STOPPED, {"me": self.ctx.worker_id})
+
+    def _quietly(self, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except Exception as exc:  # the store may be down: the heartbeat thread beats later
+            log.warning("worker heartbeat failed: %s", exc)
+
     def serve(self, listen_url: str) -> None:
+        self._quietly(self.beat)
         threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
         log.info("worker %s started", self.ctx.worker_id)
         conn: psycopg.Connection[tuple[object, ...]] | None = None
@@ -144,6 +180,7 @@ class Worker:
                 conn = None
                 self.stopping.wait(2.0)
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self._quietly(self.mark_stopped)
         if conn is not None:
             conn.close()
         log.info("worker %s stopped", self.ctx.worker_id)

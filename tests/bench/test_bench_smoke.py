@@ -29,7 +29,9 @@ def server_url(database_url: str) -> str:
     return f"{base.rsplit('/', 1)[0]}/postgres" + (f"?{query}" if query else "")
 
 
-def _run(script: str, args: list[str], server_url: str, out: Path) -> tuple[str, dict[str, Any]]:
+def _run(
+    script: str, args: list[str], server_url: str, out: Path, limit: float = LIMIT
+) -> tuple[str, dict[str, Any]]:
     env = {
         **os.environ,
         "TIDEGATE_BENCH_DATABASE_URL": server_url,
@@ -43,10 +45,10 @@ def _run(script: str, args: list[str], server_url: str, out: Path) -> tuple[str,
             env=env,
             capture_output=True,
             text=True,
-            timeout=LIMIT,
+            timeout=limit,
         )
     except subprocess.TimeoutExpired as e:
-        pytest.fail(f"bench/{script}.py took over {LIMIT}s:\n{e.stdout!s:.3000}")
+        pytest.fail(f"bench/{script}.py took over {limit}s:\n{e.stdout!s:.3000}")
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     path = out / f"{script}.json"
     assert path.exists(), proc.stdout[-2000:]
@@ -113,3 +115,15 @@ def test_startpoints(server_url: str, tmp_path: Path) -> None:
     for key in ("put_ms", "preview_ms", "copy_ms", "put_vs_copy_ratio", "preview_vs_copy_ratio"):
         assert _positive(figures[key]), key
     assert "vs COPY" in stdout
+
+
+def test_metrics(server_url: str, tmp_path: Path) -> None:
+    # Two API processes start (the 0-job baseline has its own store): ~15 s each when the
+    # machine is busy, hence a longer bound than the others'.
+    args = ["--jobs", "20", "--rounds", "1", "--samples", "2"]
+    stdout, figures = _run("metrics", args, server_url, tmp_path, limit=90)
+    assert figures["jobs"] == 20 and figures["store_series"] > 20 * 20
+    for name in ("GET /metrics (20 jobs)", "GET /metrics (0 jobs)", "GET /healthz"):
+        assert _positive(figures["requests"][name]["p50_ms"]), name
+    assert _positive(figures["ratio_vs_empty_scrape"]) and _positive(figures["ratio_vs_healthz"])
+    assert "vs 0-job scrape" in stdout and "load average" in stdout

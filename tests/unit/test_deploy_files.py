@@ -39,7 +39,16 @@ DOCKERFILE = ROOT / "docker" / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 HEALTHCHECK = ROOT / "docker" / "healthcheck.py"
 
-EXPECTED_SERVICES = {"postgres", "migrate", "api", "worker", "spark-master", "spark-worker"}
+EXPECTED_SERVICES = {
+    "postgres",
+    "migrate",
+    "api",
+    "worker",
+    "spark-master",
+    "spark-worker",
+    "prometheus",
+    "grafana",
+}
 TIDEGATE_SERVICES = ("migrate", "api", "worker")
 SHARED_SERVICES = ("api", "worker", "spark-master", "spark-worker")
 SHARED_VOLUME = "shared"
@@ -684,3 +693,66 @@ def test_healthcheck_reports_unreachable_as_unhealthy(monkeypatch: pytest.Monkey
     monkeypatch.setenv("TIDEGATE_PORT", str(free))
     assert hc.main(["api"]) == 1
     assert hc.main(["no-such-role"]) == 1
+
+
+# --------------------------------------------------------------------------- prometheus & grafana
+
+
+def _mounts(svc: dict[str, Any]) -> dict[str, str]:
+    """container path -> host path of the bind mounts (short syntax)."""
+    out = {}
+    for volume in svc.get("volumes") or []:
+        host, container = str(volume).split(":")[:2]
+        if host.startswith("./"):
+            out[container] = host
+    return out
+
+
+def test_prometheus_and_grafana_use_pinned_official_images(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    for name, repo in (("prometheus", "prom/prometheus"), ("grafana", "grafana/grafana")):
+        image = services[name]["image"]
+        assert image.startswith(repo + ":"), image
+        assert re.fullmatch(r"v?\d+\.\d+\.\d+", image.split(":", 1)[1]), f"unpinned: {image}"
+
+
+def test_prometheus_mounts_its_config_and_scrapes_the_api(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    mounts = _mounts(services["prometheus"])
+    assert mounts["/etc/prometheus"] == "./docker/prometheus"
+    config = yaml.safe_load((ROOT / "docker" / "prometheus" / "prometheus.yml").read_text())
+    assert config["rule_files"] == ["/etc/prometheus/alerts.yml"]
+    assert (ROOT / "docker" / "prometheus" / "alerts.yml").is_file()
+    (scrape,) = config["scrape_configs"]
+    port = env_of(services["api"]).get("TIDEGATE_PORT", "8000")
+    assert scrape["static_configs"] == [{"targets": [f"api:{port}"]}]
+    assert scrape["metrics_path"] == "/metrics"
+    # The token file the service writes at start is the one the scrape reads.
+    command = " ".join(services["prometheus"]["command"])
+    assert scrape["authorization"]["credentials_file"] in command
+    assert "TIDEGATE_ADMIN_TOKEN" in services["prometheus"]["environment"]
+
+
+def test_grafana_provisions_the_prometheus_datasource_and_the_dashboard(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    mounts = _mounts(services["grafana"])
+    assert mounts["/etc/grafana/provisioning"] == "./docker/grafana/provisioning"
+    grafana = ROOT / "docker" / "grafana"
+    (source,) = yaml.safe_load((grafana / "provisioning/datasources/prometheus.yml").read_text())[
+        "datasources"
+    ]
+    assert source["type"] == "prometheus" and source["url"] == "http://prometheus:9090"
+    (provider,) = yaml.safe_load((grafana / "provisioning/dashboards/tidegate.yml").read_text())[
+        "providers"
+    ]
+    dashboards_dir = provider["options"]["path"]
+    mounted = {c: h for c, h in mounts.items() if c.startswith(dashboards_dir + "/")}
+    assert mounted, f"nothing mounted under {dashboards_dir}"
+    for host in mounted.values():
+        assert (ROOT / host).is_file(), host
+    dashboard = json.loads((grafana / "tidegate.json").read_text())
+    default = next(v for v in dashboard["templating"]["list"] if v["type"] == "datasource")
+    assert default["current"]["value"] == source["uid"]

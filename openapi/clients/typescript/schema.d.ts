@@ -2607,7 +2607,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Prometheus text format. */
+            /** @description Prometheus text format: HTTP metrics, and the jobs', runs', queries', operations' and workers' figures read from the store at scrape time (see docs/observability.md). */
             200: {
                 headers: {
                     [name: string]: unknown;
