@@ -133,21 +133,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if fault == "error":
             self._reply(500, {"Content-Type": "application/xml"}, S3_INTERNAL_ERROR)
             return
-        host, _, port = self.proxy.upstream.removeprefix("http://").partition(":")
-        conn = http.client.HTTPConnection(host, int(port), timeout=HANG_LIMIT_SECONDS)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Content-Length"] = str(len(body))
-        try:
-            conn.request(self.command, self.path, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            out = {k: v for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP}
-            if self.command == "HEAD":  # the object's length, with no body
-                out["Content-Length"] = resp.getheader("Content-Length", "0")
-                self._reply(resp.status, out, b"", length=False)
-            else:
-                self._reply(resp.status, out, data)
-        finally:
+        resp, data = self._forward(headers, body)
+        out = {k: v for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP}
+        if self.command == "HEAD":  # the object's length, with no body
+            out["Content-Length"] = resp.getheader("Content-Length", "0")
+            self._reply(resp.status, out, b"", length=False)
+        else:
+            self._reply(resp.status, out, data)
+
+    def _forward(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[http.client.HTTPResponse, bytes]:
+        """To moto over one kept-alive connection per client connection (a new one if moto
+        closed it)."""
+        for attempt in (1, 2):
+            conn: http.client.HTTPConnection | None = getattr(self, "_upstream", None)
+            if conn is None:
+                host, _, port = self.proxy.upstream.removeprefix("http://").partition(":")
+                conn = http.client.HTTPConnection(host, int(port), timeout=HANG_LIMIT_SECONDS)
+                self._upstream = conn
+            try:
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                return resp, resp.read()
+            except (http.client.HTTPException, ConnectionError):
+                conn.close()
+                self._upstream = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def finish(self) -> None:
+        super().finish()
+        conn = getattr(self, "_upstream", None)
+        if conn is not None:
             conn.close()
 
     def _reply(
