@@ -25,8 +25,9 @@ STORE_HINT = (
     "check that the worker reaches the store and that TIDEGATE_SNAPSHOT_ROOT and "
     "TIDEGATE_SNAPSHOT_STORAGE_OPTIONS (or the AWS_* environment) are right, then try again"
 )
-# Connect and read timeouts in seconds, and botocore's own retries (s3fs retries a few
-# times more on timeouts): a store that hangs fails the export in minutes, not hours.
+# Connect and read timeouts in seconds, and botocore's own retries; s3fs retries a timed-out
+# request again on top (5 times by default; S3FS_RETRIES here): a store that hangs fails the
+# export in minutes, not in half an hour.
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     "s3": {
         "use_listings_cache": False,
@@ -38,6 +39,7 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     },
 }
 DEFAULT_OPTIONS["s3a"] = DEFAULT_OPTIONS["s3"]
+S3FS_RETRIES = 2
 LOCAL_PROTOCOLS = frozenset({"file", "local"})
 # Option names whose values are credentials (anywhere in the nested options).
 SECRET_NAME = re.compile(r"key|secret|token|password|credential|passphrase", re.IGNORECASE)
@@ -113,6 +115,8 @@ def open_remote(
         raise StoreError(
             f"snapshot store {shown}: cannot open it: {_reason(exc, secrets)}; {STORE_HINT}"
         ) from None
+    if protocol in ("s3", "s3a"):
+        fs.retries = S3FS_RETRIES  # an attribute, not a constructor option, in s3fs
     guarded = GuardedFileSystem(fs, shown, secrets)
     return cast(fsspec.AbstractFileSystem, guarded), str(root).rstrip("/")
 

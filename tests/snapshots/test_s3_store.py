@@ -33,8 +33,8 @@ def test_a_store_failing_mid_export_leaves_nothing_listed(
     tmp_path: Path, s3: S3Store, mode: str
 ) -> None:
     ck, files = _checkpoint(tmp_path)
-    # Short timeouts for the hang: s3fs still retries a timed-out request a few times.
-    store = SnapshotStore(s3.url, s3.options(read_timeout=0.5))
+    # A short read timeout for the hang (a request that passes takes milliseconds).
+    store = SnapshotStore(s3.url, s3.options(read_timeout=2))
     s3.proxy.arm(mode, after=3)  # three blobs land, then the store fails
     with pytest.raises(StoreError) as failed:
         store.put_files(ck.root, files)
