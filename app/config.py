@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TIDEGATE_", env_file=".env", extra="ignore")
+    # hide_input_in_errors: a refused value (a database URL, storage options) holds secrets.
+    model_config = SettingsConfigDict(
+        env_prefix="TIDEGATE_", env_file=".env", extra="ignore", hide_input_in_errors=True
+    )
 
     database_url: str | None = Field(
         default=None,
@@ -35,6 +41,11 @@ class Settings(BaseSettings):
     snapshot_root: str | None = Field(
         default=None, description="Snapshot store (path or fsspec URL); default DATA_DIR/snapshots."
     )
+    snapshot_storage_options: SecretStr | None = Field(
+        default=None,
+        description="JSON object of fsspec options for a remote SNAPSHOT_ROOT (s3fs: endpoint_url, "
+        "key, secret, client_kwargs, config_kwargs…); unset: the standard AWS environment.",
+    )
     public_url: str | None = Field(
         default=None,
         description="URL Spark drivers use to reach this API; default http://HOST:PORT.",
@@ -44,6 +55,36 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_statement_timeout_ms: int = 15_000
     max_page_size: int = 500
+
+    @field_validator("snapshot_root")
+    @classmethod
+    def _no_credentials_in_root(cls, root: str | None) -> str | None:
+        if root is not None and re.match(r"^[a-z][a-z0-9+.-]*://[^/]*@", root, re.IGNORECASE):
+            raise ValueError(
+                "holds credentials (user@ or key:secret@): put them in "
+                "TIDEGATE_SNAPSHOT_STORAGE_OPTIONS or the AWS_* environment instead"
+            )
+        return root
+
+    @field_validator("snapshot_storage_options")
+    @classmethod
+    def _options_are_a_json_object(cls, options: SecretStr | None) -> SecretStr | None:
+        if options is not None:
+            try:
+                parsed = json.loads(options.get_secret_value())
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                # Never the value itself: it holds credentials.
+                raise ValueError('must be a JSON object, e.g. {"endpoint_url": "https://…"}')
+        return options
+
+    @property
+    def snapshot_storage_options_dict(self) -> dict[str, Any]:
+        if self.snapshot_storage_options is None:
+            return {}
+        parsed: dict[str, Any] = json.loads(self.snapshot_storage_options.get_secret_value())
+        return parsed
 
     @property
     def resolved_checkpoint_root(self) -> Path:

@@ -7,7 +7,9 @@ Layout::
     tmp/                             uploads in flight (local roots), swept by gc
 
 A snapshot exists once its manifest does; the manifest is written after every blob it names,
-atomically (rename on a local root, a single PUT on object stores). State files are immutable,
+atomically (rename on a local root, a single PUT on object stores: S3 shows an object only
+once its PUT, or a multipart upload's completion, succeeded; a failed multipart upload is
+aborted, see ``app.snapshots.remote``). State files are immutable,
 so the second snapshot of a job mostly references blobs the first one wrote: only new files
 cost a write. ``gc`` deletes manifests no catalog row knows and then blobs no manifest names;
 callers keep it from running while an export is in flight (see ``snapshots.service``).
@@ -28,17 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
-from fsspec.implementations.local import LocalFileSystem
+
+from app.snapshots.remote import StoreError as StoreError  # raised here, re-exported
+from app.snapshots.remote import is_local, open_remote
 
 CHUNK = 4 * 1024 * 1024
 MANIFEST_FORMAT = 1
 # A file's identity for the hash cache: same path, size and mtime means the same content
 # (state files are never rewritten in place).
 FileKey = tuple[str, int, int]
-
-
-class StoreError(Exception):
-    """The store is unreachable, or a blob is missing or corrupt."""
 
 
 @dataclass
@@ -58,12 +58,17 @@ class GcResult:
 
 
 class SnapshotStore:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, options: Mapping[str, Any] | None = None) -> None:
+        """``url``: a path or fsspec URL; ``options``: the remote filesystem's (credentials,
+        endpoint, timeouts; ignored for a local root)."""
         self.url = url
-        fs, root = fsspec.core.url_to_fs(url)
-        self.fs: fsspec.AbstractFileSystem = fs
-        self.root = str(root).rstrip("/")
-        self.local = isinstance(fs, LocalFileSystem)
+        self.local = is_local(url)
+        self.fs: fsspec.AbstractFileSystem
+        if self.local:
+            self.fs, root = fsspec.core.url_to_fs(url)
+            self.root = str(root).rstrip("/")
+        else:
+            self.fs, self.root = open_remote(url, options)
         self._made: set[Path] = set()
 
     def _mkdir(self, path: Path) -> None:
@@ -145,7 +150,8 @@ class SnapshotStore:
                 os.fsync(f.fileno())
             os.replace(tmp, final)
         else:
-            self.fs.pipe_file(target, data)
+            self.fs.pipe_file(target, data)  # the commit point: one PUT, after every blob
+            return str(self.fs.unstrip_protocol(target))
         return target
 
     # ---- reading ----------------------------------------------------------------------

@@ -65,7 +65,12 @@ def _store_lock(factory: sessionmaker[Session], *, exclusive: bool) -> Iterator[
 
 
 def store_for(settings: Settings) -> SnapshotStore:
-    return SnapshotStore(settings.resolved_snapshot_root)
+    try:
+        return SnapshotStore(
+            settings.resolved_snapshot_root, settings.snapshot_storage_options_dict
+        )
+    except StoreError as exc:  # misconfigured (e.g. an unknown option): not worth a retry
+        raise SnapshotFailed(str(exc)) from None
 
 
 def snapshot_for_operation(factory: sessionmaker[Session], op_id: int) -> int:
@@ -368,10 +373,14 @@ def collect_garbage(factory: sessionmaker[Session], settings: Settings) -> dict[
         if not got:
             return None
         with factory() as session:
+            # A failed export's manifest (its PUT may have landed after the client gave up)
+            # names nothing anyone may restore: collected with its blobs.
             live = {
                 (str(job), str(name))
                 for job, name in session.execute(
-                    select(Job.name, Snapshot.name).join(Job, Job.id == Snapshot.job_id)
+                    select(Job.name, Snapshot.name)
+                    .join(Job, Job.id == Snapshot.job_id)
+                    .where(Snapshot.state != FAILED)
                 )
             }
         result = store_for(settings).gc(live)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ from sqlalchemy import Engine
 from app.config import Settings
 from app.db import make_sessionmaker
 from app.runtime.checkpoint import hadoop_crc
+from app.snapshots.store import SnapshotStore
 from app.worker.context import WorkerContext
 from tests.api.conftest import client, cluster, settings  # noqa: F401  (fixtures)
+from tests.snapshots.s3 import S3Store, create_bucket, fault_proxy, moto_server
 from tests.worker.conftest import FakeBackend
 
 META = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
@@ -151,3 +154,32 @@ def ctx(db: Engine, fake: FakeBackend, settings: Settings) -> WorkerContext:  # 
     )
     context.backend = lambda _cluster: fake  # type: ignore[method-assign]
     return context
+
+
+# ---- snapshot stores: a local folder, a file:// URL, and S3 (moto's server) -------------------
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    with moto_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3(moto_endpoint: str) -> Iterator[S3Store]:
+    """A fresh bucket, reached through a proxy that counts requests and can inject faults."""
+    bucket = create_bucket(moto_endpoint)
+    with fault_proxy(moto_endpoint) as (proxy, url):
+        yield S3Store(url=f"s3://{bucket}/snapshots", endpoint=url, proxy=proxy, bucket=bucket)
+
+
+@pytest.fixture(params=["path", "file-url", "s3"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SnapshotStore]:
+    """Makes the store under test (each call a new client of the same store)."""
+    if request.param == "s3":
+        bucket: S3Store = request.getfixturevalue("s3")
+        return lambda: SnapshotStore(bucket.url, bucket.options())
+    url = str(tmp_path / "store")
+    if request.param == "file-url":
+        url = f"file://{url}"
+    return lambda: SnapshotStore(url)

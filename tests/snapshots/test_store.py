@@ -1,8 +1,9 @@
-"""The content-addressed store: each file once, manifests last, restores verified, gc."""
+"""The content-addressed store: each file once, manifests last, restores verified, gc; on a
+local folder, a file:// URL and S3 (moto's server, see conftest ``make_store``)."""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,19 +25,25 @@ def _export(store: SnapshotStore, ck: FakeCheckpoint, name: str, known=None):  #
     return put
 
 
-def test_second_snapshot_writes_only_new_files(tmp_path: Path) -> None:
-    store = SnapshotStore(str(tmp_path / "store"))
+def _blobs(store: SnapshotStore) -> list[str]:
+    base = f"{store.root}/blobs"
+    return sorted(store.fs.find(base)) if store.fs.exists(base) else []
+
+
+def test_second_snapshot_writes_only_new_files(
+    tmp_path: Path, make_store: Callable[[], SnapshotStore], request: pytest.FixtureRequest
+) -> None:
+    store = make_store()
     ck = FakeCheckpoint(tmp_path / "ck", delta_bytes=50_000)
-    for _ in range(10):
+    for _ in range(6):
         ck.batch()
     first = _export(store, ck, "s1")
-    assert first.bytes_written == first.bytes_referenced > 10 * 2 * 50_000
-    ck.batch()
+    assert first.bytes_written == first.bytes_referenced > 6 * 2 * 50_000
     ck.batch()
     second = _export(store, ck, "s2")
-    # Two new deltas per partition plus the small log files; every older delta is shared.
+    # One new delta per partition plus the small log files; every older delta is shared.
     assert second.bytes_referenced > first.bytes_referenced
-    assert second.bytes_written < 2 * 2 * 50_000 + 2000
+    assert second.bytes_written < 1 * 2 * 50_000 + 2000
     assert second.bytes_written < first.bytes_written / 4
     assert store.total_blob_bytes() < first.bytes_referenced + second.bytes_referenced
     # With the hashes the first manifest recorded, unchanged files are not even read again.
@@ -46,10 +53,29 @@ def test_second_snapshot_writes_only_new_files(tmp_path: Path) -> None:
     ck.batch()
     third = _export(store, ck, "s3", cache)
     assert third.files_hashed < 12 < len(third.entries)
+    written = first.files_written + second.files_written + third.files_written
+    assert len(_blobs(store)) == written
+    if "s3" in request.fixturenames:  # every distinct file was uploaded once, by one PUT
+        puts = request.getfixturevalue("s3").proxy.puts()
+        assert len(puts) == len(set(puts)) == written
 
 
-def test_identical_files_are_stored_once(tmp_path: Path) -> None:
-    store = SnapshotStore(f"file://{tmp_path / 'store'}")
+def test_a_new_client_sees_the_stored_blobs(
+    tmp_path: Path, make_store: Callable[[], SnapshotStore]
+) -> None:
+    """Dedup holds across processes (another worker): nothing is cached client-side."""
+    ck = FakeCheckpoint(tmp_path / "ck")
+    for _ in range(3):
+        ck.batch()
+    first = _export(make_store(), ck, "s1")
+    again = _export(make_store(), ck, "s2")
+    assert again.bytes_written == 0 and again.bytes_referenced == first.bytes_referenced
+
+
+def test_identical_files_are_stored_once(
+    tmp_path: Path, make_store: Callable[[], SnapshotStore]
+) -> None:
+    store = make_store()
     a, b = tmp_path / "a", tmp_path / "b"
     for d in (a, b):
         d.mkdir()
@@ -57,11 +83,13 @@ def test_identical_files_are_stored_once(tmp_path: Path) -> None:
     assert store.put_files(a, ["f"]).bytes_written == 4000
     again = store.put_files(b, ["f"])
     assert again.bytes_written == 0 and again.bytes_referenced == 4000
-    assert len(list((tmp_path / "store" / "blobs").rglob("*"))) == 2  # one fan-out dir, one blob
+    assert len(_blobs(store)) == 1
 
 
-def test_restore_round_trip_and_corruption(tmp_path: Path) -> None:
-    store = SnapshotStore(str(tmp_path / "store"))
+def test_restore_round_trip_and_corruption(
+    tmp_path: Path, make_store: Callable[[], SnapshotStore]
+) -> None:
+    store = make_store()
     ck = FakeCheckpoint(tmp_path / "ck")
     for _ in range(3):
         ck.batch()
@@ -72,26 +100,30 @@ def test_restore_round_trip_and_corruption(tmp_path: Path) -> None:
         assert (dest / rel).read_bytes() == (ck.root / rel).read_bytes()
     assert set(hints) == set(put.entries)
     sha = put.entries["state/0/0/1.delta"]["sha256"]
-    Path(store.blob_path(sha)).write_bytes(b"rot")
+    store.fs.pipe_file(store.blob_path(sha), b"rot")
     with pytest.raises(StoreError, match="corrupt"):
         store.restore(put.entries, tmp_path / "again")
-    os.remove(store.blob_path(sha))
+    store.fs.rm_file(store.blob_path(sha))
     with pytest.raises(StoreError, match="missing"):
         store.restore(put.entries, tmp_path / "again2")
 
 
-def test_manifest_is_atomic_and_versioned(tmp_path: Path) -> None:
-    store = SnapshotStore(str(tmp_path / "store"))
+def test_manifest_is_atomic_and_versioned(make_store: Callable[[], SnapshotStore]) -> None:
+    store = make_store()
     assert store.read_manifest("job", "nope") is None
-    store.write_manifest("job", "s", {"queries": {}})
+    where = store.write_manifest("job", "s", {"queries": {}})
+    assert where.endswith("/manifests/job/s.json")
+    assert store.local or where.startswith("s3://")  # a URL the operator can use
     assert store.read_manifest("job", "s") == {"format": 1, "queries": {}}
     assert store.manifests() == [("job", "s")]
-    leftovers = [p.name for p in (tmp_path / "store" / "manifests" / "job").iterdir()]
-    assert leftovers == ["s.json"]
+    leftovers = store.fs.ls(f"{store.root}/manifests/job", detail=False)
+    assert [str(p).rsplit("/", 1)[-1] for p in leftovers] == ["s.json"]
 
 
-def test_gc_keeps_what_live_manifests_name(tmp_path: Path) -> None:
-    store = SnapshotStore(str(tmp_path / "store"))
+def test_gc_keeps_what_live_manifests_name(
+    tmp_path: Path, make_store: Callable[[], SnapshotStore]
+) -> None:
+    store = make_store()
     ck = FakeCheckpoint(tmp_path / "ck", delta_bytes=10_000)
     for _ in range(3):
         ck.batch()

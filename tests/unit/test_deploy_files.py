@@ -52,6 +52,7 @@ EXPECTED_SERVICES = {
 TIDEGATE_SERVICES = ("migrate", "api", "worker")
 SHARED_SERVICES = ("api", "worker", "spark-master", "spark-worker")
 SHARED_VOLUME = "shared"
+WORKER_REPLICAS = 2
 
 
 # --------------------------------------------------------------------------- helpers
@@ -233,12 +234,23 @@ def test_compose_file_is_valid_compose_spec(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     model = json.loads(proc.stdout)
     assert set(model["services"]) == EXPECTED_SERVICES
+    assert model["services"]["worker"]["deploy"]["replicas"] == WORKER_REPLICAS
     # The dev default is what an unset TIDEGATE_ADMIN_TOKEN resolves to.
     assert model["services"]["api"]["environment"]["TIDEGATE_ADMIN_TOKEN"] == "change-me"
 
 
 def test_compose_has_the_expected_services(services: dict[str, dict[str, Any]]) -> None:
     assert set(services) == EXPECTED_SERVICES
+
+
+def test_two_workers_and_room_to_scale(services: dict[str, dict[str, Any]]) -> None:
+    """Workers claim operations with FOR UPDATE SKIP LOCKED, so the stack runs more than one;
+    `docker compose up --scale worker=N` needs a service that nothing pins to one container."""
+    worker = services["worker"]
+    assert (worker.get("deploy") or {}).get("replicas") == WORKER_REPLICAS
+    for pinned in ("container_name", "hostname", "ports"):
+        assert pinned not in worker, f"worker sets {pinned}: replicas would collide"
+    assert "--scale worker=" in COMPOSE_FILE.read_text(), "say how to scale"
 
 
 # --------------------------------------------------------------------------- compose: startup order

@@ -1,0 +1,127 @@
+"""Snapshots in S3 through the API and the worker: export with dedup, retention, restore into a
+new run, delete with gc, and a store that fails mid-export (moto's server behind a fault
+proxy; checkpoints written the way Spark writes them, a scripted backend for Spark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.snapshots import worker as snapshot_worker
+from app.snapshots.export import select_files
+from app.snapshots.store import SnapshotStore
+from app.worker.context import WorkerContext
+from tests.api.conftest import ADMIN_TOKEN
+from tests.snapshots.s3 import ACCESS_KEY, SECRET_KEY, S3Store
+from tests.snapshots.test_snapshots_api import (
+    API,
+    COUNTS,
+    ENRICH,
+    _checkpoint,
+    _operate,
+    _running_job,
+    _snapshot,
+    _version,
+)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, s3: S3Store) -> Settings:
+    return Settings(
+        database_url=None,
+        admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
+        data_dir=tmp_path / "data",
+        checkpoint_root=tmp_path / "checkpoints",
+        snapshot_root=s3.url,
+        snapshot_storage_options=json.dumps(s3.options()),  # type: ignore[arg-type]
+        log_json=False,
+    )
+
+
+def _store(settings: Settings) -> SnapshotStore:
+    return SnapshotStore(settings.resolved_snapshot_root, settings.snapshot_storage_options_dict)
+
+
+def _blob_names(store: SnapshotStore) -> set[str]:
+    return {p.rsplit("/", 1)[-1] for p in store.fs.find(f"{store.root}/blobs")}
+
+
+def _named(store: SnapshotStore, job: str, name: str) -> set[str]:
+    doc = store.read_manifest(job, name)
+    assert doc is not None
+    return {e["sha256"] for q in doc["queries"].values() for e in q["files"].values()}
+
+
+def test_export_dedup_retention_restore_and_delete_in_s3(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, s3: S3Store
+) -> None:
+    _, ck = _running_job(client, ctx, settings, batches=2)
+    first = _operate(client, ctx, "j", "snapshots", {"name": "s1"})
+    assert first["state"] == "succeeded", first
+    s1 = _snapshot(client, "j", "s1")
+    assert s1["state"] == "ready" and s1["manifest"] == f"{s3.url}/manifests/j/s1.json"
+
+    # Keep only the newest: s2's export applies retention, deletes s1 and collects the blobs
+    # only s1 named. s2 uploaded only the new batch's files, each once.
+    r = client.put(f"{API}/jobs/j/snapshot-retention", json={"keep_last": 1})
+    assert r.status_code == 200, r.text
+    ck.batch()
+    second = _operate(client, ctx, "j", "snapshots", {"name": "s2"})
+    assert second["state"] == "succeeded", second
+    s2 = _snapshot(client, "j", "s2")
+    assert s2["bytes_written"] < s1["bytes_written"] < s2["size_bytes"]
+    puts = s3.proxy.puts()
+    assert len(puts) == len(set(puts))
+    assert len(puts) == first["result"]["files_written"] + second["result"]["files_written"]
+    names = [s["name"] for s in client.get(f"{API}/snapshots").json()["items"]]
+    store = _store(settings)
+    assert names == ["s2"] and store.manifests() == [("j", "s2")]
+    assert _blob_names(store) == _named(store, "j", "s2")
+
+    # Restore s2 into a new run of a new version: byte for byte what the checkpoint held.
+    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    v2 = _version(client, "j", COUNTS, ENRICH)
+    body = {"version": v2, "snapshot": "s2", "dry_run": False}
+    op = _operate(client, ctx, "j", "submit", body)
+    assert op["state"] == "succeeded", op
+    restored = _checkpoint(settings, "j", op["run_id"])
+    for rel in select_files(ck.root, ck.batches).files:
+        assert (restored / rel).read_bytes() == (ck.root / rel).read_bytes(), rel
+
+    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    assert client.delete(f"{API}/jobs/j/snapshots/s2").status_code == 204
+    assert store.manifests() == [] and store.total_blob_bytes() == 0  # collected
+
+
+def test_a_store_failing_mid_export_fails_the_snapshot(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, s3: S3Store
+) -> None:
+    _running_job(client, ctx, settings, batches=2)
+    s3.proxy.arm("error", after=2)
+    op = _operate(client, ctx, "j", "snapshots", {"name": "broken"})
+    assert op["state"] == "failed" and op["steps"] == []
+    snapshot = _snapshot(client, "j", "broken")
+    assert snapshot["state"] == "failed" and snapshot["manifest"] is None
+    for error in (op["error"], snapshot["error"]):
+        assert f"snapshot store {s3.url}" in error and "check that the worker reaches" in error
+        assert SECRET_KEY not in error and ACCESS_KEY not in error
+    s3.proxy.disarm()
+    store = _store(settings)
+    assert store.manifests() == [] and store.total_blob_bytes() > 0  # two orphan blobs
+    listed = client.get(f"{API}/snapshots", params={"job": "j"}).json()["items"]
+    assert [(s["name"], s["state"]) for s in listed] == [("broken", "failed")]
+    # Had the manifest's PUT landed after the client gave up, gc would still drop it: a failed
+    # snapshot names nothing anyone may restore. Its orphan blobs go with it.
+    store.write_manifest("j", "broken", {"queries": {}})
+    assert snapshot_worker.collect_garbage(ctx.factory, settings) is not None
+    assert store.manifests() == [] and store.total_blob_bytes() == 0
+
+    # The name can be taken again.
+    op = _operate(client, ctx, "j", "snapshots", {"name": "broken"})
+    assert op["state"] == "succeeded", op
+    assert _snapshot(client, "j", "broken")["state"] == "ready"
+    assert _blob_names(store) == _named(store, "j", "broken")
