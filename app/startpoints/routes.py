@@ -9,7 +9,7 @@ from app.deps import AppSettings, DbSession
 from app.jobs.routes import JobName
 from app.jobs.service import get_job
 from app.operations import lifecycle
-from app.startpoints import service
+from app.startpoints import applications, service
 from app.startpoints.schemas import (
     ApplicationResponse,
     Preview,
@@ -103,5 +103,9 @@ def revert(
     application_id: Annotated[int, Path(ge=1, le=2**62)],
     session: DbSession,
     actor: Operator,
+    settings: AppSettings,
 ) -> ApplicationResponse:
-    return ApplicationResponse.model_validate(service.revert(session, job, application_id, actor))
+    app = applications.revert(
+        session, job, application_id, actor, settings.resolved_checkpoint_root
+    )
+    return ApplicationResponse.model_validate(app)

@@ -1,5 +1,6 @@
 """Checkpoint and snapshot paths stay inside their roots: whatever a caller writes, a query's
-checkpoint_location resolves under the checkpoint root (symlinks followed, '..' refused) and
+checkpoint_location resolves inside its job's folder of the checkpoint root (symlinks
+followed, '..' refused; not the root, not another job's folder) and
 a snapshot name cannot name a path at all."""
 
 from __future__ import annotations
@@ -55,13 +56,18 @@ def test_checkpoint_locations_outside_the_root_are_refused(
         f"file:{root}/../x",
         str(root / "escape" / "q"),  # a symlink inside the root that leads out of it
         str(root) + "/q\x00/x",
+        str(root),  # the root itself holds every job's folders
+        f"file://{root}/q2",  # directly in the root, beside the jobs' folders
+        str(root / "other-job" / "q"),  # another job's folder
+        str(root / "paths"),  # the job's folder itself holds its runs' checkpoints
+        str(root / "paths") + "/",
     ]
     for location in refused:
         assert _version(client, job, location) == 422, location
     accepted = {
         str(root / "paths" / "q"): root / "paths" / "q",
-        f"file://{root}/q2": root / "q2",
-        "relative/q": root / "relative" / "q",
+        f"file://{root}/paths/q2": root / "paths" / "q2",
+        "relative/q": root / "paths" / "relative" / "q",  # relative to the job's folder
     }
     for location, stored in accepted.items():
         assert _version(client, job, location) == 201, location
