@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.durations import parse_duration
 
 
 class Settings(BaseSettings):
@@ -44,6 +47,22 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_statement_timeout_ms: int = 15_000
     max_page_size: int = 500
+    audit_retention: str = Field(
+        default="90d",
+        description="How long audit events are kept (e.g. 90d, 365d); the worker deletes older "
+        "ones in small batches.",
+    )
+
+    @field_validator("audit_retention")
+    @classmethod
+    def _retention_is_a_duration(cls, value: str) -> str:
+        if parse_duration(value) <= timedelta(0):
+            raise ValueError("must be more than zero, e.g. 90d")
+        return value
+
+    @property
+    def audit_retention_delta(self) -> timedelta:
+        return parse_duration(self.audit_retention)
 
     @property
     def resolved_checkpoint_root(self) -> Path:
