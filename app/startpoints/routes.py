@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Path, Query, Response
 
 from app.auth.deps import Operator, Reader
 from app.deps import AppSettings, DbSession
 from app.jobs.routes import JobName
 from app.jobs.service import get_job
 from app.operations import lifecycle
+from app.pagination import Cursor
 from app.startpoints import applications, service
 from app.startpoints.schemas import (
     ApplicationResponse,
@@ -31,10 +32,20 @@ Partition = Annotated[int, Path(ge=0, le=1_000_000)]
     operation_id="listStartpoints",
     name="startpoints.list",
 )
-def list_startpoints(job: JobName, session: DbSession, _: Reader) -> StartpointsView:
+def list_startpoints(
+    job: JobName,
+    session: DbSession,
+    _: Reader,
+    limit: Annotated[
+        int, Query(ge=1, le=500, description="Pending startpoints per page (1 to 500).")
+    ] = 500,
+    cursor: Cursor = None,
+) -> StartpointsView:
     row = get_job(session, job)
+    pending, next_cursor = service.page_pending(session, row, limit=limit, cursor=cursor)
     return StartpointsView(
-        pending=[StartpointResponse.model_validate(s) for s in service.list_pending(session, row)],
+        pending=[StartpointResponse.model_validate(s) for s in pending],
+        next_cursor=next_cursor,
         applied=[
             ApplicationResponse.model_validate(a) for a in service.recent_applications(session, row)
         ],

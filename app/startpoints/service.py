@@ -7,15 +7,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.errors import Conflict, NotFound, Unprocessable
+from app.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
+from app.pagination import decode_cursor, encode_cursor
 from app.paths import checkpoint_path
 from app.runs.models import Run
 from app.runs.service import current_run
@@ -201,6 +202,35 @@ def list_pending(session: Session, job: Job) -> list[Startpoint]:
             .order_by(Startpoint.source, Startpoint.partition.nulls_first())
         )
     )
+
+
+def page_pending(
+    session: Session, job: Job, *, limit: int, cursor: str | None
+) -> tuple[list[Startpoint], str | None]:
+    """A page of ``list_pending``: keyset on (source, partition), the job's unique key."""
+    partition = func.coalesce(Startpoint.partition, -1)
+    stmt = (
+        select(Startpoint)
+        .where(Startpoint.job_id == job.id)
+        .order_by(Startpoint.source, partition)
+        .limit(limit + 1)
+    )
+    after = decode_cursor(cursor)
+    if after is not None:
+        if not (
+            isinstance(after, list)
+            and len(after) == 2
+            and isinstance(after[0], str)
+            and isinstance(after[1], int)
+        ):
+            raise BadRequest("The cursor is not one this API issued.")
+        stmt = stmt.where(tuple_(Startpoint.source, partition) > tuple_(after[0], after[1]))
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    last = rows[-1] if rows else None
+    key = [last.source, -1 if last.partition is None else last.partition] if last else None
+    return rows, encode_cursor(key) if more else None
 
 
 def recent_applications(session: Session, job: Job) -> list[StartpointApplication]:
