@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_statement_timeout_ms: int = 15_000
     max_page_size: int = 500
+    eventlog_roots: str | None = Field(
+        default=None,
+        description="Folders (comma-separated) under which the API may read event logs, to "
+        "check and preview startpoints; default DATA_DIR. Drivers read their sources anyway.",
+    )
     audit_retention: str = Field(
         default="90d",
         description="How long audit events are kept (e.g. 90d, 365d); the worker deletes older "
@@ -59,6 +64,12 @@ class Settings(BaseSettings):
         if parse_duration(value) <= timedelta(0):
             raise ValueError("must be more than zero, e.g. 90d")
         return value
+
+    @property
+    def resolved_eventlog_roots(self) -> list[Path]:
+        if not self.eventlog_roots:
+            return [self.data_dir.absolute()]
+        return [Path(p.strip()).absolute() for p in self.eventlog_roots.split(",") if p.strip()]
 
     @property
     def audit_retention_delta(self) -> timedelta:

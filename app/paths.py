@@ -48,3 +48,15 @@ def checkpoint_path(root: Path, job: str, run_id: int, query: dict[str, Any]) ->
     if query.get("checkpoint_location"):
         return confine_checkpoint(str(query["checkpoint_location"]), root, job)
     return job_checkpoint_root(root, job) / str(run_id) / str(query["name"])
+
+
+def within_any(candidate: str, roots: list[Path]) -> bool:
+    """Whether ``candidate`` (symlinks followed) is one of ``roots`` or lies below one."""
+    if "\x00" in candidate:
+        return False
+    real = Path(os.path.realpath(candidate))
+    for root in roots:
+        real_root = Path(os.path.realpath(root))
+        if real == real_root or real_root in real.parents:
+            return True
+    return False

@@ -59,9 +59,11 @@ def list_startpoints(
     name="startpoints.set",
 )
 def set_startpoints(
-    job: JobName, body: StartpointsPut, session: DbSession, actor: Operator
+    job: JobName, body: StartpointsPut, session: DbSession, actor: Operator, settings: AppSettings
 ) -> PutResult:
-    count = service.upsert(session, job, body.startpoints, actor)
+    count = service.upsert(
+        session, job, body.startpoints, actor, eventlog_roots=settings.resolved_eventlog_roots
+    )
     op_id = None
     if body.restart:
         op, _ = lifecycle.restart(session, job, actor, None)
@@ -100,7 +102,9 @@ def withdraw_partition(
     name="startpoints.preview",
 )
 def preview(job: JobName, session: DbSession, _: Reader, settings: AppSettings) -> Preview:
-    return service.preview(session, job, str(settings.resolved_checkpoint_root))
+    return service.preview(
+        session, job, str(settings.resolved_checkpoint_root), settings.resolved_eventlog_roots
+    )
 
 
 @router.post(

@@ -17,7 +17,7 @@ from app.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
 from app.pagination import decode_cursor, encode_cursor
-from app.paths import checkpoint_path
+from app.paths import checkpoint_path, within_any
 from app.runs.models import Run
 from app.runs.service import current_run
 from app.runtime import checkpoint as cp
@@ -62,8 +62,23 @@ def declared_sources(version: JobVersion) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _partition_count(kind: str, options: dict[str, Any]) -> int | None:
-    if kind != "eventlog":
+def readable_eventlog(options: dict[str, Any], roots: list[Path] | None) -> str | None:
+    """Why the API may not read this event-log source (None: it may). Only logs inside the
+    allowed roots (TIDEGATE_EVENTLOG_ROOTS): a version names any folder it likes."""
+    root = options.get("root") or options.get("path")
+    if roots is None or not root:
+        return "the API reads no event log here"
+    if within_any(str(root), roots):
+        return None
+    return (
+        f"the API reads event logs only inside TIDEGATE_EVENTLOG_ROOTS "
+        f"({', '.join(str(r) for r in roots)}); this source's root is not; the runtime "
+        "resolves it when the query starts"
+    )
+
+
+def _partition_count(kind: str, options: dict[str, Any], roots: list[Path] | None) -> int | None:
+    if kind != "eventlog" or readable_eventlog(options, roots) is not None:
         return None
     try:
         return len(rt.EventLogPositions(options).partitions())
@@ -77,8 +92,10 @@ def upsert(
     items: list[StartpointSet],
     actor: Principal,
     version: JobVersion | None = None,
+    eventlog_roots: list[Path] | None = None,
 ) -> int:
-    """Store startpoints for the sources of ``version`` (default: the job's current one)."""
+    """Store startpoints for the sources of ``version`` (default: the job's current one).
+    Partitions of event-log sources inside ``eventlog_roots`` are checked against the log."""
     job = get_job(session, job_name, lock=True)
     sources = declared_sources(version or version_for(session, job))
     seen: set[tuple[str, int | None]] = set()
@@ -121,7 +138,9 @@ def upsert(
             )
         elif sp.partition is not None:
             if sp.source not in counts:
-                counts[sp.source] = _partition_count(kind, sources[sp.source]["options"])
+                counts[sp.source] = _partition_count(
+                    kind, sources[sp.source]["options"], eventlog_roots
+                )
             total = counts[sp.source]
             if total is not None and sp.partition >= total:
                 errors.append(
@@ -293,7 +312,9 @@ def _committed_offsets(
         return None
 
 
-def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
+def preview(
+    session: Session, job_name: str, checkpoint_root: str, eventlog_roots: list[Path]
+) -> Preview:
     job = get_job(session, job_name)
     version = version_for(session, job)
     sources = declared_sources(version)
@@ -315,6 +336,14 @@ def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
         current = _committed_offsets(
             checkpoint_root, job, run, query, index, decl["kind"], decl["options"]
         )
+        refused = (
+            readable_eventlog(decl["options"], eventlog_roots)
+            if decl["kind"] == "eventlog"
+            else None
+        )
+        if refused is not None:
+            errors.append(PreviewError(source=name, error=refused))
+            continue
         try:
             target = rt.resolve(decl["kind"], decl["options"], points, current)
         except Exception as exc:
