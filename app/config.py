@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.durations import parse_duration
 
 
 class Settings(BaseSettings):
@@ -55,6 +58,33 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_statement_timeout_ms: int = 15_000
     max_page_size: int = 500
+    eventlog_roots: str | None = Field(
+        default=None,
+        description="Folders (comma-separated) under which the API may read event logs, to "
+        "check and preview startpoints; default DATA_DIR. Drivers read their sources anyway.",
+    )
+    audit_retention: str = Field(
+        default="90d",
+        description="How long audit events are kept (e.g. 90d, 365d); the worker deletes older "
+        "ones in small batches.",
+    )
+
+    @field_validator("audit_retention")
+    @classmethod
+    def _retention_is_a_duration(cls, value: str) -> str:
+        if parse_duration(value) <= timedelta(0):
+            raise ValueError("must be more than zero, e.g. 90d")
+        return value
+
+    @property
+    def resolved_eventlog_roots(self) -> list[Path]:
+        if not self.eventlog_roots:
+            return [self.data_dir.absolute()]
+        return [Path(p.strip()).absolute() for p in self.eventlog_roots.split(",") if p.strip()]
+
+    @property
+    def audit_retention_delta(self) -> timedelta:
+        return parse_duration(self.audit_retention)
 
     @field_validator("snapshot_root")
     @classmethod

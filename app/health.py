@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -11,6 +13,8 @@ from app.auth.deps import Reader
 from app.errors import problem
 from app.metrics import exposition
 from app.migrate import current_revision
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["service"])
 
@@ -39,22 +43,22 @@ def healthz() -> Health:
     responses={503: {"description": "Not ready: database unreachable or migrations not at head."}},
 )
 def readyz(request: Request) -> Response:
+    # Unauthenticated: the answer says what is wrong, never the driver's error or the
+    # revisions (host names, ports, user names, versions); the log has the detail.
     head = request.app.state.migration_head
     try:
         current = current_revision(request.app.state.engine)
     except Exception as exc:
+        log.warning("readiness: the database is unreachable: %s", str(exc).splitlines()[0])
         return problem(
-            503,
-            "Not ready",
-            f"The database is unreachable: {str(exc).splitlines()[0]}",
-            headers={"Retry-After": "5"},
+            503, "Not ready", "The database is unreachable.", headers={"Retry-After": "5"}
         )
     if current != head:
+        log.warning("readiness: the schema is at %s, expected %s", current or "nothing", head)
         return problem(
             503,
             "Not ready",
-            f"Database schema is at {current or 'nothing'}, expected {head}: "
-            "run 'tidegate migrate'.",
+            "The database schema is not at head: run 'tidegate migrate'.",
             headers={"Retry-After": "5"},
         )
     return JSONResponse(

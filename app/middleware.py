@@ -107,13 +107,19 @@ class RequestMiddleware:
             elapsed * 1000,
             extra={"status": status},
         )
-        if status >= 400 and scope["method"] in MUTATING and scope["path"].startswith("/api/"):
+        if (
+            status >= 400
+            and scope["method"] in MUTATING
+            and scope["path"].startswith("/api/")
+            and (scope.get("state") or {}).get("principal") is not None
+        ):
+            # Only authenticated callers: anyone can send 401s, and each would be a row.
             await self._audit_failure(scope, status)
         structlog.contextvars.unbind_contextvars("request_id")
 
     async def _audit_failure(self, scope: Scope, status: int) -> None:
         state = scope.get("state") or {}
-        principal = state.get("principal")
+        principal = state["principal"]
         route = scope.get("route")
         action = getattr(route, "name", None) or f"{scope['method']} {scope['path']}"[:64]
         # A route may name the job itself when it is not in the path (POST /jobs).
@@ -122,7 +128,8 @@ class RequestMiddleware:
         await anyio.to_thread.run_sync(
             lambda: record_failure(
                 app.state.sessionmaker,
-                actor=principal.name if principal else "anonymous",
+                actor=principal.name,
+                actor_token_id=principal.token_id,
                 action=action,
                 job=job if isinstance(job, str) and len(job) <= 128 else None,
                 status_code=status,

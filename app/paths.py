@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 
 class PathOutsideRoot(ValueError):
@@ -12,7 +13,8 @@ class PathOutsideRoot(ValueError):
 
 def confine(candidate: str, root: Path) -> Path:
     """Resolve ``candidate`` (absolute, or relative to root; ``file:`` allowed) and refuse it
-    unless it stays under ``root`` after following symlinks. ``..`` is refused outright."""
+    unless it lies strictly below ``root`` after following symlinks (``root`` itself is
+    refused: it holds other things' folders). ``..`` is refused outright."""
     raw = candidate[len("file:") :] if candidate.startswith("file:") else candidate
     raw = raw.lstrip("/") if candidate.startswith("file://") else raw
     if candidate.startswith("file://"):
@@ -22,6 +24,39 @@ def confine(candidate: str, root: Path) -> Path:
     path = Path(raw) if os.path.isabs(raw) else root / raw
     real_root = Path(os.path.realpath(root))
     real = Path(os.path.realpath(path))  # follows every symlink that exists today
-    if real != real_root and real_root not in real.parents:
-        raise PathOutsideRoot(f"'{candidate}' is not under the checkpoint root {root}")
+    if real_root not in real.parents:
+        raise PathOutsideRoot(f"'{candidate}' is not inside {root}")
     return real
+
+
+def job_checkpoint_root(checkpoint_root: Path, job: str) -> Path:
+    """A job's own folder under the checkpoint root: every checkpoint of the job lies in it,
+    so no job (and no client string) reaches another job's checkpoints."""
+    return checkpoint_root / job
+
+
+def confine_checkpoint(candidate: str, checkpoint_root: Path, job: str) -> Path:
+    """A query's checkpoint location: strictly inside ``checkpoint_root/<job>``; a relative
+    path is relative to that folder."""
+    return confine(candidate, job_checkpoint_root(checkpoint_root, job))
+
+
+def checkpoint_path(root: Path, job: str, run_id: int, query: dict[str, Any]) -> Path:
+    """Where a run's query keeps its checkpoint: the version's ``checkpoint_location``, else
+    ``${checkpoint_root}/${job}/${run}/${query}`` (as the worker passes it to the runtime).
+    Always derived here, never taken from a client: it is confined to the job's folder."""
+    if query.get("checkpoint_location"):
+        return confine_checkpoint(str(query["checkpoint_location"]), root, job)
+    return job_checkpoint_root(root, job) / str(run_id) / str(query["name"])
+
+
+def within_any(candidate: str, roots: list[Path]) -> bool:
+    """Whether ``candidate`` (symlinks followed) is one of ``roots`` or lies below one."""
+    if "\x00" in candidate:
+        return False
+    real = Path(os.path.realpath(candidate))
+    for root in roots:
+        real_root = Path(os.path.realpath(root))
+        if real == real_root or real_root in real.parents:
+            return True
+    return False

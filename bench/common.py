@@ -214,6 +214,7 @@ def tidegate_env(database_url: str, tmp: Path, **extra: str) -> dict[str, str]:
         "TIDEGATE_ADMIN_TOKEN": ADMIN_TOKEN,
         "TIDEGATE_DATA_DIR": str(tmp / "data"),
         "TIDEGATE_CHECKPOINT_ROOT": str(tmp / "checkpoints"),
+        "TIDEGATE_EVENTLOG_ROOTS": str(tmp),  # the benchmarks' event logs are in tmp
         "TIDEGATE_LOG_JSON": "true",
         "TIDEGATE_LOG_LEVEL": "INFO",
         **extra,

@@ -20,6 +20,9 @@ class AuditEvent(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     actor: Mapped[str] = mapped_column(String(128))
+    # The stored token that acted (None: the bootstrap admin token, or the system); its name
+    # above is free text and may be reused.
+    actor_token_id: Mapped[int | None] = mapped_column(BigInteger)
     action: Mapped[str] = mapped_column(String(64), index=True)
     job: Mapped[str | None] = mapped_column(String(128))
     target: Mapped[str | None] = mapped_column(Text)

@@ -4,6 +4,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import Field
 
 from app.audit import service
 from app.auth.deps import Reader
@@ -18,6 +19,11 @@ class EventResponse(Response):
     id: int
     at: datetime
     actor: str
+    actor_token_id: int | None = Field(
+        description="The id of the stored token that acted (GET /api/v1/tokens); null for the "
+        "bootstrap admin token and for tidegate itself. The actor name is the token's name, "
+        "which is free text."
+    )
     action: str
     job: str | None
     target: str | None

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.audit.models import AuditEvent
 from app.auth.service import Principal
+from app.db import utcnow
 from app.errors import BadRequest
 from app.pagination import decode_cursor, encode_cursor
 from app.request_context import current_request_id
@@ -33,6 +35,7 @@ def record(
     session.add(
         AuditEvent(
             actor=actor if isinstance(actor, str) else actor.name,
+            actor_token_id=None if isinstance(actor, str) else actor.token_id,
             action=action,
             job=job,
             target=target,
@@ -48,6 +51,7 @@ def record_failure(
     factory: sessionmaker[Session],
     *,
     actor: str,
+    actor_token_id: int | None,
     action: str,
     job: str | None,
     status_code: int,
@@ -59,6 +63,7 @@ def record_failure(
             session.add(
                 AuditEvent(
                     actor=actor,
+                    actor_token_id=actor_token_id,
                     action=action,
                     job=job,
                     result="error",
@@ -88,3 +93,38 @@ def list_events(
     more = len(rows) > limit
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1].id) if more else None
+
+
+SWEEP_BATCH = 1000
+SWEEP_MAX_BATCHES = 50
+
+
+def sweep(
+    factory: sessionmaker[Session],
+    retention: timedelta,
+    *,
+    batch: int = SWEEP_BATCH,
+    max_batches: int = SWEEP_MAX_BATCHES,
+) -> int:
+    """Delete audit events older than ``retention``, ``batch`` rows per transaction (short
+    locks, small WAL bursts), at most ``max_batches`` per call: a backlog goes over several
+    sweeps. Returns how many were deleted."""
+    cutoff = utcnow() - retention
+    deleted = 0
+    for _ in range(max_batches):
+        with factory() as session, session.begin():
+            # Oldest first by id (the primary key): old rows have the lowest ids.
+            ids = (
+                select(AuditEvent.id)
+                .where(AuditEvent.at < cutoff)
+                .order_by(AuditEvent.id)
+                .limit(batch)
+                .scalar_subquery()
+            )
+            count = session.execute(delete(AuditEvent).where(AuditEvent.id.in_(ids))).rowcount  # type: ignore[attr-defined]
+        deleted += count
+        if count < batch:
+            break
+    if deleted:
+        log.info("audit retention: deleted %s event(s) older than %s", deleted, cutoff.isoformat())
+    return deleted

@@ -105,6 +105,12 @@ def authenticate(session: Session, authorization: str | None, admin_token: str |
         return Principal(name="admin-token", scope=Scope.ADMIN)
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
     now = utcnow()
+    if row is not None and row.run_id is not None and row.revoked_at is not None:
+        raise Unauthorized(
+            f"This run token was revoked: run {row.run_id} ended or was resubmitted, so its "
+            "runtime channel takes nothing more from this driver, which should exit.",
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
     if row is None or row.revoked_at is not None or (row.expires_at and row.expires_at <= now):
         raise Unauthorized(
             "The bearer token is unknown, revoked or expired.",
@@ -123,9 +129,14 @@ def check_scope(principal: Principal, needed: Scope) -> None:
 
 
 def check_run(principal: Principal, run_id: int) -> None:
-    """The runtime channel: a run token for this very run, or an operator."""
-    if principal.scope == Scope.RUN:
-        if principal.run_id != run_id:
-            raise Forbidden(f"This run token belongs to run {principal.run_id}, not run {run_id}.")
-        return
-    check_scope(principal, Scope.OPERATE)
+    """The runtime channel takes the run's own token only: operator and admin tokens are
+    refused, so no API token can post what a driver reports (paths, offsets, progress)."""
+    if principal.scope != Scope.RUN:
+        raise Forbidden(
+            f"The runtime channel of run {run_id} takes only that run's own token (what "
+            f"tidegate hands its driver as TIDEGATE_RUN_TOKEN); the token '{principal.name}' "
+            f"has scope '{principal.scope.value}'. Read a run with GET /api/v1/runs/{run_id}.",
+            required_scope=Scope.RUN.value,
+        )
+    if principal.run_id != run_id:
+        raise Forbidden(f"This run token belongs to run {principal.run_id}, not run {run_id}.")

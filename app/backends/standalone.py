@@ -61,6 +61,17 @@ _MAX_LAUNCH_LINE = 256 * 1024
 _MAX_TAIL_BYTES = 1024 * 1024
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
 def _spark_version() -> str:
     try:
         return importlib.metadata.version("pyspark")
@@ -238,7 +249,11 @@ class StandaloneBackend:
     # -- helpers ----------------------------------------------------------------------------
 
     def _call(self, method: str, url: str, *, what: str, **kwargs: Any) -> httpx.Response:
-        return _http.request(self._client, method, url, what=what, headers=self._headers, **kwargs)
+        # Credentials go only to the URLs the cluster was registered with: a worker UI
+        # address is whatever the master reports, and may be anyone's.
+        trusted = _origin(url) in {_origin(self.rest_url), _origin(self.ui_url)}
+        headers = self._headers if trusted else {}
+        return _http.request(self._client, method, url, what=what, headers=headers, **kwargs)
 
     def _checked(self, resp: httpx.Response, what: str) -> dict[str, Any]:
         """JSON body of a REST answer; 5xx and unparseable answers are temporary, other

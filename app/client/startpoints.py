@@ -164,6 +164,9 @@ def startpoints_list(ctx: Ctx, job: JobArg) -> None:
     Example: tidegate startpoints list clicks-per-minute
     """
     doc = ctx.api.get(f"/jobs/{seg(job)}/startpoints")
+    while isinstance(doc, dict) and doc.get("next_cursor"):  # every page of pending ones
+        more = ctx.api.get(f"/jobs/{seg(job)}/startpoints", cursor=doc["next_cursor"])
+        doc = {**more, "pending": [*doc.get("pending", []), *more.get("pending", [])]}
 
     def table() -> None:
         pending = doc.get("pending", doc) if isinstance(doc, dict) else doc

@@ -25,7 +25,7 @@ from app.jobs.schemas import (
     VersionResponse,
 )
 from app.pagination import decode_cursor, encode_cursor
-from app.paths import PathOutsideRoot, confine
+from app.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
 from app.runtime.chain import drain_stages
 
 # Keys tidegate sets itself on every submission; a version may not override them.
@@ -172,7 +172,9 @@ def derive_query_name(query: QuerySpec) -> str:
     return "_".join(source.name for source in query.sources)[:128]
 
 
-def _normalise_queries(queries: list[QuerySpec], settings: Settings) -> list[dict[str, Any]]:
+def _normalise_queries(
+    queries: list[QuerySpec], settings: Settings, job: str
+) -> list[dict[str, Any]]:
     names: dict[str, list[int]] = {}
     out = []
     for index, query in enumerate(queries):
@@ -190,12 +192,14 @@ def _normalise_queries(queries: list[QuerySpec], settings: Settings) -> list[dic
                 # Stored resolved: a relative path would otherwise resolve against the driver's
                 # working directory, outside the root.
                 checkpoint_location = str(
-                    confine(checkpoint_location, settings.resolved_checkpoint_root)
+                    confine_checkpoint(checkpoint_location, settings.resolved_checkpoint_root, job)
                 )
             except PathOutsideRoot as exc:
+                folder = job_checkpoint_root(settings.resolved_checkpoint_root, job)
                 raise Unprocessable(
-                    f"Query '{name}': checkpoint_location {exc}. Use a path under "
-                    f"{settings.resolved_checkpoint_root} or omit it to use the convention.",
+                    f"Query '{name}': checkpoint_location {exc}. Use a path inside the job's "
+                    f"folder {folder} (e.g. {folder}/{name}, or '{name}' relative to it) or "
+                    "omit it to use the convention.",
                     errors=[{"field": f"queries.{index}.checkpoint_location", "message": str(exc)}],
                 ) from None
         out.append(
@@ -287,7 +291,7 @@ def create_version(
             "their own working directory.",
             errors=[{"field": "app.file", "message": "not absolute"}],
         )
-    queries = _normalise_queries(body.queries, settings)
+    queries = _normalise_queries(body.queries, settings, job.name)
     number = (latest_version_number(session, job) or 0) + 1
     version = JobVersion(
         job_id=job.id,

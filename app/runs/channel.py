@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -14,12 +15,14 @@ from app.runs import states
 from app.runs.models import QueryProgress, Run
 from app.runs.schemas import Directives, DrainReport, ProgressReport
 from app.runs.service import get_run
-from app.startpoints import service as startpoints
+from app.startpoints import applications as startpoints
 
 HISTORY_PER_QUERY = 100
 
 
-def directives(session: Session, run_id: int, attempt: int | None) -> Directives:
+def directives(
+    session: Session, run_id: int, attempt: int | None, checkpoint_root: Path
+) -> Directives:
     run = get_run(session, run_id)
     run.runtime_seen_at = utcnow()
     # An older attempt still alive (being fenced) must stop, whatever the run's state.
@@ -37,7 +40,7 @@ def directives(session: Session, run_id: int, attempt: int | None) -> Directives
             else None
         ),
         # Startpoints apply when a query starts; a stopping run gets none.
-        startpoints=[] if stop else startpoints.for_directives(session, run),
+        startpoints=[] if stop else startpoints.for_directives(session, run, checkpoint_root),
         sources={
             s["name"]: {"kind": s["kind"], "options": s["options"]}
             for q in run.version.queries
@@ -46,10 +49,20 @@ def directives(session: Session, run_id: int, attempt: int | None) -> Directives
     )
 
 
-def record_progress(session: Session, run_id: int, report: ProgressReport) -> Run:
+def live_run(session: Session, run_id: int) -> Run:
+    """The run, if its runtime may still report: writes for a run that ended are refused
+    (its token is revoked when it ends, so this guards what raced with that)."""
     run = get_run(session, run_id)
-    if run.state in states.TERMINAL:
-        raise Conflict(f"Run {run_id} has ended ({run.state}); progress is no longer accepted.")
+    if run.state not in states.ACTIVE:
+        raise Conflict(
+            f"Run {run_id} has ended ({run.state}); its runtime channel takes no more reports. "
+            "A driver still running for it is left over from an earlier attempt and should exit."
+        )
+    return run
+
+
+def record_progress(session: Session, run_id: int, report: ProgressReport) -> Run:
+    run = live_run(session, run_id)
     declared = {q["name"] for q in run.version.queries}
     if report.query not in declared:
         raise Conflict(
@@ -98,7 +111,7 @@ def record_drain(session: Session, run_id: int, report: DrainReport) -> Run:
     """The runtime fixed end offsets for some sources (a chain fixes its downstream sources
     once the upstream queries are done; the first value per source wins, so a restarted
     driver drains to the same place), or finished draining."""
-    run = get_run(session, run_id)
+    run = live_run(session, run_id)
     if run.state != states.DRAINING and not report.drained:
         raise Conflict(f"Run {run_id} is {run.state}, not draining.")
     drain = dict(run.drain or {})

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Path, Query, Response
 
 from app.auth.deps import CurrentPrincipal, Reader
 from app.auth.service import check_run
-from app.deps import DbSession
+from app.deps import AppSettings, DbSession
 from app.jobs.routes import JobName
 from app.pagination import Cursor, Limit, Page
 from app.runs import channel, service
@@ -19,7 +19,7 @@ from app.runs.schemas import (
     RunResponse,
     TransitionResponse,
 )
-from app.startpoints import service as startpoints
+from app.startpoints import applications as startpoints
 from app.startpoints.schemas import AppliedReport
 
 router = APIRouter(tags=["runs"])
@@ -86,7 +86,7 @@ RunId = Annotated[int, Path(ge=1, le=2**62)]
 
 
 def _run_channel(run_id: RunId, principal: CurrentPrincipal) -> int:
-    """The run's own token, or an operator: checked before the body is even parsed."""
+    """The run's own token only: checked before the body is even parsed."""
     check_run(principal, run_id)
     return run_id
 
@@ -104,11 +104,12 @@ RunChannel = Annotated[int, Depends(_run_channel)]
 def get_directives(
     run_id: RunChannel,
     session: DbSession,
+    settings: AppSettings,
     attempt: Annotated[
         int | None, Query(ge=0, le=2**31, description="The caller's attempt.")
     ] = None,
 ) -> Directives:
-    return channel.directives(session, run_id, attempt)
+    return channel.directives(session, run_id, attempt, settings.resolved_checkpoint_root)
 
 
 @router.post(
@@ -148,9 +149,10 @@ def list_progress(
     tags=["runtime"],
 )
 def post_startpoints_applied(
-    run_id: RunChannel, body: list[AppliedReport], session: DbSession
+    run_id: RunChannel, body: list[AppliedReport], session: DbSession, settings: AppSettings
 ) -> Response:
-    startpoints.record_applied(session, service.get_run(session, run_id), body)
+    run = channel.live_run(session, run_id)
+    startpoints.record_applied(session, run, body, settings.resolved_checkpoint_root)
     return Response(status_code=204)
 
 

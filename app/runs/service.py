@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.auth.service import revoke_run_tokens
 from app.db import utcnow
 from app.errors import Conflict, NotFound
 from app.jobs.models import Job
@@ -52,6 +53,9 @@ def transition(
     if to in states.TERMINAL:
         locked.ended_at = utcnow()
         locked.next_restart_at = None
+        # Its driver has exited (or is fenced): the token dies with the run, in this
+        # transaction. A resubmission mints a new one.
+        revoke_run_tokens(session, locked.id)
     elif to == states.SUBMITTING:
         locked.ended_at = None
     job = session.get(Job, locked.job_id, with_for_update=True, populate_existing=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 import zlib
 from dataclasses import dataclass
@@ -99,11 +100,35 @@ def _read_log_file(path: Path, versions: tuple[str, ...] = ("v1",)) -> list[str]
         lines = path.read_text().split("\n")
     except FileNotFoundError:
         raise CheckpointError(f"{path} does not exist") from None
-    if lines[-1] == "":
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{path} is not a Spark metadata log file") from None
+    return _log_lines(path, lines, versions)
+
+
+def _log_lines(path: Path, lines: list[str], versions: tuple[str, ...]) -> list[str]:
+    if lines and lines[-1] == "":
         lines.pop()
     if not lines or lines[0] not in versions:
-        raise CheckpointError(f"{path}: unsupported log version {lines[:1]}")
+        # Never the line itself: the file may not be a checkpoint's at all.
+        raise CheckpointError(
+            f"{path} is not a Spark metadata log file of version {' or '.join(versions)}"
+        )
     return lines
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """A regular file's bytes, refusing a symlink (driver code can write the checkpoint and
+    could plant one leading to a file only the control plane can read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} does not exist") from None
+    except OSError:
+        raise CheckpointError(f"{path} is not a regular file") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise CheckpointError(f"{path} is not a regular file")
+        return f.read()
 
 
 def read_offsets(
@@ -224,18 +249,28 @@ def _replace_with_crc(path: Path, data: bytes) -> None:
     write_atomic(_crc_path(path), hadoop_crc(data))
 
 
-def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str) -> None:
+def original_offsets_file(checkpoint: str | os.PathLike[str], batch_id: int) -> Path:
+    """Where the first rewrite of ``offsets/batch_id`` kept the file as Spark wrote it."""
+    return _local(checkpoint) / "offsets" / f".{batch_id}{ORIGINAL_SUFFIX}"
+
+
+def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int) -> None:
     """Put ``offsets/batch_id`` (and ``commits/batch_id``, when a rewind lowered its
-    watermark) back as they were before the first rewrite. Only the latest committed batch
-    can be put back: once later batches committed, their output and state stand on it."""
+    watermark) back as they were before the first rewrite, from the copies kept beside them.
+    Only the latest committed batch can be put back: once later batches committed, their
+    output and state stand on it."""
     root = _local(checkpoint)
     latest = latest_commit_batch(root)
     if latest != batch_id:
         raise CheckpointError(
             f"batch {batch_id} of {root} is not the latest committed batch (that is {latest})"
         )
-    original = Path(original_file).read_bytes()
-    _read_log_file(Path(original_file))  # refuse anything that is not an offsets file
+    backup = original_offsets_file(root, batch_id)
+    original = _read_regular_file(backup)
+    try:  # refuse anything that is not an offsets file
+        _log_lines(backup, original.decode().split("\n"), ("v1",))
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{backup} is not a Spark metadata log file") from None
     commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
     offsets_dir = root / "offsets"
     for b in [b for b in _batches(offsets_dir) if b > batch_id]:  # planned, never committed
@@ -243,7 +278,7 @@ def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int, original_fi
         os.replace(offsets_dir / str(b), offsets_dir / f".{b}{DISCARDED_SUFFIX}")
     _replace_with_crc(offsets_dir / str(batch_id), original)
     if commit_backup.exists():
-        _replace_with_crc(root / "commits" / str(batch_id), commit_backup.read_bytes())
+        _replace_with_crc(root / "commits" / str(batch_id), _read_regular_file(commit_backup))
 
 
 def _read_schema_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:

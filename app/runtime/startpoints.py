@@ -374,7 +374,7 @@ def replay_watermark(
     return min(times) - 1 if times else None
 
 
-def revert(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str) -> None:
+def revert(checkpoint: str | os.PathLike[str], batch_id: int) -> None:
     """Put ``offsets/batch_id`` (and a watermark a rewind lowered) back as it was before the
     startpoint was applied. Only possible while ``batch_id`` is still the latest committed
     batch: once a later batch committed, it wrote output (a file sink records its batch ids
@@ -382,6 +382,11 @@ def revert(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str
     nothing) and state versions past ``batch_id``; putting the old offsets back would not
     undo those, so it is refused with what to do instead."""
     latest = cp.latest_commit_batch(checkpoint)
+    if latest is None or latest < batch_id:
+        raise StartpointError(
+            f"the checkpoint {checkpoint} has no committed batch {batch_id} (its latest "
+            f"committed batch is {latest}); there is nothing to put back there"
+        )
     if latest != batch_id:
         raise StartpointError(
             f"the query has committed batches {batch_id + 1}..{latest} since the startpoint "
@@ -392,7 +397,7 @@ def revert(checkpoint: str | os.PathLike[str], batch_id: int, original_file: str
             "application) and restart: the records since then are read again into the "
             "current state"
         )
-    cp.restore_batch(checkpoint, batch_id, original_file)
+    cp.restore_batch(checkpoint, batch_id)
 
 
 def _str_keys(offsets: Mapping[int, int]) -> dict[str, int]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.paths import confine
+from app.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
 from app.runtime.checkpoint import (
     CheckpointError,
     latest_commit_batch,
@@ -52,14 +52,6 @@ class Selection:
     checkpoint: Path
     batch_id: int
     files: tuple[str, ...]
-
-
-def checkpoint_path(root: Path, job: str, run_id: int, query: dict[str, Any]) -> Path:
-    """Where a run's query keeps its checkpoint: the version's ``checkpoint_location``, else
-    ``${checkpoint_root}/${job}/${run}/${query}`` (as the worker passes it to the runtime)."""
-    if query.get("checkpoint_location"):
-        return confine(str(query["checkpoint_location"]), root)
-    return root / job / str(run_id) / str(query["name"])
 
 
 def committed_batch(checkpoint: Path) -> int | None:

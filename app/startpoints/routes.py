@@ -2,14 +2,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Path, Query, Response
 
 from app.auth.deps import Operator, Reader
 from app.deps import AppSettings, DbSession
 from app.jobs.routes import JobName
 from app.jobs.service import get_job
 from app.operations import lifecycle
-from app.startpoints import service
+from app.pagination import Cursor
+from app.startpoints import applications, service
 from app.startpoints.schemas import (
     ApplicationResponse,
     Preview,
@@ -31,10 +32,20 @@ Partition = Annotated[int, Path(ge=0, le=1_000_000)]
     operation_id="listStartpoints",
     name="startpoints.list",
 )
-def list_startpoints(job: JobName, session: DbSession, _: Reader) -> StartpointsView:
+def list_startpoints(
+    job: JobName,
+    session: DbSession,
+    _: Reader,
+    limit: Annotated[
+        int, Query(ge=1, le=500, description="Pending startpoints per page (1 to 500).")
+    ] = 500,
+    cursor: Cursor = None,
+) -> StartpointsView:
     row = get_job(session, job)
+    pending, next_cursor = service.page_pending(session, row, limit=limit, cursor=cursor)
     return StartpointsView(
-        pending=[StartpointResponse.model_validate(s) for s in service.list_pending(session, row)],
+        pending=[StartpointResponse.model_validate(s) for s in pending],
+        next_cursor=next_cursor,
         applied=[
             ApplicationResponse.model_validate(a) for a in service.recent_applications(session, row)
         ],
@@ -48,9 +59,11 @@ def list_startpoints(job: JobName, session: DbSession, _: Reader) -> Startpoints
     name="startpoints.set",
 )
 def set_startpoints(
-    job: JobName, body: StartpointsPut, session: DbSession, actor: Operator
+    job: JobName, body: StartpointsPut, session: DbSession, actor: Operator, settings: AppSettings
 ) -> PutResult:
-    count = service.upsert(session, job, body.startpoints, actor)
+    count = service.upsert(
+        session, job, body.startpoints, actor, eventlog_roots=settings.resolved_eventlog_roots
+    )
     op_id = None
     if body.restart:
         op, _ = lifecycle.restart(session, job, actor, None)
@@ -89,7 +102,9 @@ def withdraw_partition(
     name="startpoints.preview",
 )
 def preview(job: JobName, session: DbSession, _: Reader, settings: AppSettings) -> Preview:
-    return service.preview(session, job, str(settings.resolved_checkpoint_root))
+    return service.preview(
+        session, job, str(settings.resolved_checkpoint_root), settings.resolved_eventlog_roots
+    )
 
 
 @router.post(
@@ -103,5 +118,9 @@ def revert(
     application_id: Annotated[int, Path(ge=1, le=2**62)],
     session: DbSession,
     actor: Operator,
+    settings: AppSettings,
 ) -> ApplicationResponse:
-    return ApplicationResponse.model_validate(service.revert(session, job, application_id, actor))
+    app = applications.revert(
+        session, job, application_id, actor, settings.resolved_checkpoint_root
+    )
+    return ApplicationResponse.model_validate(app)

@@ -105,7 +105,14 @@ class ApplicationResponse(Response):
 
 
 class StartpointsView(Response):
-    pending: list[StartpointResponse]
+    pending: list[StartpointResponse] = Field(
+        description="Pending and applied startpoints, by source and partition: one page."
+    )
+    next_cursor: str | None = Field(
+        None,
+        description="More pending startpoints: pass as `cursor` for the next page (the same "
+        "`applied` comes with every page); null on the last page.",
+    )
     applied: list[ApplicationResponse] = Field(description="Recent applications, newest first.")
 
 

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.db import utcnow
-from app.errors import Conflict, NotFound, Unprocessable
+from app.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
+from app.pagination import decode_cursor, encode_cursor
+from app.paths import checkpoint_path, within_any
 from app.runs.models import Run
-from app.runs.service import active_run, current_run
+from app.runs.service import current_run
 from app.runtime import checkpoint as cp
 from app.runtime import startpoints as rt
 from app.startpoints.models import Startpoint, StartpointApplication
 from app.startpoints.schemas import (
-    AppliedReport,
     Preview,
     PreviewError,
     PreviewRow,
@@ -62,8 +62,23 @@ def declared_sources(version: JobVersion) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _partition_count(kind: str, options: dict[str, Any]) -> int | None:
-    if kind != "eventlog":
+def readable_eventlog(options: dict[str, Any], roots: list[Path] | None) -> str | None:
+    """Why the API may not read this event-log source (None: it may). Only logs inside the
+    allowed roots (TIDEGATE_EVENTLOG_ROOTS): a version names any folder it likes."""
+    root = options.get("root") or options.get("path")
+    if roots is None or not root:
+        return "the API reads no event log here"
+    if within_any(str(root), roots):
+        return None
+    return (
+        f"the API reads event logs only inside TIDEGATE_EVENTLOG_ROOTS "
+        f"({', '.join(str(r) for r in roots)}); this source's root is not; the runtime "
+        "resolves it when the query starts"
+    )
+
+
+def _partition_count(kind: str, options: dict[str, Any], roots: list[Path] | None) -> int | None:
+    if kind != "eventlog" or readable_eventlog(options, roots) is not None:
         return None
     try:
         return len(rt.EventLogPositions(options).partitions())
@@ -77,8 +92,10 @@ def upsert(
     items: list[StartpointSet],
     actor: Principal,
     version: JobVersion | None = None,
+    eventlog_roots: list[Path] | None = None,
 ) -> int:
-    """Store startpoints for the sources of ``version`` (default: the job's current one)."""
+    """Store startpoints for the sources of ``version`` (default: the job's current one).
+    Partitions of event-log sources inside ``eventlog_roots`` are checked against the log."""
     job = get_job(session, job_name, lock=True)
     sources = declared_sources(version or version_for(session, job))
     seen: set[tuple[str, int | None]] = set()
@@ -121,7 +138,9 @@ def upsert(
             )
         elif sp.partition is not None:
             if sp.source not in counts:
-                counts[sp.source] = _partition_count(kind, sources[sp.source]["options"])
+                counts[sp.source] = _partition_count(
+                    kind, sources[sp.source]["options"], eventlog_roots
+                )
             total = counts[sp.source]
             if total is not None and sp.partition >= total:
                 errors.append(
@@ -204,6 +223,35 @@ def list_pending(session: Session, job: Job) -> list[Startpoint]:
     )
 
 
+def page_pending(
+    session: Session, job: Job, *, limit: int, cursor: str | None
+) -> tuple[list[Startpoint], str | None]:
+    """A page of ``list_pending``: keyset on (source, partition), the job's unique key."""
+    partition = func.coalesce(Startpoint.partition, -1)
+    stmt = (
+        select(Startpoint)
+        .where(Startpoint.job_id == job.id)
+        .order_by(Startpoint.source, partition)
+        .limit(limit + 1)
+    )
+    after = decode_cursor(cursor)
+    if after is not None:
+        if not (
+            isinstance(after, list)
+            and len(after) == 2
+            and isinstance(after[0], str)
+            and isinstance(after[1], int)
+        ):
+            raise BadRequest("The cursor is not one this API issued.")
+        stmt = stmt.where(tuple_(Startpoint.source, partition) > tuple_(after[0], after[1]))
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    last = rows[-1] if rows else None
+    key = [last.source, -1 if last.partition is None else last.partition] if last else None
+    return rows, encode_cursor(key) if more else None
+
+
 def recent_applications(session: Session, job: Job) -> list[StartpointApplication]:
     return list(
         session.scalars(
@@ -252,11 +300,9 @@ def _committed_offsets(
 ) -> dict[int, int] | None:
     if run is None:
         return None
-    spec = next((q for q in run.version.queries if q["name"] == query), {})
-    path = spec.get("checkpoint_location") or os.path.join(
-        checkpoint_root, job.name, str(run.id), query
-    )
+    spec = next((q for q in run.version.queries if q["name"] == query), {"name": query})
     try:
+        path = checkpoint_path(Path(checkpoint_root), job.name, run.id, spec)
         batch = cp.latest_commit_batch(path) if os.path.isdir(path) else None
         if batch is None:
             return None
@@ -266,7 +312,9 @@ def _committed_offsets(
         return None
 
 
-def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
+def preview(
+    session: Session, job_name: str, checkpoint_root: str, eventlog_roots: list[Path]
+) -> Preview:
     job = get_job(session, job_name)
     version = version_for(session, job)
     sources = declared_sources(version)
@@ -288,6 +336,14 @@ def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
         current = _committed_offsets(
             checkpoint_root, job, run, query, index, decl["kind"], decl["options"]
         )
+        refused = (
+            readable_eventlog(decl["options"], eventlog_roots)
+            if decl["kind"] == "eventlog"
+            else None
+        )
+        if refused is not None:
+            errors.append(PreviewError(source=name, error=refused))
+            continue
         try:
             target = rt.resolve(decl["kind"], decl["options"], points, current)
         except Exception as exc:
@@ -321,161 +377,3 @@ def preview(session: Session, job_name: str, checkpoint_root: str) -> Preview:
                 )
             )
     return Preview(rows=rows, errors=errors)
-
-
-# ---- the runtime's side ------------------------------------------------------------------
-
-
-def for_directives(session: Session, run: Run) -> list[dict[str, Any]]:
-    """Startpoints for a starting query: pending ones, and applied ones whose application
-    has no batch committed past it yet (applying those again is the same rewrite of the
-    same batch). An application with a batch past it is done even if the progress report
-    that says so was lost: it is settled here from the checkpoint, so a restart never
-    applies a startpoint twice."""
-    points = list_pending(session, run.job)
-    applied = {sp.id for sp in points if sp.state == "applied"}
-    if applied:
-        done = _settle_committed(session, run.job_id, applied)
-        points = [sp for sp in points if sp.id not in done]
-    return [
-        {
-            "id": sp.id,
-            "source": sp.source,
-            "partition": sp.partition,
-            "type": sp.type,
-            "value": sp.value,
-        }
-        for sp in points
-    ]
-
-
-def _settle_committed(session: Session, job_id: int, applied: set[int]) -> set[int]:
-    """Ids of applied startpoints whose application's checkpoint has a batch committed past
-    it; those applications are marked committed and the startpoints deleted."""
-    done: set[int] = set()
-    apps = session.scalars(
-        select(StartpointApplication).where(
-            StartpointApplication.job_id == job_id,
-            StartpointApplication.committed_at.is_(None),
-            StartpointApplication.reverted_at.is_(None),
-        )
-    ).all()
-    for app in apps:
-        ids = {int(s["id"]) for s in app.startpoints} & applied
-        if not ids or not app.checkpoint:
-            continue
-        try:
-            latest = cp.latest_commit_batch(app.checkpoint)
-        except OSError:  # not visible from here: the progress report settles it
-            continue
-        if latest is not None and (app.batch_id is None or latest > app.batch_id):
-            app.committed_at = utcnow()
-            session.execute(
-                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == "applied")
-            )
-            done |= ids
-    return done
-
-
-def record_applied(session: Session, run: Run, reports: list[AppliedReport]) -> int:
-    for report in reports:
-        # Keep who set each startpoint and what it said: the rows go once a batch commits.
-        setters = session.scalars(
-            select(Startpoint).where(
-                Startpoint.id.in_(report.startpoint_ids), Startpoint.job_id == run.job_id
-            )
-        ).all()
-        session.add(
-            StartpointApplication(
-                job_id=run.job_id,
-                run_id=run.id,
-                attempt=run.attempt,
-                query=report.query,
-                source=report.source,
-                startpoints=[
-                    {
-                        "id": sp.id,
-                        "type": sp.type,
-                        "value": sp.value,
-                        "partition": sp.partition,
-                        "set_by": sp.created_by,
-                        "set_at": sp.created_at.isoformat(),
-                    }
-                    for sp in setters
-                ],
-                checkpoint=report.checkpoint,
-                batch_id=report.batch_id,
-                before_offsets=report.before,
-                after_offsets=report.after,
-                original_file=report.original_file,
-            )
-        )
-        for sp in setters:
-            sp.state = "applied"
-    audit.record(
-        session,
-        f"run-{run.id}",
-        "startpoints.applied",
-        job=run.job.name,
-        target=f"run {run.id}",
-        detail={"sources": [r.source for r in reports]},
-    )
-    return len(reports)
-
-
-def on_batch_committed(session: Session, run: Run, query: str, batch_id: int) -> None:
-    """A batch past an application has committed: its startpoints are done; delete them so
-    a later restart does not apply them again."""
-    apps = session.scalars(
-        select(StartpointApplication).where(
-            StartpointApplication.run_id == run.id,
-            StartpointApplication.query == query,
-            StartpointApplication.committed_at.is_(None),
-        )
-    ).all()
-    for app in apps:
-        if app.batch_id is None or batch_id > app.batch_id:
-            app.committed_at = utcnow()
-            ids = [s["id"] for s in app.startpoints]
-            session.execute(
-                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == "applied")
-            )
-
-
-def revert(
-    session: Session, job_name: str, application_id: int, actor: Principal
-) -> StartpointApplication:
-    job = get_job(session, job_name, lock=True)
-    app = session.get(StartpointApplication, application_id, with_for_update=True)
-    if app is None or app.job_id != job.id:
-        raise NotFound(f"Job '{job_name}' has no startpoint application {application_id}.")
-    if app.reverted_at is not None:
-        raise Conflict(f"Application {application_id} was already reverted.")
-    running = active_run(session, job)
-    if running is not None:
-        raise Conflict(
-            f"Job '{job_name}' is running (run {running.id}); stop it before reverting, so the "
-            "checkpoint is not in use."
-        )
-    if app.batch_id is None or not app.original_file or not app.checkpoint:
-        raise Conflict(
-            "That startpoint was applied to a fresh query (no checkpoint existed), so there is "
-            "no earlier position to put back."
-        )
-    try:
-        rt.revert(app.checkpoint, app.batch_id, app.original_file)
-    except rt.StartpointError as exc:
-        before = json.dumps(app.before_offsets or {}, sort_keys=True)
-        raise Conflict(
-            f"Application {application_id} cannot be reverted: {exc}. Source "
-            f"'{app.source}' was at {before} before it."
-        ) from None
-    except (cp.CheckpointError, OSError) as exc:
-        raise Conflict(f"Application {application_id} cannot be reverted: {exc}.") from None
-    app.reverted_at, app.reverted_by = utcnow(), actor.name
-    ids = [s["id"] for s in app.startpoints]
-    session.execute(delete(Startpoint).where(Startpoint.id.in_(ids)))
-    audit.record(
-        session, actor, "startpoints.revert", job=job.name, target=f"application {application_id}"
-    )
-    return app

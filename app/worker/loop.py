@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import psycopg
 from sqlalchemy import text
 
+from app.audit import service as audit
 from app.db import transaction
 from app.operations.service import NOTIFY_CHANNEL
 from app.snapshots.worker import retention_sweep
@@ -130,7 +131,8 @@ class Worker:
                 log.exception("run %s: reconcile failed; will retry", run_id)
 
     def retention(self, *, force: bool = False) -> None:
-        """Every ``retention_every`` seconds: snapshot retention of every job, then gc."""
+        """Every ``retention_every`` seconds: snapshot retention of every job, then gc; then
+        audit events past TIDEGATE_AUDIT_RETENTION."""
         now = time.monotonic()
         if not force and now < self._retention_due:
             return
@@ -139,6 +141,10 @@ class Worker:
             retention_sweep(self.ctx.factory, self.ctx.settings)
         except Exception:
             log.exception("snapshot retention failed; will retry")
+        try:
+            audit.sweep(self.ctx.factory, self.ctx.settings.audit_retention_delta)
+        except Exception:
+            log.exception("audit retention failed; will retry")
 
     def _heartbeat(self) -> None:
         while not self.stopping.wait(self.beat_every):

@@ -21,6 +21,7 @@ def settings(tmp_path: Path) -> Settings:
         admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
         data_dir=tmp_path / "data",
         checkpoint_root=tmp_path / "checkpoints",
+        eventlog_roots=str(tmp_path),  # the tests' event logs live beside the data dir
         log_json=False,
     )
 

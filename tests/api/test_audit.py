@@ -27,3 +27,48 @@ def test_mutations_and_refusals_are_audited(client: TestClient, token_for) -> No
         client.get("/api/v1/events", params={"action": "job.update"}).json()["items"][0]["job"]
         == "a"
     )
+
+
+def test_unauthenticated_refusals_leave_no_audit_rows(client: TestClient, token_for) -> None:  # type: ignore[no-untyped-def]
+    """Anyone can send requests without a valid token; auditing each 401 would let them fill
+    the table. Authenticated refusals still are audited, with the token's id."""
+    before = client.get("/api/v1/events").json()["items"]
+    for header in ("", "Bearer tg_nope", "Basic eDp5"):
+        for _ in range(5):
+            r = client.post(
+                "/api/v1/jobs", json={"name": "flood"}, headers={"Authorization": header}
+            )
+            assert r.status_code == 401
+        assert client.delete("/api/v1/jobs/x", headers={"Authorization": header}).status_code == 401
+    assert client.get("/api/v1/events").json()["items"] == before
+    reader = token_for("read")
+    r = client.post(
+        "/api/v1/jobs", json={"name": "a"}, headers={"Authorization": f"Bearer {reader}"}
+    )
+    assert r.status_code == 403
+    event = client.get("/api/v1/events").json()["items"][0]
+    assert (event["action"], event["status_code"], event["actor"]) == (
+        "job.create",
+        403,
+        "test-read",
+    )
+    tokens = {t["name"]: t["id"] for t in client.get("/api/v1/tokens").json()}
+    assert event["actor_token_id"] == tokens["test-read"]
+
+
+def test_events_name_the_token_that_acted(client: TestClient) -> None:
+    """A token's name is free text (two tokens may share one); the event keeps its id."""
+    ids = []
+    for _ in range(2):
+        r = client.post("/api/v1/tokens", json={"name": "deploy", "scope": "operate"})
+        assert r.status_code == 201
+        ids.append((r.json()["id"], r.json()["token"]))
+    for n, (_, secret) in enumerate(ids):
+        auth = {"Authorization": f"Bearer {secret}"}
+        assert client.post("/api/v1/jobs", json={"name": f"j{n}"}, headers=auth).status_code == 201
+    for n, (token_id, _) in enumerate(ids):
+        (event,) = client.get("/api/v1/events", params={"job": f"j{n}"}).json()["items"]
+        assert (event["actor"], event["actor_token_id"]) == ("deploy", token_id)
+    client.post("/api/v1/jobs", json={"name": "boot"})  # the bootstrap admin token: no row
+    (event,) = client.get("/api/v1/events", params={"job": "boot"}).json()["items"]
+    assert (event["actor"], event["actor_token_id"]) == ("admin-token", None)

@@ -28,22 +28,22 @@ REQUIRED = {
     ("POST", "/api/v1/jobs/{job}/stop"): "operate",
     ("POST", "/api/v1/jobs/{job}/cancel"): "operate",
     ("POST", "/api/v1/jobs/{job}/drain"): "operate",
-    ("POST", "/api/v1/runs/{run_id}/drain"): "operate",  # or the run's own token
+    ("POST", "/api/v1/runs/{run_id}/drain"): "run",  # the run's own token only
     ("POST", "/api/v1/jobs/{job}/restart"): "operate",
     ("GET", "/api/v1/operations/{op_id}"): "read",
     ("GET", "/api/v1/jobs/{job}/operations"): "read",
     ("GET", "/api/v1/jobs/{job}/runs"): "read",
     ("GET", "/api/v1/runs/{run_id}"): "read",
     ("GET", "/api/v1/runs/{run_id}/progress"): "read",
-    ("GET", "/api/v1/runs/{run_id}/directives"): "operate",  # or the run's own token
-    ("POST", "/api/v1/runs/{run_id}/progress"): "operate",  # or the run's own token
+    ("GET", "/api/v1/runs/{run_id}/directives"): "run",  # the run's own token only
+    ("POST", "/api/v1/runs/{run_id}/progress"): "run",  # the run's own token only
     ("GET", "/api/v1/jobs/{job}/startpoints"): "read",
     ("PUT", "/api/v1/jobs/{job}/startpoints"): "operate",
     ("DELETE", "/api/v1/jobs/{job}/startpoints/{source}"): "operate",
     ("DELETE", "/api/v1/jobs/{job}/startpoints/{source}/{partition}"): "operate",
     ("POST", "/api/v1/jobs/{job}/startpoints/preview"): "read",
     ("POST", "/api/v1/jobs/{job}/startpoints/{application_id}/revert"): "operate",
-    ("POST", "/api/v1/runs/{run_id}/startpoints/applied"): "operate",  # or the run's token
+    ("POST", "/api/v1/runs/{run_id}/startpoints/applied"): "run",  # the run's token only
     ("POST", "/api/v1/jobs/{job}/snapshots"): "operate",
     ("POST", "/api/v1/jobs/{job}/update"): "operate",
     ("GET", "/api/v1/snapshots"): "read",
@@ -61,7 +61,8 @@ REQUIRED = {
     ("DELETE", "/api/v1/tokens/{token_id}"): "admin",
 }
 PUBLIC = {("GET", "/healthz"), ("GET", "/readyz")}
-RANK = {"read": 1, "operate": 2, "admin": 3}
+# "run": the runtime channel, which no API token reaches, not even admin.
+RANK = {"read": 1, "operate": 2, "admin": 3, "run": 4}
 
 
 def _routes() -> list[tuple[str, str]]:

@@ -136,7 +136,7 @@ def test_update_by_drain_is_checked_before_the_run_is_touched(
         queries=[
             {
                 "sources": [{"name": "events", "kind": "eventlog", "options": {"stream": "s"}}],
-                "checkpoint_location": str(settings.resolved_checkpoint_root / "fixed"),
+                "checkpoint_location": str(settings.resolved_checkpoint_root / "j" / "fixed"),
             }
         ]
     )

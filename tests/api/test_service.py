@@ -43,8 +43,17 @@ def test_database_outage_is_503_problem(settings: Settings) -> None:
             assert r.status_code == 503, r.text
             assert r.headers["content-type"].startswith("application/problem+json")
             assert r.headers["retry-after"]
-        ready = c.get("/readyz")
-        assert ready.status_code == 503 and "unreachable" in ready.json()["detail"]
+        ready = c.get("/readyz", headers={"Authorization": ""})
+        assert ready.status_code == 503
+        # Unauthenticated: nothing of the driver's error (host, port, user, database).
+        assert ready.json()["detail"] == "The database is unreachable."
+
+
+def test_readiness_names_no_revisions(client: TestClient) -> None:
+    client.app.state.migration_head = "9999-not-a-revision"  # type: ignore[attr-defined]
+    ready = client.get("/readyz", headers={"Authorization": ""})
+    assert ready.status_code == 503 and ready.headers["retry-after"]
+    assert ready.json()["detail"] == "The database schema is not at head: run 'tidegate migrate'."
 
 
 def test_bad_bodies_are_problems(client: TestClient) -> None:

@@ -110,8 +110,13 @@ def test_bulk_upsert_thousands_in_one_call(client: TestClient, cluster: str) -> 
     assert r.status_code == 200 and r.json()["upserted"] == 10_000
     again = client.put(URL, json={"startpoints": [{**i, "value": 1} for i in items]})
     assert again.status_code == 200
-    pending = client.get(URL).json()["pending"]
+    page = client.get(URL).json()
+    pending = page["pending"]
+    while page["next_cursor"]:  # 500 a page
+        page = client.get(URL, params={"cursor": page["next_cursor"]}).json()
+        pending += page["pending"]
     assert len(pending) == 10_000 and {s["value"] for s in pending} == {1}
+    assert [s["partition"] for s in pending] == list(range(10_000))
 
 
 def test_preview_apply_commit_and_revert(
@@ -283,3 +288,27 @@ def test_restart_in_the_same_request_needs_a_run(client: TestClient, job: dict[s
     )
     assert r.status_code == 409 and "never run" in r.json()["detail"]
     assert client.get(URL).json()["pending"] == []  # nothing half-written
+
+
+def test_pending_startpoints_come_in_pages(client: TestClient, job: dict[str, str]) -> None:
+    """GET …/startpoints is paginated like the other lists (limit/cursor), keeping its shape:
+    ``pending`` holds one page, ``next_cursor`` leads to the next."""
+    items = [{"source": "events", "type": "OLDEST"}] + [
+        {"source": "events", "partition": p, "type": "OFFSET", "value": p} for p in range(4)
+    ]
+    assert client.put(URL, json={"startpoints": items}).status_code == 200
+    seen, cursor, pages = [], None, 0
+    while True:
+        params: dict[str, object] = {"limit": 2} | ({"cursor": cursor} if cursor else {})
+        page = client.get(URL, params=params).json()
+        assert len(page["pending"]) <= 2 and "applied" in page
+        seen += [s["partition"] for s in page["pending"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [None, 0, 1, 2, 3] and pages == 3
+    whole = client.get(URL).json()
+    assert [s["partition"] for s in whole["pending"]] == seen and whole["next_cursor"] is None
+    assert client.get(URL, params={"limit": 501}).status_code == 422
+    assert client.get(URL, params={"cursor": "eyJhIjogMX0"}).status_code == 400

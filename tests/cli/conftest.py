@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,6 +62,7 @@ def live(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
         admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
         data_dir=tmp / "data",
         checkpoint_root=tmp / "checkpoints",
+        eventlog_roots=tempfile.gettempdir(),  # each test's event log is in its own tmp
         log_json=False,
     )
     settings.resolved_checkpoint_root.mkdir(parents=True, exist_ok=True)

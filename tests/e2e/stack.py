@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -130,6 +131,8 @@ def running_stack(tmp: Path, *, first_id: int = 1, pool_size: int = 5) -> Iterat
         admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
         data_dir=tmp / "data",
         checkpoint_root=checkpoint_root,
+        # The tests' event logs live in their own tmp folders, all under the system's one.
+        eventlog_roots=tempfile.gettempdir(),
         log_json=False,
         host="127.0.0.1",
         port=port,

@@ -268,6 +268,7 @@ def test_numbers_in_urls(client: TestClient, job: str, path: str) -> None:
 
 
 def test_runtime_reports_with_huge_numbers(client: TestClient, job: str, db: Engine) -> None:
+    from app.auth.service import Scope, create_token
     from app.db import make_sessionmaker, transaction
     from app.jobs.models import Job
     from app.runs.models import Run
@@ -286,13 +287,18 @@ def test_runtime_reports_with_huge_numbers(client: TestClient, job: str, db: Eng
         session.add(run)
         session.flush()
         run_id = run.id
+        _, token = create_token(session, name="run", scope=Scope.RUN, run_id=run_id)
     for report in (
         {"query": "q", "batch_id": 2**63},
         {"query": "q", "batch_id": 0, "num_input_rows": 10**40},
         {"query": "q", "batch_id": 0, "durations_ms": {"x": 10**30}},
         {"query": "q", "batch_id": 0, "sources": [{"end_offset": {"0": 10**40}}]},
     ):
-        r = client.post(f"/api/v1/runs/{run_id}/progress", json=report)
+        r = client.post(
+            f"/api/v1/runs/{run_id}/progress",
+            json=report,
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert r.status_code in (204, 422), (report, r.status_code, r.text)
 
 

@@ -166,7 +166,7 @@ def test_revert_on_a_spark_checkpoint_until_a_later_batch_commits(
     app = sp.apply_to_checkpoint(checkpoint, "q", "r", 0, "eventlog", opts, rewind)
     assert app.batch_id == batch and app.after == {"0": 50}
     # Stopped before a batch ran from it: revert, and Spark reads on from 100, not 50.
-    sp.revert(checkpoint, batch, app.original_file or "")
+    sp.revert(checkpoint, batch)
     fill(stream, 0, 20)
     assert run() == 120
     # Applied again and a batch committed from it (50..139 re-read into the state): the
@@ -179,5 +179,5 @@ def test_revert_on_a_spark_checkpoint_until_a_later_batch_commits(
     latest = latest_commit_batch(checkpoint)
     assert latest is not None and latest > batch
     with pytest.raises(sp.StartpointError, match=f"committed batches {batch + 1}\\.\\.{latest}"):
-        sp.revert(checkpoint, batch, app.original_file or "")
+        sp.revert(checkpoint, batch)
     assert read_offsets(checkpoint, latest)[1] == ['{"0": 140}']

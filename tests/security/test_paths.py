@@ -1,5 +1,6 @@
 """Checkpoint and snapshot paths stay inside their roots: whatever a caller writes, a query's
-checkpoint_location resolves under the checkpoint root (symlinks followed, '..' refused) and
+checkpoint_location resolves inside its job's folder of the checkpoint root (symlinks
+followed, '..' refused; not the root, not another job's folder) and
 a snapshot name cannot name a path at all."""
 
 from __future__ import annotations
@@ -55,13 +56,18 @@ def test_checkpoint_locations_outside_the_root_are_refused(
         f"file:{root}/../x",
         str(root / "escape" / "q"),  # a symlink inside the root that leads out of it
         str(root) + "/q\x00/x",
+        str(root),  # the root itself holds every job's folders
+        f"file://{root}/q2",  # directly in the root, beside the jobs' folders
+        str(root / "other-job" / "q"),  # another job's folder
+        str(root / "paths"),  # the job's folder itself holds its runs' checkpoints
+        str(root / "paths") + "/",
     ]
     for location in refused:
         assert _version(client, job, location) == 422, location
     accepted = {
         str(root / "paths" / "q"): root / "paths" / "q",
-        f"file://{root}/q2": root / "q2",
-        "relative/q": root / "relative" / "q",
+        f"file://{root}/paths/q2": root / "paths" / "q2",
+        "relative/q": root / "paths" / "relative" / "q",  # relative to the job's folder
     }
     for location, stored in accepted.items():
         assert _version(client, job, location) == 201, location
@@ -96,3 +102,44 @@ def test_snapshot_root_holds_nothing_from_outside(settings: Settings) -> None:
     """Nothing above wrote anything: the snapshot root does not even exist yet."""
     root = Path(settings.resolved_snapshot_root)
     assert not root.exists() or not any(os.scandir(root))
+
+
+def test_the_api_reads_event_logs_only_inside_the_allowed_roots(
+    client: TestClient, cluster: str, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A version may name any event-log folder (its driver reads it); the API itself reads
+    one, to check partitions and to preview, only inside TIDEGATE_EVENTLOG_ROOTS."""
+    from app.runtime.eventlog import EventLog
+
+    inside = settings.data_dir.parent / "log"  # the fixture allows its tmp folder
+    outside = tmp_path_factory.mktemp("elsewhere") / "log"
+    for root in (inside, outside):
+        EventLog(root).create_stream("s", 4)
+    for job, root in (("in", inside), ("out", outside)):
+        assert client.post("/api/v1/jobs", json={"name": job}).status_code == 201
+        source = {"name": "e", "kind": "eventlog", "options": {"root": str(root), "stream": "s"}}
+        body = version_body(queries=[{"name": "q", "sources": [source]}])
+        assert client.post(f"/api/v1/jobs/{job}/versions", json=body).status_code == 201
+    point = {"startpoints": [{"source": "e", "partition": 7, "type": "OLDEST"}]}
+    r = client.put("/api/v1/jobs/in/startpoints", json=point)
+    assert r.status_code == 422 and "partitions 0..3" in r.text  # read: it has 4
+    assert client.put("/api/v1/jobs/out/startpoints", json=point).status_code == 200  # not read
+    assert (
+        client.put(
+            "/api/v1/jobs/out/startpoints",
+            json={"startpoints": [{"source": "e", "type": "OLDEST"}]},
+        ).status_code
+        == 200
+    )
+    preview = client.post("/api/v1/jobs/out/startpoints/preview").json()
+    assert preview["rows"] == []
+    assert [e["source"] for e in preview["errors"]] == ["e"]
+    assert "TIDEGATE_EVENTLOG_ROOTS" in preview["errors"][0]["error"]
+    assert str(outside) not in preview["errors"][0]["error"]
+
+
+def test_event_log_roots_default_to_the_data_dir(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    assert settings.resolved_eventlog_roots == [(tmp_path / "data").absolute()]
+    many = Settings(eventlog_roots=f"{tmp_path}/a, /srv/logs")
+    assert many.resolved_eventlog_roots == [tmp_path / "a", Path("/srv/logs")]

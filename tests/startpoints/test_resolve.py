@@ -75,7 +75,7 @@ def test_rewrite_keeps_original_and_reverts(log: dict[str, str], tmp_path: Path)
     assert json.loads(lines[0]) == {"0": 50, "1": 80, "2": 50}
     assert not (ck / "offsets" / "5").exists()  # the uncommitted plan would have ignored it
     assert Path(app.original_file or "").read_text().endswith('{"0": 50, "1": 50, "2": 50}')
-    sp.revert(ck, 4, app.original_file or "")
+    sp.revert(ck, 4)
     assert json.loads(cp.read_offsets(ck, 4)[1][0]) == {"0": 50, "1": 50, "2": 50}
 
 
@@ -188,7 +188,7 @@ def test_rewind_lowers_the_watermark_fast_forward_does_not(
     sp.apply_to_checkpoint(ck, "q", "src", 0, "eventlog", log, [P(3, "OFFSET", 10, 2)])
     assert _watermarks(ck, 4) == (T0 + 9_999, T0 + 9_999)
     # Revert puts back the offsets and the watermark of before the first rewrite.
-    sp.revert(ck, 4, app.original_file or "")
+    sp.revert(ck, 4)
     assert cp.read_offsets(ck, 4)[1] == [line]
     assert _watermarks(ck, 4) == (T0 + 68_600, T0 + 69_000)
 
@@ -197,10 +197,10 @@ def test_revert_is_refused_once_a_later_batch_committed(
     log: dict[str, str], tmp_path: Path
 ) -> None:
     ck = write_checkpoint(tmp_path / "ck", 4, '{"0": 50, "1": 50, "2": 50}')
-    app = sp.apply_to_checkpoint(ck, "q", "src", 0, "eventlog", log, [P(1, "OFFSET", 90)])
+    sp.apply_to_checkpoint(ck, "q", "src", 0, "eventlog", log, [P(1, "OFFSET", 90)])
     write_checkpoint(ck, 5, '{"0": 100, "1": 100, "2": 100}')
     with pytest.raises(sp.StartpointError, match=r"committed batches 5\.\.5 .* file sink"):
-        sp.revert(ck, 4, app.original_file or "")
+        sp.revert(ck, 4)
     assert cp.read_offsets(ck, 4)[1] == ['{"0": 90, "1": 90, "2": 90}']  # untouched
 
 

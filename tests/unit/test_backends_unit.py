@@ -294,6 +294,34 @@ def test_standalone_log_tail_through_worker_ui() -> None:
     assert tail == "--- stderr ---\nstderr line 2\n--- stdout ---\nstdout line 2"
 
 
+def test_cluster_credentials_go_only_to_the_registered_urls() -> None:
+    """The master reports worker UI addresses; they may be anyone's. The cluster's
+    credentials go to its REST and UI URLs only, never to a reported worker address."""
+    seen: dict[str, str | None] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen[str(request.url.copy_with(query=None))] = request.headers.get("Authorization")
+        if request.url.path.startswith("/v1/submissions/status/"):
+            return httpx.Response(
+                200, json={"success": True, "driverState": "RUNNING", "workerId": "worker-1"}
+            )
+        if request.url.path == "/json/":
+            return httpx.Response(
+                200, json={"workers": [{"id": "worker-1", "webuiaddress": "http://evil:8081"}]}
+            )
+        return httpx.Response(200, text="==== Bytes 0-4 of 4 of /w/d/stderr ====\nline\n")
+
+    assert _standalone(handler, auth_header="Bearer s3cret").log_tail("driver-1") is not None
+    assert seen[f"{REST}/v1/submissions/status/driver-1"] == "Bearer s3cret"
+    assert seen[f"{UI}/json/"] == "Bearer s3cret"
+    assert seen["http://evil:8081/log/"] is None
+    # Same host, another port: another origin.
+    seen.clear()
+    backend = _standalone(handler, auth_header="Bearer s3cret", ui_url="http://master:8080")
+    backend._read_log("driver-1", "stderr", "http://master:9999", tail=10)
+    assert seen["http://master:9999/log/"] is None
+
+
 @pytest.mark.parametrize(
     ("body", "ok"),
     [

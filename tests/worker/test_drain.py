@@ -81,7 +81,8 @@ class ScriptedRuntime:
                     app = self.fake.apps.get(run.backend_id or "")
                     if app is None or app.state != AppState.RUNNING:
                         continue
-                    channel.directives(session, run.id, run.attempt)  # runtime_seen_at
+                    root = self.ctx.settings.resolved_checkpoint_root
+                    channel.directives(session, run.id, run.attempt, root)  # runtime_seen_at
                     if run.state == states.STOPPING and self.late:
                         report = DrainReport(end_offsets=END, drained=True)
                         channel.record_drain(session, run.id, report)

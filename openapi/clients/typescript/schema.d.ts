@@ -1082,6 +1082,11 @@ export interface components {
             at: string;
             /** Actor */
             actor: string;
+            /**
+             * Actor Token Id
+             * @description The id of the stored token that acted (GET /api/v1/tokens); null for the bootstrap admin token and for tidegate itself. The actor name is the token's name, which is free text.
+             */
+            actor_token_id: number | null;
             /** Action */
             action: string;
             /** Job */
@@ -2035,8 +2040,16 @@ export interface components {
         };
         /** StartpointsView */
         StartpointsView: {
-            /** Pending */
+            /**
+             * Pending
+             * @description Pending and applied startpoints, by source and partition: one page.
+             */
             pending: components["schemas"]["StartpointResponse"][];
+            /**
+             * Next Cursor
+             * @description More pending startpoints: pass as `cursor` for the next page (the same `applied` comes with every page); null on the last page.
+             */
+            next_cursor?: string | null;
             /**
              * Applied
              * @description Recent applications, newest first.
@@ -6307,7 +6320,12 @@ export interface operations {
     };
     listStartpoints: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Pending startpoints per page (1 to 500). */
+                limit?: number;
+                /** @description next_cursor from the previous page. */
+                cursor?: string | null;
+            };
             header?: never;
             path: {
                 /** @description The job's name. */

@@ -21,6 +21,8 @@ class EventResponse:
         id (int):
         at (datetime.datetime):
         actor (str):
+        actor_token_id (int | None): The id of the stored token that acted (GET /api/v1/tokens); null for the bootstrap
+            admin token and for tidegate itself. The actor name is the token's name, which is free text.
         action (str):
         job (None | str):
         target (None | str):
@@ -33,6 +35,7 @@ class EventResponse:
     id: int
     at: datetime.datetime
     actor: str
+    actor_token_id: int | None
     action: str
     job: None | str
     target: None | str
@@ -50,6 +53,9 @@ class EventResponse:
         at = self.at.isoformat()
 
         actor = self.actor
+
+        actor_token_id: int | None
+        actor_token_id = self.actor_token_id
 
         action = self.action
 
@@ -79,6 +85,7 @@ class EventResponse:
                 "id": id,
                 "at": at,
                 "actor": actor,
+                "actor_token_id": actor_token_id,
                 "action": action,
                 "job": job,
                 "target": target,
@@ -101,6 +108,13 @@ class EventResponse:
         at = datetime.datetime.fromisoformat(d.pop("at"))
 
         actor = d.pop("actor")
+
+        def _parse_actor_token_id(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        actor_token_id = _parse_actor_token_id(d.pop("actor_token_id"))
 
         action = d.pop("action")
 
@@ -148,6 +162,7 @@ class EventResponse:
             id=id,
             at=at,
             actor=actor,
+            actor_token_id=actor_token_id,
             action=action,
             job=job,
             target=target,

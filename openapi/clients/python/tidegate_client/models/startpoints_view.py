@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.application_response import ApplicationResponse
@@ -18,12 +20,15 @@ T = TypeVar("T", bound="StartpointsView")
 class StartpointsView:
     """
     Attributes:
-        pending (list[StartpointResponse]):
+        pending (list[StartpointResponse]): Pending and applied startpoints, by source and partition: one page.
         applied (list[ApplicationResponse]): Recent applications, newest first.
+        next_cursor (None | str | Unset): More pending startpoints: pass as `cursor` for the next page (the same
+            `applied` comes with every page); null on the last page.
     """
 
     pending: list[StartpointResponse]
     applied: list[ApplicationResponse]
+    next_cursor: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -37,6 +42,12 @@ class StartpointsView:
             applied_item = applied_item_data.to_dict()
             applied.append(applied_item)
 
+        next_cursor: None | str | Unset
+        if isinstance(self.next_cursor, Unset):
+            next_cursor = UNSET
+        else:
+            next_cursor = self.next_cursor
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -45,6 +56,8 @@ class StartpointsView:
                 "applied": applied,
             }
         )
+        if next_cursor is not UNSET:
+            field_dict["next_cursor"] = next_cursor
 
         return field_dict
 
@@ -68,9 +81,19 @@ class StartpointsView:
 
             applied.append(applied_item)
 
+        def _parse_next_cursor(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        next_cursor = _parse_next_cursor(d.pop("next_cursor", UNSET))
+
         startpoints_view = cls(
             pending=pending,
             applied=applied,
+            next_cursor=next_cursor,
         )
 
         startpoints_view.additional_properties = d

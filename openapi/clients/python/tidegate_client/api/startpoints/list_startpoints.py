@@ -8,18 +8,35 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.startpoints_view import StartpointsView
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     job: str,
+    *,
+    limit: int | Unset = 500,
+    cursor: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    json_cursor: None | str | Unset
+    if isinstance(cursor, Unset):
+        json_cursor = UNSET
+    else:
+        json_cursor = cursor
+    params["cursor"] = json_cursor
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/api/v1/jobs/{job}/startpoints".format(
             job=quote(str(job), safe=""),
         ),
+        "params": params,
     }
 
     return _kwargs
@@ -94,11 +111,15 @@ def sync_detailed(
     job: str,
     *,
     client: AuthenticatedClient,
+    limit: int | Unset = 500,
+    cursor: None | str | Unset = UNSET,
 ) -> Response[Problem | StartpointsView]:
     """Startpoints.List
 
     Args:
         job (str): The job's name.
+        limit (int | Unset): Pending startpoints per page (1 to 500). Default: 500.
+        cursor (None | str | Unset): next_cursor from the previous page.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -110,6 +131,8 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         job=job,
+        limit=limit,
+        cursor=cursor,
     )
 
     response = client.get_httpx_client().request(
@@ -123,11 +146,15 @@ def sync(
     job: str,
     *,
     client: AuthenticatedClient,
+    limit: int | Unset = 500,
+    cursor: None | str | Unset = UNSET,
 ) -> Problem | StartpointsView | None:
     """Startpoints.List
 
     Args:
         job (str): The job's name.
+        limit (int | Unset): Pending startpoints per page (1 to 500). Default: 500.
+        cursor (None | str | Unset): next_cursor from the previous page.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -140,6 +167,8 @@ def sync(
     return sync_detailed(
         job=job,
         client=client,
+        limit=limit,
+        cursor=cursor,
     ).parsed
 
 
@@ -147,11 +176,15 @@ async def asyncio_detailed(
     job: str,
     *,
     client: AuthenticatedClient,
+    limit: int | Unset = 500,
+    cursor: None | str | Unset = UNSET,
 ) -> Response[Problem | StartpointsView]:
     """Startpoints.List
 
     Args:
         job (str): The job's name.
+        limit (int | Unset): Pending startpoints per page (1 to 500). Default: 500.
+        cursor (None | str | Unset): next_cursor from the previous page.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -163,6 +196,8 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         job=job,
+        limit=limit,
+        cursor=cursor,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -174,11 +209,15 @@ async def asyncio(
     job: str,
     *,
     client: AuthenticatedClient,
+    limit: int | Unset = 500,
+    cursor: None | str | Unset = UNSET,
 ) -> Problem | StartpointsView | None:
     """Startpoints.List
 
     Args:
         job (str): The job's name.
+        limit (int | Unset): Pending startpoints per page (1 to 500). Default: 500.
+        cursor (None | str | Unset): next_cursor from the previous page.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -192,5 +231,7 @@ async def asyncio(
         await asyncio_detailed(
             job=job,
             client=client,
+            limit=limit,
+            cursor=cursor,
         )
     ).parsed
