@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, field_validator
 
 # Names end up in checkpoint paths and URLs: no slashes, no dots-only names, no spaces.
 Name = Annotated[
@@ -30,6 +30,21 @@ def _shallow(value: Any) -> Any:
     return value
 
 
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set):
+            stack.extend(item)
+    return False
+
+
 JsonValue = Annotated[Any, AfterValidator(_shallow)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_shallow)]
 
@@ -38,6 +53,15 @@ class Body(BaseModel):
     """Request bodies refuse unknown fields, so a typo is an error rather than ignored."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # PostgreSQL cannot store NUL in text: refuse it here, as a field error, before any
+        # precondition (If-Match) or state check runs.
+        if _has_nul(value):
+            raise ValueError("must not contain a NUL character (\\u0000)")
+        return value
 
 
 class Response(BaseModel):
