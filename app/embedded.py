@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 
-from app.config import Settings
+from app.config import Settings, check_token_strength
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,12 @@ def bootstrap_admin_token(settings: Settings) -> str:
         return settings.admin_token.get_secret_value()
     path = settings.data_dir.absolute() / "admin-token"
     if path.exists():
-        return path.read_text().strip()
+        kept = path.read_text().strip()
+        try:
+            check_token_strength(kept)
+        except ValueError as exc:
+            raise SystemExit(f"tidegate: the admin token in {path} is {exc}") from None
+        return kept
     token = "tg_admin_" + secrets.token_urlsafe(24)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch(mode=0o600)
