@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    StringConstraints,
+    field_validator,
+)
+
+from app.redaction import redact
 
 # Names end up in checkpoint paths and URLs: no slashes, no dots-only names, no spaces.
 Name = Annotated[
@@ -66,3 +74,13 @@ class Body(BaseModel):
 
 class Response(BaseModel):
     model_config = ConfigDict(from_attributes=True)
+
+
+def redacting(*fields: str) -> Any:
+    """A validator for response models: these fields (conf, options, params, errors) are
+    shown through ``app.redaction.redact``, whoever builds the response."""
+
+    def _redact(cls: type, value: Any) -> Any:
+        return redact(value)
+
+    return field_validator(*fields)(classmethod(_redact))

@@ -20,16 +20,15 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psutil
 
+from app.redaction import redact
 from app.spark_local import spark_home
 
 logger = logging.getLogger(__name__)
 
 TERMINAL = frozenset({"success", "dead", "killed"})
-SECRET_KEY = re.compile(r"(?i)secret|password|token")
 APP_MASTER_ENV = "spark.yarn.appMasterEnv."
 # The driver's SparkContext has started: Livy's "running" (the YARN app was accepted).
 _STARTED = re.compile(rb"SparkContext: Running Spark version")
@@ -495,8 +494,3 @@ def _mtime(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
-
-
-def redact(conf: dict[str, Any]) -> dict[str, Any]:
-    """Conf as it may appear in logs and answers: secret-looking values hidden."""
-    return {k: "*********(redacted)" if SECRET_KEY.search(k) else v for k, v in conf.items()}
