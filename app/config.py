@@ -39,6 +39,12 @@ class Settings(BaseSettings):
         description="`tidegate runner`: the bearer token its clients must send; `tidegate run` "
         "generates one in DATA_DIR/runner-token and stores it as cluster 'local's credentials.",
     )
+    app_roots: str | None = Field(
+        default=None,
+        description="Comma-separated directories (or URL prefixes such as s3a://bucket/apps) "
+        "whose files operate tokens may put in a version's app.file/py_files. Unset: only "
+        "admin tokens may create versions.",
+    )
     checkpoint_root: Path | None = Field(
         default=None, description="Where run checkpoints live; default DATA_DIR/checkpoints."
     )

@@ -86,6 +86,8 @@ def test_no_secret_in_logs_responses_errors_or_audit(
         "TIDEGATE_CHECKPOINT_ROOT": str(tmp_path / "checkpoints"),
         "TIDEGATE_LOG_JSON": "true",
         "TIDEGATE_LOG_LEVEL": "DEBUG",
+        # The operate token below creates the version: its app file must lie under a root.
+        "TIDEGATE_APP_ROOTS": str(ROOT / "pipelines"),
     }
     api = _spawn(["api", "--no-migrate"], env, tmp_path / "api.log")
     worker = _spawn(["worker", "--poll-seconds", "0.5"], env, tmp_path / "worker.log")
