@@ -9,10 +9,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.durations import parse_duration
+
+MIN_ADMIN_TOKEN_LENGTH = 32
+MAKE_TOKEN_HINT = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+# Placeholders from docs, compose files and tutorials: never a real secret, whatever the length.
+_PLACEHOLDERS = ("change-me", "changeme", "change_me", "replace-me", "example", "default")
 
 
 class Settings(BaseSettings):
@@ -37,6 +42,17 @@ class Settings(BaseSettings):
     )
     admin_token: SecretStr | None = Field(
         default=None, description="Bootstrap admin bearer token, accepted when set."
+    )
+    runner_token: SecretStr | None = Field(
+        default=None,
+        description="`tidegate runner`: the bearer token its clients must send; `tidegate run` "
+        "generates one in DATA_DIR/runner-token and stores it as cluster 'local's credentials.",
+    )
+    app_roots: str | None = Field(
+        default=None,
+        description="Comma-separated directories (or URL prefixes such as s3a://bucket/apps) "
+        "whose files operate tokens may put in a version's app.file/py_files. Unset: only "
+        "admin tokens may create versions.",
     )
     checkpoint_root: Path | None = Field(
         default=None, description="Where run checkpoints live; default DATA_DIR/checkpoints."
@@ -116,6 +132,20 @@ class Settings(BaseSettings):
         parsed: dict[str, Any] = json.loads(self.snapshot_storage_options.get_secret_value())
         return parsed
 
+    @field_validator("admin_token")
+    @classmethod
+    def _strong_admin_token(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None:
+            check_token_strength(token.get_secret_value())
+        return token
+
+    @field_validator("runner_token")
+    @classmethod
+    def _strong_runner_token(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None:
+            check_token_strength(token.get_secret_value())
+        return token
+
     @property
     def resolved_checkpoint_root(self) -> Path:
         return (self.checkpoint_root or self.data_dir / "checkpoints").absolute()
@@ -129,6 +159,25 @@ class Settings(BaseSettings):
         return self.public_url or f"http://{self.host}:{self.port}"
 
 
+def check_token_strength(token: str) -> None:
+    """Refuse a bootstrap secret anyone could guess: short, or a known placeholder."""
+    weak = len(token) < MIN_ADMIN_TOKEN_LENGTH or len(set(token)) < 8
+    if weak or any(p in token.lower() for p in _PLACEHOLDERS):
+        raise ValueError(
+            f"too weak: use at least {MIN_ADMIN_TOKEN_LENGTH} random characters, "
+            f"not a placeholder. Make one with: {MAKE_TOKEN_HINT}"
+        )
+
+
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    """The settings; invalid ones stop the process with the reason (no traceback)."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        reasons = "; ".join(
+            f"TIDEGATE_{'.'.join(str(p) for p in e['loc']).upper()}: "
+            + e["msg"].removeprefix("Value error, ")
+            for e in exc.errors()
+        )
+        raise SystemExit(f"tidegate: invalid settings: {reasons}") from None

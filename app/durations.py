@@ -37,7 +37,10 @@ def parse_duration(text: str) -> timedelta:
             f"'{text}' is not a duration: use a number and a unit with no space, "
             "e.g. 50s, 100ms, 250us, 1m, 1min, 1h, 1d"
         )
-    return int(m.group(1)) * _BACKOFF_UNITS[m.group(2)]
+    try:
+        return int(m.group(1)) * _BACKOFF_UNITS[m.group(2)]
+    except OverflowError:
+        raise ValueError(f"'{text}' is too long a duration") from None
 
 
 def parse_trigger(text: str) -> int:

@@ -4,6 +4,7 @@ so `make run` needs nothing installed by hand."""
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import warnings
 from pathlib import Path
@@ -11,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 
-from app.config import Settings
+from app.config import Settings, check_token_strength
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +78,28 @@ def bootstrap_admin_token(settings: Settings) -> str:
     """The admin token for a local install: TIDEGATE_ADMIN_TOKEN, or one kept in DATA_DIR."""
     if settings.admin_token is not None:
         return settings.admin_token.get_secret_value()
-    path = settings.data_dir.absolute() / "admin-token"
+    return kept_secret(settings.data_dir.absolute() / "admin-token", "tg_admin_")
+
+
+def runner_token(settings: Settings) -> str:
+    """The embedded runner's token: TIDEGATE_RUNNER_TOKEN, or one kept in DATA_DIR."""
+    if settings.runner_token is not None:
+        return settings.runner_token.get_secret_value()
+    return kept_secret(settings.data_dir.absolute() / "runner-token", "tg_runner_")
+
+
+def kept_secret(path: Path, prefix: str) -> str:
+    """The secret in ``path`` (mode 0600), made on first use; a weak one stops the process."""
     if path.exists():
-        return path.read_text().strip()
-    token = "tg_admin_" + secrets.token_urlsafe(24)
+        kept = path.read_text().strip()
+        try:
+            check_token_strength(kept)
+        except ValueError as exc:
+            raise SystemExit(f"tidegate: the token in {path} is {exc}") from None
+        return kept
+    token = prefix + secrets.token_urlsafe(32)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600)
-    path.write_text(token + "\n")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
     return token

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -136,11 +137,14 @@ def install_error_handlers(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else "Request failed."
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"No route {request.method} {request.url.path}. See /docs for the API."
+        headers = dict(exc.headers or {})
         if exc.status_code == 405:
-            detail = f"{request.method} is not allowed on {request.url.path}."
-        return problem(
-            exc.status_code, _title(exc.status_code), detail, headers=dict(exc.headers or {})
-        )
+            allowed = _allowed_methods(request)
+            headers["Allow"] = ", ".join(allowed)
+            detail = (
+                f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}."
+            )
+        return problem(exc.status_code, _title(exc.status_code), detail, headers=headers)
 
     @app.exception_handler(StaleDataError)
     async def _stale(request: Request, exc: StaleDataError) -> JSONResponse:
@@ -192,6 +196,18 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
         return problem(500, "Internal error", "Unexpected error; it has been logged.")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves on this path (Starlette's 405 names only the first
+    route's): a path is often served by several routes, one per method."""
+    methods: set[str] = set()
+    path = request.scope.get("path", "")
+    for route in iter_route_contexts(request.app.router.routes):
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and route.methods and regex.match(path):
+            methods |= route.methods
+    return sorted(methods)
 
 
 def _title(status: int) -> str:

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app import migrate
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker, transaction
-from app.embedded import bootstrap_admin_token, resolve_database_url, server_log_path
+from app.embedded import bootstrap_admin_token, resolve_database_url, runner_token, server_log_path
 
 if TYPE_CHECKING:
     import uvicorn
@@ -28,9 +28,10 @@ log = logging.getLogger(__name__)
 LOCAL_CLUSTER = "local"
 
 
-def _register_local_cluster(database_url: str, runner_url: str) -> None:
+def _register_local_cluster(database_url: str, runner_url: str, runner_auth: str) -> None:
     from app.clusters.models import Cluster
 
+    credentials = {"authorization": runner_auth}
     engine = make_engine(database_url, pool_size=1)
     with transaction(make_sessionmaker(engine)) as session:
         cluster = session.scalar(select(Cluster).where(Cluster.name == LOCAL_CLUSTER))
@@ -41,20 +42,24 @@ def _register_local_cluster(database_url: str, runner_url: str) -> None:
                     kind="livy",
                     url=runner_url,
                     description="The embedded Livy-compatible runner (spark-submit, local mode).",
+                    credentials=credentials,
                 )
             )
-        elif cluster.url != runner_url:  # TIDEGATE_RUNNER_PORT changed since the last start
-            cluster.url = runner_url
+        else:  # TIDEGATE_RUNNER_PORT or the runner token may have changed since the last start
+            cluster.url, cluster.credentials = runner_url, credentials
     engine.dispose()
 
 
-def _kill_live_batches(runner_url: str) -> None:
+def _kill_live_batches(runner_url: str, runner_auth: str) -> None:
     """Stop the drivers the embedded runner started: they are this stack's children too."""
+    headers = {"Authorization": runner_auth}
     try:
-        body = httpx.get(f"{runner_url}/batches", params={"size": 10_000}, timeout=10).json()
+        body = httpx.get(
+            f"{runner_url}/batches", params={"size": 10_000}, headers=headers, timeout=10
+        ).json()
         for batch in body.get("sessions", []):
             if batch.get("state") not in ("success", "dead", "killed"):
-                httpx.delete(f"{runner_url}/batches/{batch['id']}", timeout=60)
+                httpx.delete(f"{runner_url}/batches/{batch['id']}", headers=headers, timeout=60)
     except httpx.HTTPError as e:
         log.warning("could not stop the runner's batches: %s", e)
 
@@ -136,6 +141,9 @@ def run_local_stack(settings: Settings) -> None:
         update={"database_url": database_url, "admin_token": SecretStr(admin_token)}
     )
     env = {"TIDEGATE_DATABASE_URL": database_url, "TIDEGATE_ADMIN_TOKEN": admin_token}
+    # Only the runner knows its token; tidegate sends it as the 'local' cluster's credentials.
+    runner_secret = runner_token(settings)
+    runner_auth = f"Bearer {runner_secret}"
     children: list[subprocess.Popen[bytes]] = []
     # uvicorn re-raises SIGTERM once it has shut down; as SystemExit it unwinds through the
     # finally below (the children, then the embedded PostgreSQL at exit) instead of killing
@@ -153,11 +161,11 @@ def run_local_stack(settings: Settings) -> None:
                     "--state-dir",
                     str(settings.data_dir.absolute() / "runner"),
                 ],
-                env,
+                {**env, "TIDEGATE_RUNNER_TOKEN": runner_secret},
             )
         )
         _wait_http(runner_url + "/batches")
-        _register_local_cluster(database_url, runner_url)
+        _register_local_cluster(database_url, runner_url, runner_auth)
         children.append(spawn(["worker"], env))
         server = uvicorn.Server(
             uvicorn.Config(
@@ -186,5 +194,5 @@ def run_local_stack(settings: Settings) -> None:
         if len(children) > 1:
             terminate(children[1])
         if children:
-            _kill_live_batches(runner_url)
+            _kill_live_batches(runner_url, runner_auth)
             terminate(children[0])

@@ -7,6 +7,8 @@ import sys
 
 import structlog
 
+from app.redaction import redact_log_event
+
 
 def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
     shared: list[structlog.types.Processor] = [
@@ -14,6 +16,7 @@ def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        redact_log_event,
     ]
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    StringConstraints,
+    field_validator,
+)
+
+from app.redaction import redact
 
 # Names end up in checkpoint paths and URLs: no slashes, no dots-only names, no spaces.
 Name = Annotated[
@@ -30,6 +38,21 @@ def _shallow(value: Any) -> Any:
     return value
 
 
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set):
+            stack.extend(item)
+    return False
+
+
 JsonValue = Annotated[Any, AfterValidator(_shallow)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_shallow)]
 
@@ -39,6 +62,25 @@ class Body(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    @field_validator("*")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # PostgreSQL cannot store NUL in text: refuse it here, as a field error, before any
+        # precondition (If-Match) or state check runs.
+        if _has_nul(value):
+            raise ValueError("must not contain a NUL character (\\u0000)")
+        return value
+
 
 class Response(BaseModel):
     model_config = ConfigDict(from_attributes=True)
+
+
+def redacting(*fields: str) -> Any:
+    """A validator for response models: these fields (conf, options, params, errors) are
+    shown through ``app.redaction.redact``, whoever builds the response."""
+
+    def _redact(cls: type, value: Any) -> Any:
+        return redact(value)
+
+    return field_validator(*fields)(classmethod(_redact))

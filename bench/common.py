@@ -176,9 +176,16 @@ class Server:
 
 
 @contextmanager
-def serve(args: list[str], env: dict[str, str], log: Path, health: str | None) -> Iterator[Server]:
-    """A server subprocess on loopback, stopped on exit; ``health`` is polled until 200
-    (None: a process without HTTP, e.g. the worker, ready once its log says "started")."""
+def serve(
+    args: list[str],
+    env: dict[str, str],
+    log: Path,
+    health: str | None,
+    headers: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """A server subprocess on loopback, stopped on exit; ``health`` is polled (with
+    ``headers``) until 200 (None: a process without HTTP, e.g. the worker, ready once its log
+    says "started")."""
     port = env.get("TIDEGATE_PORT") or str(free_port())
     env = {**os.environ, **env, "TIDEGATE_PORT": port, "BENCH_PORT": port}
     proc = subprocess.Popen(
@@ -195,7 +202,8 @@ def serve(args: list[str], env: dict[str, str], log: Path, health: str | None) -
                     break
             else:
                 try:
-                    if httpx.get(server.url + health, timeout=1).status_code == 200:
+                    answer = httpx.get(server.url + health, headers=headers, timeout=1)
+                    if answer.status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass

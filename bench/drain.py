@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 import tempfile
 import time
@@ -203,12 +204,14 @@ def main() -> None:
     with scratch_database("tidegate_bench_drain") as url:
         env = tidegate_env(url, tmp)
         port = str(free_port())
+        runner_token = "tg_bench_runner_" + secrets.token_urlsafe(32)
         with (
             serve(
                 ["-m", "app.cli", "runner", "--state-dir", str(tmp / "runner"), "--port", port],
-                {**env, "TIDEGATE_PORT": port},
+                {**env, "TIDEGATE_PORT": port, "TIDEGATE_RUNNER_TOKEN": runner_token},
                 tmp / "runner.log",
                 "/batches",
+                {"Authorization": f"Bearer {runner_token}"},
             ) as runner,
             serve(
                 ["-m", "app.cli", "api", "--no-migrate"], env, tmp / "api.log", "/healthz"
@@ -222,7 +225,15 @@ def main() -> None:
         ):
             client = api_client(api.url)
             runner_url = runner.url
-            r = client.post("/clusters", json={"name": "runner", "kind": "livy", "url": runner_url})
+            r = client.post(
+                "/clusters",
+                json={
+                    "name": "runner",
+                    "kind": "livy",
+                    "url": runner_url,
+                    "credentials": {"authorization": f"Bearer {runner_token}"},
+                },
+            )
             assert r.status_code == 201, r.text
             bench = Bench(client, tmp)
             print(f"tidegate {api.url}; runner {runner_url}; sizes {sizes}; {args.reps} rep(s)")

@@ -10,7 +10,7 @@ from app.audit import service
 from app.auth.deps import Reader
 from app.deps import DbSession
 from app.pagination import Cursor, Limit, Page
-from app.schemas import Response
+from app.schemas import Response, redacting
 
 router = APIRouter(tags=["audit"])
 
@@ -31,6 +31,8 @@ class EventResponse(Response):
     status_code: int
     detail: dict[str, Any] | None
     request_id: str | None
+
+    _redact = redacting("detail")
 
 
 @router.get(

@@ -3,9 +3,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
-from app.schemas import Body, Name, Response
+from app.redaction import has_url_credentials
+from app.schemas import Body, Name, Response, redacting
 
 
 class ClusterCredentials(Body):
@@ -42,6 +43,17 @@ class ClusterCreate(Body):
     description: str | None = Field(None, max_length=4000)
     credentials: ClusterCredentials | None = None
 
+    @field_validator("url", "ui_url")
+    @classmethod
+    def _no_credentials_in_url(cls, url: str | None) -> str | None:
+        if url is not None and has_url_credentials(url):
+            raise ValueError(
+                "the URL must not carry credentials (user:password@ or token@): it is shown "
+                "to every reader and in errors; put them in 'credentials' (authorization, or "
+                "username and password) instead"
+            )
+        return url
+
     @model_validator(mode="after")
     def _standalone_needs_master(self) -> ClusterCreate:
         if self.kind == "standalone" and not self.master_url:
@@ -67,3 +79,5 @@ class ClusterResponse(Response):
     )
     reachability_error: str | None = None
     created_at: datetime
+
+    _redact = redacting("url", "reachability_error")

@@ -8,7 +8,8 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from app.durations import normalise_trigger, parse_duration, parse_trigger
-from app.schemas import Body, JsonObject, Name, Response
+from app.redaction import redact
+from app.schemas import Body, JsonObject, Name, Response, redacting
 
 Duration = Annotated[str, Field(examples=["1s", "100ms", "1h"], max_length=32)]
 
@@ -171,14 +172,21 @@ class QueryResponse(Response):
     upstream: list[str] = []
     stateful: bool
 
+    @field_validator("sources")
+    @classmethod
+    def _redact_options(cls, sources: list[SourceSpec]) -> list[SourceSpec]:
+        return [s.model_copy(update={"options": redact(s.options)}) for s in sources]
+
 
 class VersionResponse(Response):
     job: str
     number: int
     cluster: str
     app: AppSpec
-    conf: dict[str, str]
+    conf: dict[str, str] = Field(description="Secret-looking keys' values are redacted.")
     queries: list[QueryResponse]
     description: str | None
     created_by: str
     created_at: datetime
+
+    _redact = redacting("conf")

@@ -13,6 +13,7 @@ from app.clusters.models import Cluster
 from app.config import Settings
 from app.durations import parse_trigger
 from app.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
+from app.jobs import version_policy
 from app.jobs.models import Job, JobVersion
 from app.jobs.schemas import (
     JobCreate,
@@ -291,6 +292,7 @@ def create_version(
             "their own working directory.",
             errors=[{"field": "app.file", "message": "not absolute"}],
         )
+    version_policy.check_version(body, actor, settings)
     queries = _normalise_queries(body.queries, settings, job.name)
     number = (latest_version_number(session, job) or 0) + 1
     version = JobVersion(

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from app.resume_points.schemas import ResumePoint
-from app.schemas import Body, Name, Response
+from app.schemas import Body, Name, Response, redacting
 from app.snapshots.schemas import SnapshotName
 
 OperationKind = Literal["submit", "stop", "cancel", "restart", "drain", "snapshot", "update"]
@@ -88,6 +88,8 @@ class OperationResponse(Response):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    _redact = redacting("error")
 
 
 class DrainBody(Body):

@@ -2,15 +2,23 @@
 
 Differences from Livy: DELETE keeps the batch (state ``killed``, or its final state if it had
 already ended) instead of forgetting it, and listed batches carry an empty ``log``.
+
+A batch runs code as the runner's user, so only tidegate may ask for one: every request must
+carry ``Authorization: Bearer <runner token>`` (the ``local`` cluster's credentials), name a
+loopback ``Host`` (a web page that rebinds its DNS name to 127.0.0.1 still sends its own
+name), and a write must be ``application/json`` (which a cross-site form cannot send without
+a CORS preflight this server never answers).
 """
 
 from __future__ import annotations
 
+import hmac
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -83,20 +91,69 @@ def _response(batch: Batch, log: list[str] | None = None) -> BatchResponse:
     )
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _host_name(host_header: str) -> str:
+    """``[::1]:8998`` → ``::1``; ``localhost:8998`` → ``localhost``."""
+    if host_header.startswith("["):
+        return host_header[1:].partition("]")[0]
+    return host_header.rpartition(":")[0] if host_header.count(":") == 1 else host_header
+
+
 def create_app(
     state_dir: Path,
     master: str = "local[2]",
     python: str = sys.executable,
     *,
+    token: str,
     spark_submit: str | None = None,
     kill_grace: float = 10.0,
+    allowed_hosts: frozenset[str] = LOOPBACK_HOSTS,
 ) -> FastAPI:
-    """A runner keeping its batches in ``state_dir``; a new app on the same dir sees them all."""
+    """A runner keeping its batches in ``state_dir``; a new app on the same dir sees them all.
+    Clients must send ``Authorization: Bearer <token>`` and a Host among ``allowed_hosts``."""
+    if not token:
+        raise ValueError("the runner needs a token: batches run code as this user")
     manager = BatchManager(
         state_dir, master, python, spark_submit=spark_submit, kill_grace=kill_grace
     )
-    app = FastAPI(title="tidegate runner", description="Livy-compatible local batch runner.")
+    app = FastAPI(
+        title="tidegate runner",
+        description="Livy-compatible local batch runner.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.manager = manager
+    expected = f"Bearer {token}".encode()
+    hosts = frozenset(h.lower() for h in allowed_hosts)
+
+    @app.middleware("http")
+    async def _guard(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        host = _host_name(request.headers.get("host", "")).lower()
+        if host not in hosts:
+            return JSONResponse(
+                {"msg": f"Host '{host}' is not served here; use http://127.0.0.1:<port>."},
+                status_code=421,
+            )
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return JSONResponse(
+                {"msg": "Send Authorization: Bearer <runner token> (TIDEGATE_RUNNER_TOKEN)."},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if request.method not in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if ctype != "application/json":
+                return JSONResponse(
+                    {"msg": "Send the body as Content-Type: application/json."},
+                    status_code=415,
+                )
+        return await call_next(request)
 
     @app.exception_handler(BatchError)
     async def _batch_error(request: Request, exc: BatchError) -> JSONResponse:

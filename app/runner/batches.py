@@ -20,16 +20,15 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psutil
 
+from app.redaction import redact
 from app.spark_local import spark_home
 
 logger = logging.getLogger(__name__)
 
 TERMINAL = frozenset({"success", "dead", "killed"})
-SECRET_KEY = re.compile(r"(?i)secret|password|token")
 APP_MASTER_ENV = "spark.yarn.appMasterEnv."
 # The driver's SparkContext has started: Livy's "running" (the YARN app was accepted).
 _STARTED = re.compile(rb"SparkContext: Running Spark version")
@@ -37,6 +36,24 @@ _APP_ID = re.compile(rb"app ID (app-[\w-]+)|(application_\d+_\d+)|Submitted appl
 _SCAN_LIMIT = 8 * 1024 * 1024  # stop looking for the start marker after this much log
 _WRAPPER = 'f=$1; shift; "$@"; c=$?; echo $c > "$f.tmp" && mv "$f.tmp" "$f"; exit $c'
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What a driver inherits from the runner's environment: what spark-submit, Java and Python
+# need, nothing else. The runner's own environment may hold tidegate's secrets (under
+# `tidegate run`: the admin token, the database URL, the runner token).
+_INHERITED = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "JAVA_HOME", "PYTHONPATH"}
+)
+_INHERITED_PREFIXES = ("SPARK_", "PYSPARK_", "LC_", "HADOOP_", "YARN_")
+_NEVER_INHERITED = ("TIDEGATE_",)
+
+
+def driver_environment(parent: dict[str, str]) -> dict[str, str]:
+    """The allow-listed part of ``parent`` a driver starts with."""
+    return {
+        key: value
+        for key, value in parent.items()
+        if (key in _INHERITED or key.startswith(_INHERITED_PREFIXES))
+        and not key.startswith(_NEVER_INHERITED)
+    }
 
 
 class BatchError(Exception):
@@ -255,7 +272,7 @@ class BatchManager:
                 cmd += [flag, str(option)]
         cmd += [req.file, *req.args]
 
-        env = dict(os.environ)
+        env = driver_environment(dict(os.environ))
         env["SPARK_HOME"] = str(Path(self.spark_submit).parent.parent)
         if self.master.startswith("local"):
             env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local driver needs no public port
@@ -477,8 +494,3 @@ def _mtime(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
-
-
-def redact(conf: dict[str, Any]) -> dict[str, Any]:
-    """Conf as it may appear in logs and answers: secret-looking values hidden."""
-    return {k: "*********(redacted)" if SECRET_KEY.search(k) else v for k, v in conf.items()}

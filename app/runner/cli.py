@@ -28,18 +28,39 @@ def run(
     kill_grace: Annotated[
         float, typer.Option(help="Seconds between SIGTERM and SIGKILL on DELETE.")
     ] = 10.0,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(help="A Host header to accept besides loopback names (repeatable)."),
+    ] = None,
 ) -> None:
     """Serve POST/GET/DELETE /batches; batches outlive the runner and are found on restart.
+    Clients send Authorization: Bearer <token>: TIDEGATE_RUNNER_TOKEN, else the token kept in
+    STATE_DIR/token (made on first start). Register it as the cluster's credentials.
 
     Example: tidegate runner --port 8998 --state-dir .tidegate/runner
     """
+    import logging
+
     import uvicorn
 
     from app.config import get_settings
+    from app.embedded import kept_secret
     from app.logging_setup import configure_logging
-    from app.runner.app import create_app
+    from app.runner.app import LOOPBACK_HOSTS, create_app
 
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)
-    app = create_app(state_dir, master, python, kill_grace=kill_grace)
+    if settings.runner_token is not None:
+        token = settings.runner_token.get_secret_value()
+    else:
+        token = kept_secret(state_dir.absolute() / "token", "tg_runner_")
+        logging.getLogger(__name__).info("runner token in %s", state_dir.absolute() / "token")
+    app = create_app(
+        state_dir,
+        master,
+        python,
+        token=token,
+        kill_grace=kill_grace,
+        allowed_hosts=LOOPBACK_HOSTS | set(allow_host or ()),
+    )
     uvicorn.run(app, host=host, port=port, log_config=None)

@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import Field
 
-from app.schemas import Body, JsonValue, Response
+from app.schemas import Body, JsonValue, Response, redacting
 
 
 class TransitionResponse(Response):
@@ -41,6 +41,8 @@ class RunResponse(Response):
     transitions: list[TransitionResponse] | None = Field(
         None, description="Recent state changes, newest first (single-run reads only)."
     )
+
+    _redact = redacting("last_error")
 
 
 class SourceProgress(Body):

@@ -32,6 +32,7 @@ from app.runtime.checkpoint import (
     read_offsets,
     state_operators,
 )
+from app.snapshots.safe_files import UnsafeFileError
 
 # "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
 VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
@@ -109,6 +110,14 @@ def _select_state_dir(names: list[str], target: int) -> set[str]:
     return chosen
 
 
+def _refuse_linked_dirs(dirpath: str, rel_dir: str, dirs: list[str]) -> None:
+    # os.walk lists a linked directory but does not enter it: its files would be missing from
+    # the snapshot without a word. (Linked files are refused when they are opened.)
+    for name in dirs:
+        if os.path.islink(os.path.join(dirpath, name)):
+            raise UnsafeFileError(f"{rel_dir}/{name}")
+
+
 def select_files(checkpoint: Path, batch_id: int) -> Selection:
     """The files that restart ``checkpoint`` at committed ``batch_id`` (see the module doc)."""
     if not (checkpoint / "commits" / str(batch_id)).exists():
@@ -124,8 +133,9 @@ def select_files(checkpoint: Path, batch_id: int) -> Selection:
     sources = checkpoint / "sources"
     if sources.is_dir():
         limits = _source_limits(checkpoint, batch_id)
-        for dirpath, _, names in os.walk(sources):
+        for dirpath, dirs, names in os.walk(sources):
             rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
+            _refuse_linked_dirs(dirpath, rel_dir, dirs)
             parts = rel_dir.split("/")
             index = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
             for name in sorted(names):
@@ -142,8 +152,9 @@ def select_files(checkpoint: Path, batch_id: int) -> Selection:
 
     state = checkpoint / "state"
     if state.is_dir():
-        for dirpath, _, names in os.walk(state):
+        for dirpath, dirs, names in os.walk(state):
             rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
+            _refuse_linked_dirs(dirpath, rel_dir, dirs)
             for name in sorted(_select_state_dir(names, batch_id + 1)):
                 _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
     return Selection(checkpoint, batch_id, tuple(sorted(set(out))))

@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -33,6 +32,7 @@ import fsspec
 
 from app.snapshots.remote import StoreError as StoreError  # raised here, re-exported
 from app.snapshots.remote import is_local, open_remote
+from app.snapshots.safe_files import copy_fd, create_regular, open_regular
 
 CHUNK = 4 * 1024 * 1024
 MANIFEST_FORMAT = 1
@@ -101,25 +101,29 @@ class SnapshotStore:
         known = known or {}
         for rel in files:
             path = checkpoint / rel
-            st = path.stat()
-            sha = known.get((str(path), st.st_size, st.st_mtime_ns))
-            if sha is None or not self.fs.exists(self.blob_path(sha)):
-                result.files_hashed += 1
-                sha, wrote = self._put_blob(path)
-                if wrote:
-                    result.bytes_written += st.st_size
-                    result.files_written += 1
+            fd = open_regular(checkpoint, rel)  # never through a link the driver planted
+            try:
+                st = os.fstat(fd)
+                sha = known.get((str(path), st.st_size, st.st_mtime_ns))
+                if sha is None or not self.fs.exists(self.blob_path(sha)):
+                    result.files_hashed += 1
+                    sha, wrote = self._put_blob(fd)
+                    if wrote:
+                        result.bytes_written += st.st_size
+                        result.files_written += 1
+            finally:
+                os.close(fd)
             result.entries[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
             result.bytes_referenced += st.st_size
             if on_file is not None:
                 on_file(rel, st.st_size)
         return result
 
-    def _put_blob(self, path: Path) -> tuple[str, bool]:
+    def _put_blob(self, fd: int) -> tuple[str, bool]:
         # Hash first (a read from the page cache), then copy only a blob not yet stored: on a
-        # local root the copy stays in the kernel (copy_file_range), as cp does. The file must
-        # not change in between, which holds for checkpoint files (never rewritten in place).
-        sha = _hash_file(path)
+        # local root the copy stays in the kernel (sendfile), as cp does. Both read the one
+        # open file, and checkpoint files are never rewritten in place.
+        sha = _hash_fd(fd)
         target = self.blob_path(sha)
         if self.fs.exists(target):
             return sha, False
@@ -128,13 +132,18 @@ class SnapshotStore:
             self._mkdir(tmp_dir)
             tmp = tmp_dir / uuid.uuid4().hex
             try:
-                shutil.copyfile(path, tmp)
+                out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                try:
+                    copy_fd(fd, out)
+                finally:
+                    os.close(out)
                 self._mkdir(Path(target).parent)
                 os.replace(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
         else:
-            self.fs.put_file(str(path), target)  # one PUT: all or nothing on object stores
+            # One PUT, all or nothing on object stores, of the very file opened above.
+            self.fs.put_file(f"/proc/self/fd/{fd}", target)
         return sha, True
 
     def write_manifest(self, job: str, name: str, manifest: dict[str, Any]) -> str:
@@ -170,25 +179,33 @@ class SnapshotStore:
         """Copy blobs to ``dest/<relative path>``, checking each hash. Returns the hints
         (path -> sha256, size, mtime_ns) that let a later export skip rereading them."""
         hints: dict[str, Any] = {}
+        dest.mkdir(parents=True, exist_ok=True)
         for rel, entry in sorted(entries.items()):
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self.copy_blob(str(entry["sha256"]), target)
-            st = target.stat()
+            fd = create_regular(dest, rel)  # no link below dest, no '..' in rel
+            try:
+                self.copy_blob(str(entry["sha256"]), fd)
+                st = os.fstat(fd)
+            except BaseException:
+                os.close(fd)
+                (dest / rel).unlink(missing_ok=True)
+                raise
+            os.close(fd)
             hints[rel] = {"sha256": entry["sha256"], "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         return hints
 
-    def copy_blob(self, sha256: str, target: Path) -> None:
+    def copy_blob(self, sha256: str, target: int) -> None:
+        """Write the blob to the open file ``target``, checking its hash."""
         digest = hashlib.sha256()
         try:
-            with self.fs.open(self.blob_path(sha256), "rb") as src, open(target, "wb") as dst:
+            with self.fs.open(self.blob_path(sha256), "rb") as src:
                 while chunk := src.read(CHUNK):
                     digest.update(chunk)
-                    dst.write(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(target, view) :]
         except FileNotFoundError:
             raise StoreError(f"blob {sha256} is missing from the snapshot store") from None
         if digest.hexdigest() != sha256:
-            target.unlink(missing_ok=True)
             raise StoreError(f"blob {sha256} is corrupt (content hashes to {digest.hexdigest()})")
 
     # ---- garbage collection -----------------------------------------------------------
@@ -246,11 +263,12 @@ class SnapshotStore:
         return sum(int(i.get("size") or 0) for i in self.fs.find(base, detail=True).values())
 
 
-def _hash_file(path: Path) -> str:
+def _hash_fd(fd: int) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
+    offset = 0
+    while chunk := os.pread(fd, CHUNK, offset):
+        digest.update(chunk)
+        offset += len(chunk)
     return digest.hexdigest()
 
 
@@ -268,7 +286,14 @@ def known_hashes(checkpoint: Path, files: Mapping[str, Mapping[str, Any]]) -> di
 
 def copy_tree_files(src: Path, files: Iterable[str], dest: Path) -> None:
     """Plain copy of ``files`` from one checkpoint to another (resume from run coordinates)."""
+    dest.mkdir(parents=True, exist_ok=True)
     for rel in files:
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src / rel, target)
+        source = open_regular(src, rel)
+        try:
+            target = create_regular(dest, rel)
+            try:
+                copy_fd(source, target)
+            finally:
+                os.close(target)
+        finally:
+            os.close(source)

@@ -183,7 +183,7 @@ def _select(checkpoint: Path, batch: int) -> tuple[tuple[str, ...], int]:
     for attempt in range(3):
         try:
             files = select_files(checkpoint, batch).files
-            return files, sum((checkpoint / f).stat().st_size for f in files)
+            return files, sum((checkpoint / f).lstat().st_size for f in files)
         except FileNotFoundError:
             # Spark's maintenance removed an old file between listing and reading: list again
             # (the files batch N needs are never among those removed).

@@ -19,7 +19,12 @@ import psycopg
 
 from app.config import Settings
 from app.runtime.eventlog import EventLog
-from tests.e2e.fixtures import SPARK_TEST_CONF, spark_submit_processes
+from tests.e2e.fixtures import (
+    RUNNER_AUTH,
+    SPARK_TEST_CONF,
+    runner_cluster,
+    spark_submit_processes,
+)
 from tests.e2e.stack import ROOT, Stack, running_stack, wait_until
 
 OPERATIONS = ROOT / "app" / "worker" / "operations.py"
@@ -212,7 +217,9 @@ class Chaos:
 
     def batches(self, run_id: int) -> list[dict[str, Any]]:
         """The runner's batches that belong to ``run_id`` (any attempt), oldest first."""
-        body = httpx.get(f"{self.runner_url}/batches", params={"size": 10_000}).json()
+        body = httpx.get(
+            f"{self.runner_url}/batches", params={"size": 10_000}, headers=RUNNER_AUTH
+        ).json()
         prefix = f"tidegate-run-{run_id}-a"
         return [b for b in body["sessions"] if (b.get("name") or "").startswith(prefix)]
 
@@ -248,15 +255,13 @@ def chaos_stack(tmp: Path, runner_url: str) -> Iterator[Chaos]:
     first_id = random.randrange(1, 9_000) * 1_000_000
     pool_size = Settings().db_pool_size  # the production default, not the tests' small pool
     with running_stack(tmp, first_id=first_id, pool_size=pool_size) as stack:
-        r = stack.client.post(
-            "/clusters", json={"name": "runner", "kind": "livy", "url": runner_url}
-        )
+        r = stack.client.post("/clusters", json=runner_cluster(runner_url))
         assert r.status_code == 201, r.text
         try:
             yield Chaos(stack, runner_url)
         finally:
             for run in _active_runs(stack):
-                httpx.delete(f"{runner_url}/batches/{run}", timeout=30)
+                httpx.delete(f"{runner_url}/batches/{run}", headers=RUNNER_AUTH, timeout=30)
 
 
 def _active_runs(stack: Stack) -> list[str]:

@@ -4,9 +4,12 @@ that import them from this module."""
 
 from tests.e2e.fixtures import (  # noqa: F401
     APPS,
+    RUNNER_AUTH,
+    RUNNER_TOKEN,
     SPARK_TEST_CONF,
     app_path,
     processes_mentioning,
+    runner_cluster,
     serve_runner,
     unique_tag,
     wait_for,

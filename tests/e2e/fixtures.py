@@ -38,6 +38,20 @@ SPARK_TEST_CONF = {
 
 T = TypeVar("T")
 
+# The session runner's bearer token; clusters pointing at it carry it as their credentials.
+RUNNER_TOKEN = "tg_test_runner_token_" + uuid.uuid4().hex
+RUNNER_AUTH = {"Authorization": f"Bearer {RUNNER_TOKEN}"}
+
+
+def runner_cluster(url: str, name: str = "runner") -> dict[str, object]:
+    """The POST /clusters body registering the test runner at ``url``."""
+    return {
+        "name": name,
+        "kind": "livy",
+        "url": url,
+        "credentials": {"authorization": RUNNER_AUTH["Authorization"]},
+    }
+
 
 def app_path(name: str) -> str:
     return str(APPS / name)
@@ -121,7 +135,7 @@ def standalone_cluster(
 def serve_runner(state_dir: Path, port: int | None = None) -> Iterator[str]:
     """The runner app under uvicorn in a background thread; yields its URL."""
     port = port or find_free_port()
-    app = create_app(state_dir, "local[2]", kill_grace=5.0)
+    app = create_app(state_dir, "local[2]", token=RUNNER_TOKEN, kill_grace=5.0)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     )
@@ -151,10 +165,12 @@ def livy_runner(runner_state_dir: Path) -> Iterator[str]:
             yield url
         finally:
             # Leave nothing running: kill every batch that has not ended.
-            batches = httpx.get(f"{url}/batches", params={"size": 1000}).json()["sessions"]
+            batches = httpx.get(
+                f"{url}/batches", params={"size": 1000}, headers=RUNNER_AUTH
+            ).json()["sessions"]
             for batch in batches:
                 if batch["state"] not in ("success", "dead", "killed"):
-                    httpx.delete(f"{url}/batches/{batch['id']}", timeout=30)
+                    httpx.delete(f"{url}/batches/{batch['id']}", headers=RUNNER_AUTH, timeout=30)
 
 
 from tests.e2e.stack import stack  # noqa: E402, F401  (the tidegate API + workers fixture)

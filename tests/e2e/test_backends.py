@@ -24,6 +24,7 @@ from app.backends.livy import LivyBackend
 from app.backends.standalone import StandaloneBackend
 from app.spark_local import LocalStandaloneCluster, find_free_port
 from tests.e2e.conftest import (
+    RUNNER_AUTH,
     SPARK_TEST_CONF,
     app_path,
     processes_mentioning,
@@ -48,7 +49,7 @@ def standalone(standalone_cluster: LocalStandaloneCluster) -> Iterator[Standalon
 
 @pytest.fixture(scope="module")
 def livy(livy_runner: str) -> Iterator[LivyBackend]:
-    backend = LivyBackend(livy_runner)
+    backend = LivyBackend(livy_runner, http_client=httpx.Client(timeout=10, headers=RUNNER_AUTH))
     yield backend
     backend.close()
 
@@ -270,7 +271,7 @@ def test_runner_restart_keeps_batches(tmp_path: Path) -> None:
     port = find_free_port()
     short_tag, long_tag = unique_tag("short"), unique_tag("long")
     with serve_runner(tmp_path, port) as url:
-        first = LivyBackend(url)
+        first = LivyBackend(url, http_client=httpx.Client(timeout=10, headers=RUNNER_AUTH))
         short = first.submit(
             SubmitSpec(tag=short_tag, file=app_path("succeed.py"), args=["--sleep", "2"])
         )
@@ -284,7 +285,7 @@ def test_runner_restart_keeps_batches(tmp_path: Path) -> None:
     wait_for(lambda: (tmp_path / "batches" / short / "exit_code").exists(), bool, timeout=90)
 
     with serve_runner(tmp_path, port) as url:
-        second = LivyBackend(url)
+        second = LivyBackend(url, http_client=httpx.Client(timeout=10, headers=RUNNER_AUTH))
         assert second.status(short).state is AppState.SUCCEEDED
         assert second.find(short_tag) == short
         assert "E2E_OK" in (second.log_tail(short) or "")

@@ -107,8 +107,12 @@ def test_a_dead_child_stops_the_stack_and_its_drivers(tmp_path: Path) -> None:
 
         wait_until(ready, lambda code: code == 200, 120)
         runner = f"http://127.0.0.1:{runner_port}"
+        runner_auth = {"Authorization": f"Bearer {(data / 'runner-token').read_text().strip()}"}
         r = httpx.post(
-            f"{runner}/batches", json={"file": str(app), "name": "sleeper-stack"}, timeout=30
+            f"{runner}/batches",
+            json={"file": str(app), "name": "sleeper-stack"},
+            headers=runner_auth,
+            timeout=30,
         )
         assert r.status_code == 201, r.text
         driver = wait_until(

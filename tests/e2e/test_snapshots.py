@@ -17,7 +17,7 @@ from app.runtime import checkpoint as cp
 from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich
-from tests.e2e.fixtures import APPS, SPARK_TEST_CONF
+from tests.e2e.fixtures import APPS, SPARK_TEST_CONF, runner_cluster
 from tests.e2e.stack import ROOT, Stack, wait_until
 from tests.e2e.test_tidegate import _expected, _job, _operate, _output
 
@@ -30,7 +30,7 @@ VALUE_DDL = "count BIGINT, sum DOUBLE"
 
 @pytest.fixture(scope="module")
 def runner(stack: Stack, livy_runner: str) -> Stack:
-    r = stack.client.post("/clusters", json={"name": "runner", "kind": "livy", "url": livy_runner})
+    r = stack.client.post("/clusters", json=runner_cluster(livy_runner))
     assert r.status_code in (201, 409), r.text
     if not stack.workers:
         stack.start_worker()

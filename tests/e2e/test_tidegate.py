@@ -17,7 +17,7 @@ from app.runtime.produce import produce
 from app.spark_local import LocalStandaloneCluster
 from pipelines.ground_truth import expected_enrich, expected_windowed_counts
 from tests.chaos.harness import enrich_rows
-from tests.e2e.conftest import SPARK_TEST_CONF, app_path
+from tests.e2e.conftest import SPARK_TEST_CONF, app_path, runner_cluster
 from tests.e2e.stack import ROOT, Stack, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -28,7 +28,7 @@ BACKENDS = ["runner", "standalone"]
 @pytest.fixture(scope="module")
 def clusters(stack: Stack, standalone_cluster: LocalStandaloneCluster, livy_runner: str) -> Stack:
     for body in (
-        {"name": "runner", "kind": "livy", "url": livy_runner},
+        runner_cluster(livy_runner),
         {
             "name": "standalone",
             "kind": "standalone",

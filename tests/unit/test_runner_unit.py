@@ -36,6 +36,9 @@ runpy.run_path(args[0], run_name="__main__")
 """
 
 
+TOKEN = "tg_test_runner_token_0123456789abcdef"
+
+
 @pytest.fixture
 def fake_submit(tmp_path: Path) -> str:
     path = tmp_path / "bin" / "spark-submit"
@@ -77,8 +80,10 @@ def manager(state: Path, fake_submit: str) -> BatchManager:
 
 @pytest.fixture
 def client(state: Path, fake_submit: str) -> Iterator[TestClient]:
-    app = create_app(state, spark_submit=fake_submit, kill_grace=2.0)
-    with TestClient(app) as c:
+    app = create_app(state, token=TOKEN, spark_submit=fake_submit, kill_grace=2.0)
+    with TestClient(
+        app, base_url="http://127.0.0.1:8998", headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as c:
         yield c
 
 

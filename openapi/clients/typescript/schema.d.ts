@@ -2293,7 +2293,10 @@ export interface components {
             /** Cluster */
             cluster: string;
             app: components["schemas"]["AppSpec"];
-            /** Conf */
+            /**
+             * Conf
+             * @description Secret-looking keys' values are redacted.
+             */
             conf: {
                 [key: string]: string;
             };

@@ -24,7 +24,7 @@ class VersionResponse:
         number (int):
         cluster (str):
         app (AppSpec):
-        conf (VersionResponseConf):
+        conf (VersionResponseConf): Secret-looking keys' values are redacted.
         queries (list[QueryResponse]):
         description (None | str):
         created_by (str):

@@ -11,6 +11,8 @@ T = TypeVar("T", bound="VersionResponseConf")
 
 @_attrs_define
 class VersionResponseConf:
+    """Secret-looking keys' values are redacted."""
+
     additional_properties: dict[str, str] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,67 @@
+"""The bootstrap admin token: weak ones (short, placeholders) stop the process at start-up
+with a message that says how to make a good one."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from app.config import Settings
+from app.embedded import bootstrap_admin_token
+from tests.conftest import ADMIN_TOKEN
+
+ROOT = Path(__file__).resolve().parents[2]
+WEAK = [
+    "change-me",
+    "admin",
+    "x" * 31,
+    "a" * 64,  # long but one character repeated
+    "change-me-change-me-change-me-change-me",  # long placeholder
+]
+
+
+@pytest.mark.parametrize("token", WEAK)
+def test_weak_admin_tokens_are_refused(token: str) -> None:
+    with pytest.raises(ValidationError, match=r"secrets\.token_urlsafe"):
+        Settings(admin_token=token)  # type: ignore[arg-type]
+
+
+def test_strong_admin_tokens_are_accepted() -> None:
+    for token in (secrets.token_urlsafe(32), secrets.token_hex(16), ADMIN_TOKEN):
+        settings = Settings(admin_token=token)  # type: ignore[arg-type]
+        assert settings.admin_token is not None
+
+
+def test_the_api_refuses_to_start_with_the_old_compose_default(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "TIDEGATE_ADMIN_TOKEN": "change-me",
+        "TIDEGATE_DATA_DIR": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", "api"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "TIDEGATE_ADMIN_TOKEN" in proc.stderr
+    assert "secrets.token_urlsafe(32)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "pg").exists()  # refused before anything started
+
+
+def test_a_weak_token_kept_in_the_data_dir_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "admin-token").write_text("change-me\n")
+    with pytest.raises(SystemExit, match="token_urlsafe"):
+        bootstrap_admin_token(Settings(data_dir=tmp_path))
