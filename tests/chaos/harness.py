@@ -151,6 +151,7 @@ class Chaos:
 
     stack: Stack
     runner_url: str
+    run_ids: range = range(0)  # this stack's run ids (the runner is shared)
 
     @property
     def client(self) -> httpx.Client:
@@ -253,7 +254,7 @@ def chaos_stack(tmp: Path, runner_url: str) -> Iterator[Chaos]:
         )
         assert r.status_code == 201, r.text
         try:
-            yield Chaos(stack, runner_url)
+            yield Chaos(stack, runner_url, range(first_id, first_id + 1_000_000))
         finally:
             for run in _active_runs(stack):
                 httpx.delete(f"{runner_url}/batches/{run}", timeout=30)
