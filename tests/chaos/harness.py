@@ -244,11 +244,12 @@ class Chaos:
 
 
 @contextmanager
-def chaos_stack(tmp: Path, runner_url: str) -> Iterator[Chaos]:
-    """Run ids start far from other stacks' (the runner is shared; tags carry run ids)."""
+def chaos_stack(tmp: Path, runner_url: str, server: str | None = None) -> Iterator[Chaos]:
+    """Run ids start far from other stacks' (the runner is shared; tags carry run ids).
+    ``server``: a PostgreSQL server of the test's own (default: the tests' shared one)."""
     first_id = random.randrange(1, 9_000) * 1_000_000
     pool_size = Settings().db_pool_size  # the production default, not the tests' small pool
-    with running_stack(tmp, first_id=first_id, pool_size=pool_size) as stack:
+    with running_stack(tmp, first_id=first_id, pool_size=pool_size, server=server) as stack:
         r = stack.client.post(
             "/clusters", json={"name": "runner", "kind": "livy", "url": runner_url}
         )

