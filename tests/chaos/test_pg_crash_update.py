@@ -29,8 +29,8 @@ from tests.waiting import wait_for
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
 WRITERS = 3
-# Each lasts several minutes (a worker whose operation thread died with the database waits
-# out its lease): both strategies run under `make chaos` only.
+# Each lasts minutes (about six for drain on the shared 2-core machine): both strategies run
+# under `make chaos` only.
 STRATEGIES = [
     pytest.param(s, marks=[] if FULL else [pytest.mark.skip(reason="under `make chaos`")])
     for s in ("drain", "snapshot")
