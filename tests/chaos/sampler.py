@@ -13,23 +13,29 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from tests.e2e.fixtures import spark_submit_processes
-
 TAG = re.compile(r"^tidegate-run-(\d+)-a(\d+)$")
 
 
 def drivers_by_run(runs: range) -> dict[int, list[tuple[int, str]]]:
     """(pid, tag) of every live driver of the runs in ``runs``, by run id. A driver is a
-    spark-submit JVM (not a child it forked: see ``spark_submit_processes``)."""
-    found: dict[int, list[tuple[int, str]]] = {}
-    for proc in spark_submit_processes("tidegate-run-"):
+    spark-submit JVM, not a child it forked: between fork and exec such a child still shows
+    its parent's command line (the fix of ``spark_submit_processes``, kept here in a leaner
+    scan — command lines and parents only — that fits in the sampling period)."""
+    matches: dict[int, tuple[int, int, str]] = {}  # pid -> (parent, run, tag)
+    for proc in psutil.process_iter(["cmdline", "ppid", "status"]):
         args = proc.info["cmdline"] or []
-        if "--name" not in args or args.index("--name") + 1 >= len(args):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or "--name" not in args:
             continue
-        tag = args[args.index("--name") + 1]
-        match = TAG.match(tag)
+        if not any("SparkSubmit" in a for a in args):
+            continue
+        at = args.index("--name") + 1
+        match = TAG.match(args[at]) if at < len(args) else None
         if match and int(match.group(1)) in runs:
-            found.setdefault(int(match.group(1)), []).append((proc.pid, tag))
+            matches[proc.pid] = (proc.info["ppid"], int(match.group(1)), args[at])
+    found: dict[int, list[tuple[int, str]]] = {}
+    for pid, (parent, run_id, tag) in matches.items():
+        if parent not in matches:
+            found.setdefault(run_id, []).append((pid, tag))
     return found
 
 
@@ -60,12 +66,20 @@ class DriverSampler:
                 )
 
     def loop(self) -> None:
-        while not self._stop.wait(self.every):
+        """On a fixed schedule (a slow scan is not followed by a full period's wait)."""
+        due = time.monotonic()
+        while not self._stop.is_set():
             self.sample()
+            due = max(due + self.every, time.monotonic())
+            self._stop.wait(due - time.monotonic())
 
     def summary(self) -> str:
-        every = f"{self.every * 1000:.0f} ms"
-        return f"{self.samples} samples every {every}, at most {self.most} driver(s) per run"
+        took = time.monotonic() - self._started
+        period = f"{took / max(self.samples, 1) * 1000:.0f} ms"
+        return (
+            f"{self.samples} samples in {took:.0f}s (one per {period}; due every "
+            f"{self.every * 1000:.0f} ms), at most {self.most} driver(s) per run"
+        )
 
 
 @contextmanager
