@@ -19,6 +19,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.schemas import MAX_JSON_DEPTH
+
 log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
@@ -143,6 +145,16 @@ def install_error_handlers(app: FastAPI) -> None:
             headers["Allow"] = ", ".join(allowed)
             detail = (
                 f"{request.method} is not allowed on {request.url.path}; use {', '.join(allowed)}."
+            )
+        if isinstance(exc.__cause__, RecursionError):
+            # Too deep for the JSON parser itself: the same answer as any body nested past
+            # the limit the models check (one status for "too deep", whatever the depth).
+            message = f"nested deeper than {MAX_JSON_DEPTH} levels"
+            return problem(
+                422,
+                "Invalid request",
+                f"The request body is {message}.",
+                errors=[{"field": "body", "message": message, "type": "value_error"}],
             )
         return problem(exc.status_code, _title(exc.status_code), detail, headers=headers)
 

@@ -65,7 +65,14 @@ class RequestMiddleware:
             await send(message)
 
         declared = headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+        if declared is not None and not (declared.isascii() and declared.isdigit()):
+            response = problem(
+                400,
+                "Bad Request",
+                "The Content-Length header must be the body's size in bytes (digits only).",
+            )
+            await response(scope, receive, send_wrapper)
+        elif declared is not None and int(declared) > self.max_body_bytes:
             response = problem(
                 413,
                 "Payload too large",

@@ -31,6 +31,13 @@ class StartpointSet(Body):
             raise ValueError("must be a number or an ISO-8601 string, not a boolean")
         return v
 
+    @field_validator("partition", mode="before")
+    @classmethod
+    def _partition_not_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # JSON true would pass as partition 1
+            raise ValueError("must be a partition number, not a boolean")
+        return v
+
     @model_validator(mode="after")
     def _value_matches_type(self) -> StartpointSet:
         if self.type in ("OLDEST", "UPCOMING"):

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.chaos.harness import Chaos, chaos_stack
+from tests.chaos.pg import embedded  # noqa: F401  (a PostgreSQL a test may crash)
 
 
 @pytest.fixture(scope="module")

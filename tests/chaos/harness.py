@@ -156,6 +156,7 @@ class Chaos:
 
     stack: Stack
     runner_url: str
+    run_ids: range = range(0)  # this stack's run ids (the runner is shared)
 
     @property
     def client(self) -> httpx.Client:
@@ -250,15 +251,16 @@ class Chaos:
 
 
 @contextmanager
-def chaos_stack(tmp: Path, runner_url: str) -> Iterator[Chaos]:
-    """Run ids start far from other stacks' (the runner is shared; tags carry run ids)."""
+def chaos_stack(tmp: Path, runner_url: str, server: str | None = None) -> Iterator[Chaos]:
+    """Run ids start far from other stacks' (the runner is shared; tags carry run ids).
+    ``server``: a PostgreSQL server of the test's own (default: the tests' shared one)."""
     first_id = random.randrange(1, 9_000) * 1_000_000
     pool_size = Settings().db_pool_size  # the production default, not the tests' small pool
-    with running_stack(tmp, first_id=first_id, pool_size=pool_size) as stack:
+    with running_stack(tmp, first_id=first_id, pool_size=pool_size, server=server) as stack:
         r = stack.client.post("/clusters", json=runner_cluster(runner_url))
         assert r.status_code == 201, r.text
         try:
-            yield Chaos(stack, runner_url)
+            yield Chaos(stack, runner_url, range(first_id, first_id + 1_000_000))
         finally:
             for run in _active_runs(stack):
                 httpx.delete(f"{runner_url}/batches/{run}", headers=RUNNER_AUTH, timeout=30)

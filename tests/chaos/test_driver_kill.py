@@ -148,7 +148,8 @@ def test_killed_driver_restarts_on_schedule_exactly_once(chaos: Chaos, tmp_path:
         f"restarting in {2**n}s" for n in range(KILLS)
     ], schedule
     for n, (_, gap) in enumerate(schedule):
-        assert 2**n <= gap < 2**n + 10, schedule  # not before its time, nor long after
+        # Not before its time, nor long after (the bound leaves room for a loaded machine).
+        assert 2**n <= gap < 2**n + 30, schedule
 
     wait_until(lambda: _committed_windows(out), lambda rows: rows == _expected(root), 120)
     stop = chaos.operate(job, "stop")

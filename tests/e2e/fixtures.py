@@ -11,10 +11,9 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import psutil
@@ -23,6 +22,7 @@ import uvicorn
 
 from app.runner.app import create_app
 from app.spark_local import LocalStandaloneCluster, find_free_port
+from tests.waiting import wait_for  # noqa: F401  (re-exported for the e2e tests)
 
 APPS = Path(__file__).parent.absolute() / "apps"
 
@@ -35,8 +35,6 @@ SPARK_TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
 }
-
-T = TypeVar("T")
 
 # The session runner's bearer token; clusters pointing at it carry it as their credentials.
 RUNNER_TOKEN = "tg_test_runner_token_" + uuid.uuid4().hex
@@ -59,20 +57,6 @@ def app_path(name: str) -> str:
 
 def unique_tag(prefix: str) -> str:
     return f"e2e-{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_for(
-    fn: Callable[[], T], until: Callable[[T], bool], timeout: float = 120.0, every: float = 0.5
-) -> T:
-    """Call ``fn`` until its value satisfies ``until``; fail with the last value on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if until(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s; last value: {value!r}")
-        time.sleep(every)
 
 
 def processes_mentioning(text: str) -> list[psutil.Process]:

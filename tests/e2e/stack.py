@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +28,9 @@ from app.db import make_engine
 from app.main import create_app
 from app.spark_local import find_free_port
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
+from tests.waiting import wait_for
+
+wait_until = wait_for  # the name most e2e and chaos tests import
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,32 +91,36 @@ class Stack:
             lambda: self.client.get(f"/operations/{op_id}").json(),
             lambda op: op["state"] in ("succeeded", "failed"),
             timeout,
+            what=f"operation {op_id} to finish",
         )
 
     def run(self, run_id: int) -> dict[str, Any]:
         body: dict[str, Any] = self.client.get(f"/runs/{run_id}").json()
         return body
 
-
-def wait_until(
-    fn: Callable[[], Any], until: Callable[[Any], bool], timeout: float = 120.0, every: float = 0.5
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if until(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s; last value: {value!r}")
-        time.sleep(every)
+    def progress(
+        self, run_id: int, query: str, until: Callable[[dict[str, Any]], bool], timeout: float = 120
+    ) -> dict[str, Any]:
+        """``query``'s last progress report once ``until`` holds for it. Drivers post their
+        progress when they like: a sink may hold a batch's rows before its report reaches
+        the API, so a test never reads progress once."""
+        report: dict[str, Any] = wait_for(
+            lambda: self.run(run_id)["progress"].get(query) or {},
+            until,
+            timeout,
+            what=f"run {run_id}'s progress of {query!r}",
+        )
+        return report
 
 
 @contextmanager
-def running_stack(tmp: Path, *, first_id: int = 1, pool_size: int = 5) -> Iterator[Stack]:
+def running_stack(
+    tmp: Path, *, first_id: int = 1, pool_size: int = 5, server: str | None = None
+) -> Iterator[Stack]:
     """The API in a thread and a fresh database; workers are started by the caller.
     ``first_id`` starts run ids elsewhere than 1: a runner shared by several stacks (one per
     test database) names batches by run id, and two stacks must not adopt each other's."""
-    server = _server_url(tmp)
+    server = server or _server_url(tmp)  # another server: a test's own, which it may crash
     name = f"tidegate_e2e_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))

@@ -296,8 +296,9 @@ def test_new_version_from_a_snapshot_of_a_running_job(runner: Stack, tmp_path: P
         (e.partition, e.offset, e.key, e.amount, e.size) for e in expected_enrich(root, "clicks")
     ]
     wait_until(lambda: _enriched(enrich_out), lambda rows: rows == expected, 60)
-    progress = stack.run(new_run)["progress"]
-    assert progress["windowed_counts"]["batch_id"] > query["batch_id"]
+    stack.progress(
+        new_run, "windowed_counts", lambda p: p.get("batch_id", -1) > query["batch_id"], 60
+    )
     used = stack.client.get(f"/jobs/{job}/snapshots/before-v2").json()["started_runs"]
     assert [(u["run_id"], u["query"]) for u in used] == [(new_run, "windowed_counts")]
     assert stack.client.delete(f"/jobs/{job}/snapshots/before-v2").status_code == 409

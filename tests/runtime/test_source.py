@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from app.runtime.checkpoint import latest_offsets_batch, read_offsets
 from app.runtime.eventlog import EventLog
 from app.runtime.source import MARKER_PARTITION, EventLogStreamReader, read_events, split_limit
+from tests.waiting import wait_for
 
 from .conftest import fill
 
@@ -180,20 +180,33 @@ def test_capped_source_stops_advancing(spark: SparkSession, log: EventLog, tmp_p
     for p in range(3):
         fill(stream, p, 10)
     checkpoint = tmp_path / "ck"
-    query = (
-        events(spark, log, endingOffsets='{"0": 4, "1": 10}')
-        .writeStream.format("memory")
-        .queryName("capped")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="100 milliseconds")
-        .start()
-    )
+    # A progress report for every trigger, idle ones too: the test counts the triggers.
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")
+    try:
+        query = (
+            events(spark, log, endingOffsets='{"0": 4, "1": 10}')
+            .writeStream.format("memory")
+            .queryName("capped")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
     try:
         query.processAllAvailable()
         last_batch = latest_offsets_batch(checkpoint)
         for p in range(3):
             fill(stream, p, 5)
-        time.sleep(1)  # ten triggers' worth of chances to plan another batch
+        mark = query.lastProgress["timestamp"]
+        # Ten triggers that saw the new data had their chance to plan another batch.
+        wait_for(
+            lambda: [p for p in query.recentProgress if p["timestamp"] > mark],
+            lambda later: len(later) >= 10,
+            60,
+            0.1,
+            "ten triggers after the new data",
+        )
         query.processAllAvailable()
         assert latest_offsets_batch(checkpoint) == last_batch
         expected = [(0, o) for o in range(4)] + [(1, o) for o in range(10)]

@@ -34,10 +34,15 @@ def test_export_reports_progress_while_it_copies(
     for _ in range(20):  # 2 partitions x 20 deltas (+ crc files, logs): ~90 files, ~5 MiB
         ck.batch()
     # A slow store (each file takes >= 10 ms to read) and a lower throttle, so the export
-    # lasts about a second and reports many times while the test watches.
+    # lasts about a second and reports many times. The copy waits for the watcher to have
+    # read the API once per file (lockstep, bounded), so the watcher sees every report
+    # however loaded the machine is.
     real_hash = store_module._hash_fd
+    looked = threading.Event()
 
     def slow_hash(fd: int) -> str:
+        looked.wait(10)
+        looked.clear()
         time.sleep(0.01)
         return real_hash(fd)
 
@@ -65,7 +70,8 @@ def test_export_reports_progress_while_it_copies(
         result = doc.get("result") or {}
         if doc["state"] == "running" and "bytes_copied" in result:
             seen.append(doc)
-        time.sleep(0.01)
+        looked.set()
+        time.sleep(0.005)
     worker.join(timeout=60)
     elapsed = time.monotonic() - started
     assert not worker.is_alive(), "the export did not finish within 60 s"

@@ -22,6 +22,7 @@ from app.worker import reconcile as rec
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from app.worker.reconcile import reconcile_run
+from tests.waiting import wait_for
 from tests.worker.conftest import FakeBackend, make_job
 
 ACTOR = Principal("tester", Scope.OPERATE)
@@ -315,6 +316,15 @@ def test_notify_wakes_the_worker_long_before_its_fallback_poll(
     slow.backend = ctx.backend  # type: ignore[method-assign]
     job_id = make_job(ctx)
     worker = Worker(slow, concurrency=1)
+    # The end of the worker's first pass: after it the worker only sleeps on LISTEN.
+    first_pass = threading.Event()
+    housekeeping = worker.retention
+
+    def retention_then_mark() -> None:
+        housekeeping()
+        first_pass.set()
+
+    worker.retention = retention_then_mark  # type: ignore[method-assign]
     serving = threading.Thread(
         target=worker.serve,
         args=(db.url.set(drivername="postgresql").render_as_string(hide_password=False),),
@@ -322,19 +332,20 @@ def test_notify_wakes_the_worker_long_before_its_fallback_poll(
     )
     serving.start()
     try:
-        time.sleep(1.0)  # the worker has done its first pass and sleeps on LISTEN now
+        assert first_pass.wait(30), "the worker did not finish its first pass"
         # A cancel with nothing to cancel: the worker finishes it the moment it claims it.
         op_id = _enqueue(ctx, job_id, "cancel", {})
         enqueued = time.monotonic()
-        while time.monotonic() - enqueued < 20:
+
+        def operation() -> Operation:
             with ctx.factory() as session:
-                op = session.get(Operation, op_id)
-                assert op is not None
-                if op.finished_at is not None:
-                    break
-            time.sleep(0.02)
+                found = session.get(Operation, op_id)
+                assert found is not None
+                return found
+
+        op = wait_for(operation, lambda o: o.finished_at is not None, 20, 0.02, "the cancel")
         reacted = time.monotonic() - enqueued
-        assert op.finished_at is not None and op.attempts == 1, (op.state, op.error)
+        assert op.attempts == 1, (op.state, op.error)
         assert reacted < 10, reacted  # claimed and carried out far below the 30 s poll
     finally:
         worker.request_stop()
