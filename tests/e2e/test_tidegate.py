@@ -3,12 +3,14 @@ and the local Livy-compatible runner, running the example pipelines with the run
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pyarrow.dataset as ds
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from app.runtime import checkpoint as cp
 from app.runtime.control import ControlClient, ControlPlaneRefused
@@ -119,6 +121,55 @@ def _expected(root: Path) -> list[tuple[Any, ...]]:
     )
 
 
+def _first_int(pattern: str, text: str) -> int | None:
+    found = re.search(pattern, text)
+    return int(found[1]) if found else None
+
+
+def _page_and_metrics_agree_with_the_api(stack: Stack, job: str, run_id: int, query: str) -> None:
+    """The status page and /metrics show this real run's latest batch and backlog as the API
+    does (all input read: backlog 0). Read until two API reads agree around them: the driver
+    may commit another (no-data) batch meanwhile."""
+
+    def figures() -> dict[str, Any]:
+        before = stack.run(run_id)["progress"][query]["batch_id"]
+        page = httpx.get(f"{stack.url}/ui/jobs/{job}", headers=stack.client.headers, timeout=30)
+        metrics = httpx.get(f"{stack.url}/metrics", headers=stack.client.headers, timeout=30)
+        after = stack.run(run_id)["progress"][query]["batch_id"]
+        panel = page.text.split(f'data-query="{query}"', 1)[-1]
+        samples = {
+            (sample.name, sample.labels.get("source", "")): sample.value
+            for family in text_string_to_metric_families(metrics.text)
+            for sample in family.samples
+            if sample.labels.get("job") == job and sample.labels.get("query") == query
+        }
+        return {
+            "api": (before, after),
+            "page": (
+                _first_int(r"data-batch>(\d+)<", panel),
+                _first_int(r"data-backlog>(\d+)<", panel),
+            ),
+            "metrics": (
+                samples.get(("tidegate_query_last_batch_id", "")),
+                sum(
+                    v
+                    for (n, _), v in samples.items()
+                    if n == "tidegate_query_source_backlog_records"
+                ),
+            ),
+        }
+
+    wait_until(
+        figures,
+        lambda f: (
+            f["api"][0] == f["api"][1] == f["page"][0] == f["metrics"][0]
+            and f["page"][1] == 0
+            and f["metrics"][1] == 0
+        ),
+        60,
+    )
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_windowed_pipeline_submit_progress_stop_restart(
     clusters: Stack, backend: str, tmp_path: Path
@@ -146,6 +197,7 @@ def test_windowed_pipeline_submit_progress_stop_restart(
     assert run["state"] == "running" and run["backend_id"] and run["tag"].endswith("-a0")
     assert run["progress"]["windowed_counts"]["state_operators"]
     wait_until(lambda: _output(out), lambda rows: rows == _expected(root), 120)
+    _page_and_metrics_agree_with_the_api(stack, job, run_id, "windowed_counts")
 
     stop = _operate(stack, job, "stop")
     assert stop["state"] == "succeeded", stop
