@@ -3,23 +3,27 @@
 with only its `for:` durations shortened, while the test drives jobs into each condition.
 
 - operation stuck, no live worker: submissions with no worker running;
-- job failed: a real spark-submit (the local Livy runner) of an app that fails at start,
-  with restarts disabled;
-- restart loop: a Livy stand-in whose batches of one job die at once (each attempt would
-  otherwise cost a JVM start), so the real worker's supervisor restarts it over and over;
-- backlog / watermark delay growing, no progress: runs the stand-in reports running; the
-  test plays the driver through the runtime channel (POST /runs/{id}/progress with the run's
-  own token, as the in-job runtime does) — growing backlog, a watermark that stands still,
-  and a query that never reports. Real Spark driving these takes minutes (not done here).
+- job failed: a real spark-submit (the session's local Livy runner) of an app that fails at
+  start, with restarts disabled;
+- backlog / watermark delay growing, no progress: one real run of the example windowed
+  pipeline on the runner, its progress reported by the tidegate runtime in the driver. A
+  thread appends records faster than the query may read them (maxRecordsPerBatch), all at
+  one event time: the backlog the driver reports grows and the watermark stands still. Then
+  its driver JVM is frozen (SIGSTOP): alive for the runner, so the run stays running, but no
+  batch and no report come any more — a hung driver;
+- restart loop: a Livy stand-in whose batches of one job die at once, so the real worker's
+  supervisor restarts it over and over (each attempt would otherwise cost a JVM start).
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,43 +31,60 @@ import httpx
 import pytest
 import yaml
 
+from app.runtime.eventlog import EventLog
+from app.runtime.produce import produce
 from app.spark_local import find_free_port
 from bench.fake_livy import FakeLivy
 from tests.conftest import ADMIN_TOKEN
-from tests.e2e.fixtures import SPARK_TEST_CONF, app_path
+from tests.e2e.fixtures import (
+    RUNNER_AUTH,
+    SPARK_TEST_CONF,
+    app_path,
+    runner_cluster,
+    spark_submit_processes,
+)
 from tests.e2e.stack import Stack, running_stack, wait_until
+from tests.e2e.test_tidegate import _windowed_version
 
 pytestmark = pytest.mark.e2e
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "docker" / "prometheus"
 ALERTS = PROMETHEUS_DIR / "alerts.yml"
 CONFIG = PROMETHEUS_DIR / "prometheus.yml"
-TOKEN_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_TOKEN"
 
 
 class StandInLivy(FakeLivy):
-    """Batches run until deleted, but those of the ``dying`` jobs die at once; keeps each
-    batch's submission (for the run token a driver would get)."""
+    """Batches run until deleted, but those of the ``dying`` jobs die at once."""
 
     def __init__(self, dying: set[str]) -> None:
         super().__init__()
         self.dying = dying
-        self.submitted: dict[str, dict[str, Any]] = {}
 
     def create(self, payload: dict[str, Any]) -> tuple[int, Any]:
         status, body = super().create(payload)
-        if status == 201:
-            conf = payload.get("conf") or {}
+        if status == 201 and (payload.get("conf") or {}).get("spark.tidegate.job") in self.dying:
             with self.lock:
-                self.submitted[str(payload.get("name"))] = payload
-                if conf.get("spark.tidegate.job") in self.dying:
-                    self.batches[body["id"]]["state"] = "dead"
+                self.batches[body["id"]]["state"] = "dead"
         return status, body
 
-    def token_for(self, tag: str) -> str | None:
-        with self.lock:
-            payload = self.submitted.get(tag)
-        return (payload or {}).get("conf", {}).get(TOKEN_CONF)
+
+class Appender(threading.Thread):
+    """Appends ``per_round`` records every ``every`` seconds, all at one event time: faster
+    than a query reading ``maxRecordsPerBatch`` records a batch (batches at least 1 s apart)
+    can follow, and with nothing to move its watermark."""
+
+    def __init__(self, root: Path, stream: str, per_round: int, every: float) -> None:
+        super().__init__(name="appender", daemon=True)
+        self.root, self.stream, self.per_round, self.every = root, stream, per_round, every
+        self.event_time_ms = int((time.time() - 60) * 1000)
+        self.halt = threading.Event()
+
+    def append(self) -> None:
+        produce(self.root, self.stream, 1, 0, self.per_round, self.event_time_ms, ts_step_ms=0)
+
+    def run(self) -> None:
+        while not self.halt.wait(self.every):  # paces the producer; nothing is awaited
+            self.append()
 
 
 @contextmanager
@@ -128,11 +149,9 @@ def firing(url: str) -> list[dict[str, Any]]:
 
 
 def wait_firing(
-    url: str, alert: str, labels: dict[str, str], timeout: float = 60, tick: Any = None
+    url: str, alert: str, labels: dict[str, str], timeout: float = 60
 ) -> dict[str, Any]:
     def find() -> dict[str, Any] | None:
-        if tick is not None:
-            tick()
         for a in firing(url):
             if a["labels"]["alertname"] == alert and labels.items() <= a["labels"].items():
                 return a
@@ -156,72 +175,47 @@ def _job(stack: Stack, name: str, cluster: str, *, policy: dict[str, Any], app: 
     assert r.status_code == 201, r.text
 
 
-def _iso(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-class Driver:
-    """Plays a driver's progress reports: backlog grows by 100 records a report and the
-    watermark stands still."""
-
-    def __init__(self, stack: Stack, run_id: int, token: str) -> None:
-        self.stack, self.run_id, self.token = stack, run_id, token
-        self.batch = 0
-        self.watermark = _iso(datetime.now(UTC) - timedelta(minutes=1))
-
-    def report(self) -> None:
-        self.batch += 1
-        end = 1000 * self.batch
-        r = httpx.post(
-            f"{self.stack.url}/api/v1/runs/{self.run_id}/progress",
-            headers={"Authorization": f"Bearer {self.token}"},
-            json={
-                "query": "events",
-                "batch_id": self.batch,
-                "timestamp": _iso(datetime.now(UTC)),
-                "num_input_rows": 1000,
-                "watermark": self.watermark,
-                "sources": [
-                    {
-                        "end_offset": {"0": end},
-                        "latest_offset": {"0": end + 100 * self.batch},
-                    }
-                ],
-                "durations_ms": {"triggerExecution": 900},
-            },
-            timeout=10,
-        )
-        assert r.status_code < 300, r.text
-
-
 def test_each_alert_fires_against_a_real_tidegate(tmp_path: Path, livy_runner: str) -> None:
     stand_in = StandInLivy(dying={"loops"}).start()
-    for sub in ("stack", "prom"):
+    for sub in ("stack", "prom", "log"):
         (tmp_path / sub).mkdir()
+    EventLog(tmp_path / "log").create_stream("clicks", 1)
+    # ~20 records/s, where the query reads at most 2 a batch.
+    appender = Appender(tmp_path / "log", "clicks", per_round=5, every=0.25)
     # Run ids far from the session stack's: the shared runner names batches by run id.
     with (
         running_stack(tmp_path / "stack", first_id=900_000) as stack,
         prometheus(tmp_path / "prom", stack.url.removeprefix("http://")) as prom,
     ):
         try:
-            _scenario(stack, prom, stand_in, livy_runner)
+            appender.append()  # the first batch has records to read
+            appender.start()
+            _scenario(stack, prom, tmp_path, stand_in, livy_runner)
         finally:
+            appender.halt.set()
+            if appender.ident is not None:
+                appender.join(10)
+            _end_real_runs(stack, livy_runner, "lags")
             stand_in.stop()
 
 
-def _scenario(stack: Stack, prom: str, stand_in: StandInLivy, livy_runner: str) -> None:
+def _scenario(stack: Stack, prom: str, tmp: Path, stand_in: StandInLivy, livy_runner: str) -> None:
     c = stack.client
-    for name, url in (("stand-in", stand_in.url), ("runner", livy_runner)):
-        r = c.post("/clusters", json={"name": name, "kind": "livy", "url": url})
+    for body in (
+        {"name": "stand-in", "kind": "livy", "url": stand_in.url},
+        runner_cluster(livy_runner),
+    ):
+        r = c.post("/clusters", json=body)
         assert r.status_code == 201, r.text
     quick = {"min_backoff": "1s", "max_backoff": "1s"}
     _job(stack, "loops", "stand-in", policy=quick, app="/opt/never-runs.py")
     _job(stack, "fails", "runner", policy={"enabled": False}, app=app_path("fail.py"))
-    _job(stack, "lags", "stand-in", policy=quick, app="/opt/never-runs.py")
-    _job(stack, "hangs", "stand-in", policy=quick, app="/opt/never-runs.py")
+    r = c.post("/jobs", json={"name": "lags", "restart_policy": {"enabled": False}})
+    assert r.status_code == 201, r.text
+    _windowed_version(stack, "lags", "runner", tmp / "log", tmp / "out", max_records_per_batch=2)
 
     # No worker yet: the submissions wait unclaimed.
-    for job in ("loops", "fails", "lags", "hangs"):
+    for job in ("loops", "fails", "lags"):
         r = c.post(f"/jobs/{job}/submit", json={"version": 1})
         assert r.status_code == 202, r.text
     wait_firing(prom, "TidegateNoLiveWorker", {})
@@ -235,26 +229,35 @@ def _scenario(stack: Stack, prom: str, stand_in: StandInLivy, livy_runner: str) 
     )
     wait_firing(prom, "TidegateRestartLoop", {"job": "loops"})
 
-    lags = wait_until(
-        lambda: c.get("/jobs/lags/runs").json()["items"][0],
-        lambda run: run["state"] == "running",
-        60,
-    )
-    token = stand_in.token_for(lags["tag"])
-    assert token, "the worker gave the run no token"
-    driver = Driver(stack, lags["id"], token)
-    # The driver reports about once a second while the alerts are awaited.
-    wait_firing(
-        prom, "TidegateBacklogGrowing", {"job": "lags", "source": "events"}, tick=driver.report
-    )
-    wait_firing(prom, "TidegateWatermarkDelayGrowing", {"job": "lags"}, tick=driver.report)
-
-    # Running, and never a report: 3 trigger intervals (at least 15 s) of silence.
-    wait_firing(prom, "TidegateQueryNoProgress", {"job": "hangs", "query": "events"}, 60)
+    # The real run: its driver reports a growing backlog and a watermark that stands still.
+    lags = {"job": "lags", "query": "windowed_counts"}
+    wait_firing(prom, "TidegateBacklogGrowing", {**lags, "source": "clicks"}, 240)
+    wait_firing(prom, "TidegateWatermarkDelayGrowing", lags, 60)
     assert not any(
         a["labels"]["alertname"] == "TidegateQueryNoProgress" and a["labels"]["job"] == "lags"
         for a in firing(prom)
-    ), "a query that reports every second is not silent"
+    ), "a query that commits a batch every second or so is not silent"
+
+    # Frozen, the driver is alive (the run stays running) but reports nothing any more:
+    # 3 trigger intervals (at least 15 s) of silence.
+    (run,) = c.get("/jobs/lags/runs").json()["items"]
+    (driver,) = spark_submit_processes(run["tag"])
+    driver.send_signal(signal.SIGSTOP)
+    wait_firing(prom, "TidegateQueryNoProgress", lags, 90)
+    assert stack.run(run["id"])["state"] == "running"
 
     # A real spark-submit of an app that fails at start, restarts disabled.
     wait_firing(prom, "TidegateJobFailed", {"job": "fails"}, 180)
+
+
+def _end_real_runs(stack: Stack, livy_runner: str, job: str) -> None:
+    """Kill the job's drivers on the shared runner (thawed first: a frozen JVM would sit out
+    the SIGTERM until the runner's SIGKILL)."""
+    for run in stack.client.get(f"/jobs/{job}/runs").json()["items"]:
+        for driver in spark_submit_processes(run["tag"]):
+            driver.send_signal(signal.SIGCONT)
+        if run["backend_id"] is not None:
+            r = httpx.delete(
+                f"{livy_runner}/batches/{run['backend_id']}", headers=RUNNER_AUTH, timeout=60
+            )
+            assert r.status_code < 300 or r.status_code == 404, r.text
