@@ -198,6 +198,17 @@ def _screenshot(driver: Any, name: str) -> Path:
     return path
 
 
+def _shown(browser: Any, element_id: str) -> Any:
+    """The element once the page that has it is loaded: a click that submits a form returns
+    before the next page is there."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    located = expected_conditions.presence_of_element_located((By.ID, element_id))
+    return WebDriverWait(browser, 30).until(located)
+
+
 def test_status_page_in_chromium_shows_what_the_api_says(own_stack: Stack, browser: Any) -> None:
     from selenium.webdriver.common.by import By
 
@@ -209,9 +220,10 @@ def test_status_page_in_chromium_shows_what_the_api_says(own_stack: Stack, brows
     assert "/ui/login" in browser.current_url
     browser.find_element(By.ID, "token").send_keys("tg_wrong")
     browser.find_element(By.ID, "login").click()
-    assert "unknown, revoked or expired" in browser.find_element(By.ID, "login-error").text
+    assert "unknown, revoked or expired" in _shown(browser, "login-error").text
     browser.find_element(By.ID, "token").send_keys(ADMIN_TOKEN)
     browser.find_element(By.ID, "login").click()
+    _shown(browser, "jobs")
     assert browser.current_url == f"{stack.url}/ui"
     assert ADMIN_TOKEN not in browser.current_url
 
@@ -234,7 +246,7 @@ def test_status_page_in_chromium_shows_what_the_api_says(own_stack: Stack, brows
 
     # The job's page.
     mine.find_element(By.LINK_TEXT, job).click()
-    assert browser.find_element(By.ID, "job-description").text == "clicks <b>per</b> minute"
+    assert _shown(browser, "job-description").text == "clicks <b>per</b> minute"
     api_runs = api.get(f"/jobs/{job}/runs").json()["items"]
     page_runs = browser.find_elements(By.CSS_SELECTOR, "#runs tr[data-run-id]")
     assert [
@@ -277,6 +289,7 @@ def test_status_page_in_chromium_shows_what_the_api_says(own_stack: Stack, brows
 
     # Logging out forgets the token.
     browser.find_element(By.CSS_SELECTOR, "header form button").click()
+    _shown(browser, "token")  # the login form the logout leads to
     browser.get(f"{stack.url}/ui")
     assert "/ui/login" in browser.current_url
     assert os.path.exists(jobs_shot)
