@@ -103,77 +103,19 @@ def _json_rows(out: Path) -> list[tuple[int, int, float]]:
     return sorted(rows)
 
 
-def test_drain_flushes_windows_and_the_next_version_continues_exactly(
-    runner: Stack, tmp_path: Path
-) -> None:
-    stack, job = runner, "drain-windowed"
-    root, out, out2 = tmp_path / "log", tmp_path / "out", tmp_path / "out2"
-    stream = EventLog(root).create_stream("clicks", 2)
-    produce(str(root), "clicks", 2, rate=0, count=400, start_ts_ms=T0, ts_step_ms=400)
-    _job(stack, job)
-    v1 = _windowed_version(stack, job, "runner", root, out)
-    submit = _operate(stack, job, "submit", {"version": v1})
-    assert submit["state"] == "succeeded", submit
-    run_id = submit["run_id"]
-    wanted = {str(p): o for p, o in stream.latest_offsets().items()}
-    wait_until(
-        lambda: stack.run(run_id)["progress"].get("windowed_counts", {}),
-        lambda p: (p.get("sources") or [{}])[0].get("end_offset") == wanted,
-        180,
-    )
-
-    with producing(stream, T0 + 160_000, every=0.2):  # events keep arriving meanwhile
-        r = stack.client.post(f"/jobs/{job}/drain", json={"timeout_seconds": 240})
-        assert r.status_code == 202, r.text
-        drain = stack.wait_operation(r.json()["id"], 300)
-    assert drain["state"] == "succeeded", drain
-    run = stack.run(run_id)
-    assert run["state"] == "drained" and run["drain"]["drained_at"]
-    end = {int(p): o for p, o in run["drain"]["end_offsets"]["clicks"].items()}
-    assert drain["result"]["end_offsets"] == run["drain"]["end_offsets"]
-    assert all(end[p] <= stream.latest_offsets()[p] for p in end)
-    assert stack.client.get(f"/jobs/{job}").json()["state"] == "drained"
-    # Every window is in the sink, the last open ones included, and nothing past the end.
-    expected = sorted(
-        (w.window_start_ms, w.key, w.count, w.sum)
-        for w in expected_windowed_counts(
-            root, "clicks", {p: (0, o) for p, o in end.items()}, closed_only=False
-        )
-    )
-    assert _output(out) == expected
-
-    # An incompatible next version, fresh checkpoint, starting exactly at the drained offsets.
-    v2 = _enrich_version(stack, job, root, out2)
-    r = stack.client.put(
-        f"/jobs/{job}/startpoints",
-        json={
-            "startpoints": [
-                {"source": "clicks", "partition": p, "type": "OFFSET", "value": o}
-                for p, o in end.items()
-            ]
-        },
-    )
-    assert r.status_code == 200, r.text
-    second = _operate(stack, job, "submit", {"version": v2})
-    assert second["state"] == "succeeded", second
-    latest = stream.latest_offsets()
-    want2 = sorted(
-        (r.partition, r.offset, r.amount)
-        for r in expected_enrich(root, "clicks", {p: (end[p], latest[p]) for p in end})
-    )
-    wait_until(lambda: _json_rows(out2), lambda rows: rows == want2, 180)
-    assert _operate(stack, job, "stop")["state"] == "succeeded"
-
-
 def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
     runner: Stack, tmp_path: Path
 ) -> None:
     """One call, while events keep arriving: the 1-minute windowed version drains (its last
     windows flushed) and a version with a changed aggregation (2-minute windows: state that
     cannot be carried over) starts on a fresh checkpoint at the next record of every
-    partition. Drained in turn, the two outputs together count every record exactly once."""
+    partition. Drained in turn (a plain drain, events still arriving), the two outputs
+    together count every record exactly once; a third version, another app entirely, then
+    starts from startpoints set by hand at that drain's end offsets and reads exactly the
+    records after them. (One job for both kinds of drain and both ways to continue: each
+    start of a driver costs a JVM.)"""
     stack, job = runner, "drain-update"
-    root, out, out2 = tmp_path / "log", tmp_path / "out", tmp_path / "out2"
+    root, out, out2, out3 = (tmp_path / d for d in ("log", "out", "out2", "out3"))
     stream = EventLog(root).create_stream("clicks", 2)
     produce(str(root), "clicks", 2, rate=0, count=300, start_ts_ms=T0, ts_step_ms=400)
     _job(stack, job)
@@ -216,11 +158,20 @@ def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
     assert applied["run_id"] == new["id"] and applied["after_offsets"] == {
         str(p): o for p, o in end.items()
     }
-    # The new version, drained too: 2-minute windows of exactly the records from the first
-    # drain's offsets to the second's.
-    drained = _operate(stack, job, "drain", {"timeout_seconds": 240})
+    # The new version, drained too, while events keep arriving (event times past all the
+    # earlier ones: none is late): 2-minute windows of exactly the records from the first
+    # drain's offsets to the second's, the open windows flushed, nothing past the end.
+    with producing(stream, T0 + 130_000 + 400 * 3000, every=0.2):
+        r = stack.client.post(f"/jobs/{job}/drain", json={"timeout_seconds": 240})
+        assert r.status_code == 202, r.text
+        drained = stack.wait_operation(r.json()["id"], 300)
     assert drained["state"] == "succeeded", drained
+    run2 = stack.run(new["id"])
+    assert run2["state"] == "drained" and run2["drain"]["drained_at"]
+    assert drained["result"]["end_offsets"] == run2["drain"]["end_offsets"]
+    assert stack.client.get(f"/jobs/{job}").json()["state"] == "drained"
     end2 = {int(p): o for p, o in drained["result"]["end_offsets"]["clicks"].items()}
+    assert all(end2[p] <= stream.latest_offsets()[p] for p in end2)
     expected2 = sorted(
         (w.window_start_ms, w.key, w.count, w.sum)
         for w in expected_windowed_counts(
@@ -234,6 +185,29 @@ def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
     assert _output(out2) == expected2
     counted = sum(row[2] for row in _output(out)) + sum(row[2] for row in _output(out2))
     assert counted == sum(end2.values())  # every record up to the end, once (offsets from 0)
+
+    # An incompatible next version (another app, stateless), fresh checkpoint, from
+    # startpoints set by hand at exactly the drained offsets.
+    v3 = _enrich_version(stack, job, root, out3)
+    r = stack.client.put(
+        f"/jobs/{job}/startpoints",
+        json={
+            "startpoints": [
+                {"source": "clicks", "partition": p, "type": "OFFSET", "value": o}
+                for p, o in end2.items()
+            ]
+        },
+    )
+    assert r.status_code == 200, r.text
+    third = _operate(stack, job, "submit", {"version": v3})
+    assert third["state"] == "succeeded", third
+    latest = stream.latest_offsets()
+    want3 = sorted(
+        (r.partition, r.offset, r.amount)
+        for r in expected_enrich(root, "clicks", {p: (end2[p], latest[p]) for p in end2})
+    )
+    wait_until(lambda: _json_rows(out3), lambda rows: rows == want3, 180)
+    assert _operate(stack, job, "stop")["state"] == "succeeded"
 
 
 def test_a_drain_that_times_out_stops_cleanly_and_a_later_drain_finishes_exactly(
