@@ -9,7 +9,8 @@ from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.backends.base import Backend, BackendError
+from app.backends.base import BackendError
+from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.clusters.schemas import ClusterCreate, ClusterResponse
 from app.errors import Conflict, NotFound
@@ -70,26 +71,6 @@ def list_clusters(
     more = len(rows) > limit
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1].name) if more else None
-
-
-def backend_for(cluster: Cluster, *, timeout: float = 10.0) -> Backend:
-    import httpx
-
-    from app.backends.livy import LivyBackend
-    from app.backends.standalone import StandaloneBackend
-
-    creds = cluster.credentials or {}
-    headers = {"Authorization": creds["authorization"]} if creds.get("authorization") else {}
-    auth = (creds["username"], creds.get("password", "")) if creds.get("username") else None
-    client = httpx.Client(timeout=timeout, headers=headers, auth=auth)
-    if cluster.kind == "standalone":
-        assert cluster.master_url is not None
-        standalone: Backend = StandaloneBackend(
-            cluster.url, cluster.master_url, ui_url=cluster.ui_url, http_client=client
-        )
-        return standalone
-    livy: Backend = LivyBackend(cluster.url, http_client=client)
-    return livy
 
 
 def cluster_response(cluster: Cluster, *, check: bool = False) -> ClusterResponse:

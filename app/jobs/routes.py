@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Query, Request, Response, status
 
 from app.auth.deps import Operator, Reader
+from app.core.params import JobName
 from app.deps import AppSettings, DbSession
 from app.jobs import service, sources
 from app.jobs.schemas import (
@@ -18,8 +19,6 @@ from app.jobs.schemas import (
 from app.pagination import Cursor, Limit, Page
 
 router = APIRouter(tags=["jobs"])
-
-JobName = Annotated[str, Path(max_length=128, description="The job's name.")]
 
 
 @router.post(

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Path, Query, Response
 
 from app.auth.deps import CurrentPrincipal, Reader
 from app.auth.service import check_run
+from app.core.params import RunId
 from app.deps import AppSettings, DbSession
 from app.jobs.routes import JobName
 from app.pagination import Cursor, Limit, Page
@@ -81,8 +82,6 @@ def get_run(
 
 
 # ---- the runtime channel: the in-job runtime, with its run-scoped token ---------------------
-
-RunId = Annotated[int, Path(ge=1, le=2**62)]
 
 
 def _run_channel(run_id: RunId, principal: CurrentPrincipal) -> int:
