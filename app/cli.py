@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from typing import Annotated
 
 import typer
@@ -124,23 +119,6 @@ def _register_subcommands() -> None:
 
 
 _register_subcommands()
-
-
-def terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if proc.poll() is None:
-        proc.kill()
-
-
-def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args], env={**os.environ, **(env or {})}
-    )
 
 
 def main() -> None:
