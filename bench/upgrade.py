@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.backends.base import SubmitSpec
 from app.backends.standalone import StandaloneBackend
+from app.devtools.spark_local import LocalStandaloneCluster, find_free_port
 from app.runtime.produce import produce
-from app.spark_local import LocalStandaloneCluster, find_free_port
 from bench.common import (
     ROOT,
     api_client,

@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.audit.models import AuditEvent
 from app.auth.service import Principal
-from app.db import utcnow
-from app.errors import BadRequest
-from app.pagination import decode_cursor, encode_cursor
-from app.request_context import current_request_id
+from app.core.db import utcnow
+from app.core.errors import BadRequest
+from app.core.pagination import decode_cursor, encode_cursor
+from app.core.request_context import current_request_id
 
 log = logging.getLogger(__name__)
 

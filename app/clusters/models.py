@@ -6,8 +6,8 @@ from typing import Any
 from sqlalchemy import BigInteger, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.core.db import Base, UTCDateTime, utcnow
 from app.core.types import JSONType
-from app.db import Base, UTCDateTime, utcnow
 
 
 class Cluster(Base):

@@ -5,9 +5,9 @@ from fastapi import APIRouter, Response
 from app.auth.deps import Admin, Reader
 from app.clusters import service
 from app.clusters.schemas import ClusterCreate, ClusterResponse
+from app.core.deps import DbSession
+from app.core.pagination import Cursor, Limit, Page
 from app.core.params import ClusterName
-from app.deps import DbSession
-from app.pagination import Cursor, Limit, Page
 
 router = APIRouter(tags=["clusters"])
 

@@ -13,9 +13,9 @@ from app.backends.base import BackendError
 from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.clusters.schemas import ClusterCreate, ClusterResponse
-from app.errors import Conflict, NotFound
+from app.core.errors import Conflict, NotFound
+from app.core.pagination import decode_cursor, encode_cursor
 from app.jobs.models import JobVersion
-from app.pagination import decode_cursor, encode_cursor
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,11 @@ from sqlalchemy.orm import Session
 from app.audit import service as audit
 from app.auth.service import Principal
 from app.clusters.models import Cluster
-from app.config import Settings
-from app.durations import parse_trigger
-from app.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
+from app.core.config import Settings
+from app.core.durations import parse_trigger
+from app.core.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
+from app.core.pagination import decode_cursor, encode_cursor
+from app.core.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
 from app.jobs import version_policy
 from app.jobs.models import Job, JobVersion
 from app.jobs.schemas import (
@@ -25,8 +27,6 @@ from app.jobs.schemas import (
     VersionCreate,
     VersionResponse,
 )
-from app.pagination import decode_cursor, encode_cursor
-from app.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
 from app.runtime.chain import drain_stages
 
 # Keys tidegate sets itself on every submission; a version may not override them.

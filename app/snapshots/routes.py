@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response, status
 
 from app.auth.deps import Operator, Reader
-from app.core.params import SnapshotPath
-from app.deps import AppSettings, DbSession
-from app.jobs.routes import JobName
-from app.pagination import Cursor, Limit, Page
-from app.snapshots import service, worker
+from app.core.deps import AppSettings, DbSession
+from app.core.pagination import Cursor, Limit, Page
+from app.core.params import JobName, SnapshotPath
+from app.snapshots import service
+from app.snapshots import transfer as worker
 from app.snapshots.schemas import (
     CoordinatesResponse,
     RetentionBody,

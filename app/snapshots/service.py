@@ -11,13 +11,13 @@ from sqlalchemy.orm import Session, joinedload
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.config import Settings
-from app.durations import parse_duration
-from app.errors import Conflict, NotFound
+from app.core.config import Settings
+from app.core.durations import parse_duration
+from app.core.errors import Conflict, NotFound
+from app.core.pagination import decode_cursor, encode_cursor
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.operations.models import ACTIVE_OPERATION_STATES, Operation
-from app.pagination import decode_cursor, encode_cursor
 from app.runs import states
 from app.runs.models import Run
 from app.runs.service import current_run

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 
 from app.auth.deps import Operator, Reader
-from app.deps import AppSettings, DbSession
-from app.jobs.routes import JobName
+from app.core.deps import AppSettings, DbSession
+from app.core.pagination import Cursor
+from app.core.params import JobName
 from app.jobs.service import get_job
 from app.operations import lifecycle
-from app.pagination import Cursor
 from app.startpoints import applications, service
 from app.startpoints.schemas import (
     ApplicationResponse,

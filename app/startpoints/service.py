@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.errors import BadRequest, Conflict, NotFound, Unprocessable
+from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
+from app.core.pagination import decode_cursor, encode_cursor
+from app.core.paths import checkpoint_path, within_any
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
-from app.pagination import decode_cursor, encode_cursor
-from app.paths import checkpoint_path, within_any
 from app.runs.models import Run
 from app.runs.service import current_run
 from app.runtime import checkpoint as cp

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
+from app.core.db import utcnow
 from app.jobs import service as jobs
 from app.jobs.schemas import JobResponse
 from app.operations import service as operations

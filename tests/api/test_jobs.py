@@ -5,7 +5,7 @@ import os
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from app.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
 from tests.api.conftest import version_body

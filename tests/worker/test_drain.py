@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 
 from app.backends.base import AppState
-from app.db import transaction, utcnow
+from app.core.db import transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
 from app.runs import channel, states

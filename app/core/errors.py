@@ -19,7 +19,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.schemas import MAX_JSON_DEPTH
+from app.core.schemas import MAX_JSON_DEPTH
 
 log = logging.getLogger(__name__)
 

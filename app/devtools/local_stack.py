@@ -15,10 +15,15 @@ import httpx
 from pydantic import SecretStr
 from sqlalchemy import select
 
-from app import migrate
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker, transaction
-from app.embedded import bootstrap_admin_token, resolve_database_url, runner_token, server_log_path
+from app.core import migrate
+from app.core.config import Settings
+from app.core.db import make_engine, make_sessionmaker, transaction
+from app.core.embedded import (
+    bootstrap_admin_token,
+    resolve_database_url,
+    runner_token,
+    server_log_path,
+)
 
 if TYPE_CHECKING:
     import uvicorn
@@ -146,7 +151,7 @@ def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pope
 def run_local_stack(settings: Settings) -> None:
     import uvicorn
 
-    from app.main import create_app
+    from app.api.main import create_app
 
     embedded, token_in_env = not settings.database_url, settings.admin_token is not None
     database_url = resolve_database_url(settings)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Generic, TypeVar
 from fastapi import Query
 from pydantic import BaseModel, Field
 
-from app.errors import BadRequest
+from app.core.errors import BadRequest
 
 T = TypeVar("T")
 

@@ -9,17 +9,17 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import Engine
 
-from app import health
+from app.api import health
+from app.api.middleware import RequestMiddleware
 from app.audit.routes import router as audit_router
 from app.auth.routes import router as tokens_router
 from app.clusters.routes import router as clusters_router
-from app.config import Settings, get_settings
-from app.db import make_engine, make_sessionmaker
-from app.errors import document_problems, install_error_handlers
+from app.core.config import Settings, get_settings
+from app.core.db import make_engine, make_sessionmaker
+from app.core.errors import document_problems, install_error_handlers
+from app.core.migrate import head_revision
 from app.jobs.routes import router as jobs_router
 from app.metrics import store_registry
-from app.middleware import RequestMiddleware
-from app.migrate import head_revision
 from app.operations.routes import router as operations_router
 from app.resume_points.routes import router as resume_points_router
 from app.runs.routes import router as runs_router
