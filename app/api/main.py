@@ -12,7 +12,6 @@ from sqlalchemy import Engine
 from app.api import health
 from app.api.middleware import RequestMiddleware
 from app.audit.routes import router as audit_router
-from app.auth.routes import router as tokens_router
 from app.clusters.routes import router as clusters_router
 from app.core.config import Settings, get_settings
 from app.core.db import make_engine, make_sessionmaker
@@ -25,6 +24,7 @@ from app.resume_points.routes import router as resume_points_router
 from app.runs.routes import router as runs_router
 from app.snapshots.routes import router as snapshots_router
 from app.startpoints.routes import router as startpoints_router
+from app.tokens.routes import router as tokens_router
 from app.ui import routes as ui
 
 API_PREFIX = "/api/v1"

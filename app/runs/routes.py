@@ -6,10 +6,11 @@ from fastapi import APIRouter, Depends, Path, Query, Response
 
 from app.auth.deps import CurrentPrincipal, Reader
 from app.auth.service import check_run
+from app.channel import service as channel
 from app.core.deps import AppSettings, DbSession
 from app.core.pagination import Cursor, Limit, Page
 from app.core.params import JobName, RunId
-from app.runs import channel, service
+from app.runs import service
 from app.runs.models import Run
 from app.runs.schemas import (
     Directives,
