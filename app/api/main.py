@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from app.api import health
 from app.api.middleware import RequestMiddleware
 from app.audit.routes import router as audit_router
+from app.channel.routes import router as channel_router
 from app.clusters.routes import router as clusters_router
 from app.core.config import Settings, get_settings
 from app.core.db import make_engine, make_sessionmaker
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         jobs_router,
         operations_router,
         runs_router,
+        channel_router,
         snapshots_router,
         resume_points_router,
         startpoints_router,
