@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import exists, select
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
@@ -15,7 +16,6 @@ from app.clusters.models import Cluster
 from app.clusters.schemas import ClusterCreate, ClusterResponse
 from app.core.errors import Conflict, NotFound
 from app.core.pagination import decode_cursor, encode_cursor
-from app.jobs.models import JobVersion
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,15 @@ def create_cluster(session: Session, body: ClusterCreate, actor: Principal) -> C
 
 def delete_cluster(session: Session, name: str, actor: Principal) -> None:
     cluster = get_cluster(session, name)
-    if session.scalar(select(exists().where(JobVersion.cluster_id == cluster.id))):
-        raise Conflict(f"Cluster '{name}' is the target of job versions; it cannot be removed.")
-    session.delete(cluster)
+    try:
+        # job_versions.cluster_id is ON DELETE RESTRICT: the database says whether a job
+        # version still targets the cluster (clusters sit below jobs and do not query them).
+        with session.begin_nested():
+            session.delete(cluster)
+    except IntegrityError:
+        raise Conflict(
+            f"Cluster '{name}' is the target of job versions; it cannot be removed."
+        ) from None
     audit.record(session, actor, "cluster.delete", target=name, status_code=204)
 
 
