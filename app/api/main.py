@@ -21,6 +21,7 @@ from app.core.migrate import head_revision
 from app.jobs.routes import router as jobs_router
 from app.metrics import store_registry
 from app.operations.routes import router as operations_router
+from app.operations.startpoints_routes import router as set_startpoints_router
 from app.resume_points.routes import router as resume_points_router
 from app.runs.routes import router as runs_router
 from app.snapshots.routes import router as snapshots_router
@@ -104,6 +105,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         snapshots_router,
         resume_points_router,
         startpoints_router,
+        set_startpoints_router,
         audit_router,
         tokens_router,
     ):
