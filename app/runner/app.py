@@ -129,7 +129,7 @@ def create_app(
     expected = f"Bearer {token}".encode()
     hosts = frozenset(h.lower() for h in allowed_hosts)
 
-    @app.api.middleware("http")
+    @app.middleware("http")
     async def _guard(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
