@@ -15,7 +15,7 @@ from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.clusters.schemas import ClusterCreate, ClusterResponse
 from app.core.errors import Conflict, NotFound
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.pagination import keyset_page
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +69,7 @@ def delete_cluster(session: Session, name: str, actor: Principal) -> None:
 def list_clusters(
     session: Session, *, limit: int, cursor: str | None
 ) -> tuple[list[Cluster], str | None]:
-    stmt = select(Cluster).order_by(Cluster.name).limit(limit + 1)
-    after = decode_cursor(cursor)
-    if isinstance(after, str):
-        stmt = stmt.where(Cluster.name > after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].name) if more else None
+    return keyset_page(session, select(Cluster), Cluster.name, limit=limit, cursor=cursor)
 
 
 def cluster_response(cluster: Cluster, *, check: bool = False) -> ClusterResponse:
