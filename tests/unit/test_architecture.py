@@ -19,7 +19,20 @@ APP = Path(__file__).resolve().parents[2] / "app"
 
 # Edges that still close a circle, each for a named reason. Remove an entry once its reason is
 # gone; the test fails on an entry that no longer exists, so the list cannot go stale.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
+#
+# The layers, bottom up: core < backends < auth < audit < clusters < jobs < runs < startpoints
+# < channel < snapshots < resume_points < operations < tokens, metrics, ui < worker < api < cli.
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
+    # job_responses reads the current run's next_restart_at (JobResponse shows it), so jobs
+    # (below runs) reads a runs table. Fix: compose the job's response above runs, or mirror
+    # next_restart_at onto the job where runs/ writes the job's mirrored state.
+    ("app.jobs.service", "app.runs.models"): "job response shows the run's next restart",
+    # pending_operations: a snapshot that an active submit/update names (in its params) may
+    # not be deleted or expired. Fix: operations pin the snapshots they name (a row the
+    # snapshots domain owns), written where operations are created (operations/lifecycle.py,
+    # the other helper's) and released where they finish.
+    ("app.snapshots.service", "app.operations.models"): "snapshot pins by pending operations",
+}
 
 # What runs in production must not need developer tooling (app.devtools).
 PRODUCTION = ("app.api", "app.worker", "app.runtime", "app.core")
@@ -221,3 +234,9 @@ def test_the_walk_sees_function_level_imports() -> None:
     edges, _ = _graph()
     assert "app.worker.cli" in edges["app.cli"]
     assert edges["app.api.main"], "app.api.main imports the domains' routers"
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _cycles(edges) == [(["a", "b", "c", "a"], ["a", "b", "c"])]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
