@@ -10,13 +10,13 @@ from fastapi import APIRouter, FastAPI
 from sqlalchemy import Engine
 
 from app.api import health
+from app.api.error_handlers import document_problems, install_error_handlers
 from app.api.middleware import RequestMiddleware
 from app.audit.routes import router as audit_router
 from app.channel.routes import router as channel_router
 from app.clusters.routes import router as clusters_router
 from app.core.config import Settings, get_settings
 from app.core.db import make_engine, make_sessionmaker
-from app.core.errors import document_problems, install_error_handlers
 from app.core.migrate import head_revision
 from app.jobs.routes import router as jobs_router
 from app.metrics import store_registry
