@@ -1,6 +1,6 @@
 """Downtime of changing a running stream job: from the request to the new driver's first
 committed batch, on the windowed pipeline (pipelines/windowed_counts.py) and a local Spark
-standalone cluster (app/spark_local.LocalStandaloneCluster).
+standalone cluster (app/devtools/spark_local.py, LocalStandaloneCluster).
 
 Strategies (each one repetition returns the downtime in seconds):
 

@@ -1,6 +1,6 @@
 """The snapshot catalog: names, listing, deletion (never while in use), retention, and the
 latest coordinates of a job. Services take the session first and never commit; the export
-itself (long file IO between short transactions) is in ``snapshots.worker``."""
+itself (long file IO between short transactions) is in ``snapshots.transfer``."""
 
 from __future__ import annotations
 
