@@ -28,10 +28,10 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 openapi: $(STAMP)
-	$(PY) -m app.openapi_dump openapi/openapi.json
+	$(PY) -m app.api.openapi_dump openapi/openapi.json
 
 openapi-check: $(STAMP)
-	$(PY) -m app.openapi_dump --check openapi/openapi.json
+	$(PY) -m app.api.openapi_dump --check openapi/openapi.json
 
 # ---- generated API clients (openapi/clients, from openapi/openapi.json) ---------------------
 # Pinned generators, installed once ($(VENV)/tools, openapi/clients/typescript/node_modules);

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from typing import Annotated
 
 import typer
 
-from app.config import Settings, get_settings
+from app.core.config import Settings, get_settings
 
 cli = typer.Typer(
     name="tidegate",
@@ -24,7 +19,7 @@ cli.add_typer(tokens_cli, name="tokens")
 
 
 def _setup(settings: Settings) -> None:
-    from app.logging_setup import configure_logging
+    from app.core.logging_setup import configure_logging
 
     configure_logging(settings.log_level, json=settings.log_json)
 
@@ -37,8 +32,8 @@ def migrate(
 
     Example: tidegate migrate
     """
-    from app import migrate as m
-    from app.embedded import resolve_database_url
+    from app.core import migrate as m
+    from app.core.embedded import resolve_database_url
 
     settings = get_settings()
     _setup(settings)
@@ -56,9 +51,9 @@ def api(
     """
     import uvicorn
 
-    from app import migrate as m
-    from app.embedded import resolve_database_url
-    from app.main import create_app
+    from app.api.main import create_app
+    from app.core import migrate as m
+    from app.core.embedded import resolve_database_url
 
     settings = get_settings()
     _setup(settings)
@@ -81,8 +76,8 @@ def tokens_create(
     Example: tidegate tokens create --scope operate --name deploy-pipeline
     """
     from app.auth.service import Scope, create_token
-    from app.db import make_engine, make_sessionmaker, transaction
-    from app.embedded import resolve_database_url
+    from app.core.db import make_engine, make_sessionmaker, transaction
+    from app.core.embedded import resolve_database_url
 
     if scope not in ("read", "operate", "admin"):
         typer.echo("--scope must be read, operate or admin", err=True)
@@ -102,7 +97,7 @@ def run() -> None:
 
     Example: make run
     """
-    from app.local_stack import run_local_stack
+    from app.devtools.local_stack import run_local_stack
 
     settings = get_settings()
     _setup(settings)
@@ -111,9 +106,9 @@ def run() -> None:
 
 def _register_subcommands() -> None:
     from app.client import register
-    from app.events_cli import events_app
+    from app.devtools.events_cli import events_app
+    from app.devtools.spark_cli import spark_app
     from app.runner.cli import runner_app
-    from app.spark_cli import spark_app
     from app.worker.cli import worker_app
 
     cli.add_typer(runner_app, name="runner")
@@ -124,23 +119,6 @@ def _register_subcommands() -> None:
 
 
 _register_subcommands()
-
-
-def terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if proc.poll() is None:
-        proc.kill()
-
-
-def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args], env={**os.environ, **(env or {})}
-    )
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 from app.audit.models import AuditEvent
 from app.auth.models import ApiToken
 from app.clusters.models import Cluster
-from app.db import Base
+from app.core.db import Base
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
 from app.runs.models import QueryProgress, Run, RunTransition

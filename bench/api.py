@@ -183,7 +183,7 @@ def _sequential(client: httpx.Client, path: str, params: Any, n: int) -> float:
 
 def _deep_cursor(url: str) -> tuple[str, str]:
     """A cursor 90% of the way through the jobs (what next_cursor would hold there)."""
-    from app.pagination import encode_cursor
+    from app.core.pagination import encode_cursor
 
     with psycopg.connect(url) as conn:
         (count,) = conn.execute("select count(*) from jobs where name like 'job-%'").fetchone()  # type: ignore[misc]
@@ -196,7 +196,7 @@ def _deep_cursor(url: str) -> tuple[str, str]:
 
 def _deep_snapshot_cursor(url: str) -> tuple[str, int]:
     """A snapshots cursor 90% of the way through (newest first): what next_cursor holds."""
-    from app.pagination import encode_cursor
+    from app.core.pagination import encode_cursor
 
     with psycopg.connect(url) as conn:
         (count,) = conn.execute("select count(*) from snapshots").fetchone()  # type: ignore[misc]
@@ -240,9 +240,9 @@ def _query_count(url: str, path: str) -> int:
     from fastapi.testclient import TestClient
     from sqlalchemy import event
 
-    from app.config import Settings
-    from app.db import make_engine
-    from app.main import create_app
+    from app.api.main import create_app
+    from app.core.config import Settings
+    from app.core.db import make_engine
 
     engine = make_engine(url, pool_size=2)
     count = 0

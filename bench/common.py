@@ -134,7 +134,7 @@ def _with_db(url: str, name: str) -> str:
 @contextmanager
 def scratch_database(prefix: str) -> Iterator[str]:
     """A new database on the benchmark server, migrated to head, dropped afterwards."""
-    from app import migrate
+    from app.core import migrate
 
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(SERVER_URL, autocommit=True) as conn:
@@ -154,7 +154,7 @@ def scratch_database(prefix: str) -> Iterator[str]:
 
 
 def free_port() -> int:
-    from app.spark_local import find_free_port
+    from app.devtools.spark_local import find_free_port
 
     return find_free_port()
 

@@ -1,6 +1,6 @@
 """Downtime of changing a running stream job: from the request to the new driver's first
 committed batch, on the windowed pipeline (pipelines/windowed_counts.py) and a local Spark
-standalone cluster (app/spark_local.LocalStandaloneCluster).
+standalone cluster (app/devtools/spark_local.py, LocalStandaloneCluster).
 
 Strategies (each one repetition returns the downtime in seconds):
 
@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.backends.base import SubmitSpec
 from app.backends.standalone import StandaloneBackend
+from app.devtools.spark_local import LocalStandaloneCluster, find_free_port
 from app.runtime.produce import produce
-from app.spark_local import LocalStandaloneCluster, find_free_port
 from bench.common import (
     ROOT,
     api_client,

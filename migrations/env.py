@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 import app.models  # noqa: F401  (registers every table on Base.metadata)
-from app.db import Base, UTCDateTime
+from app.core.db import Base, UTCDateTime
 
 config = context.config
 target_metadata = Base.metadata

@@ -15,8 +15,8 @@ import pytest
 from psycopg import sql
 from sqlalchemy import Engine, text
 
-from app import migrate
-from app.db import make_engine
+from app.core import migrate
+from app.core.db import make_engine
 
 ADMIN_TOKEN = "tg_test_admin_token_0123456789abcdef"
 
@@ -34,7 +34,7 @@ def _server_url(tmp_root: Path) -> str:
         psycopg.connect(local, connect_timeout=3).close()
         return local
     except psycopg.OperationalError:
-        from app.embedded import embedded_database_url
+        from app.core.embedded import embedded_database_url
 
         return embedded_database_url(tmp_root / "embedded").replace("/tidegate?", "/postgres?")
 

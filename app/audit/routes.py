@@ -8,9 +8,9 @@ from pydantic import Field
 
 from app.audit import service
 from app.auth.deps import Reader
-from app.deps import DbSession
-from app.pagination import Cursor, Limit, Page
-from app.schemas import Response, redacting
+from app.core.deps import DbSession
+from app.core.pagination import Cursor, Limit, Page
+from app.core.schemas import Response, redacting
 
 router = APIRouter(tags=["audit"])
 

@@ -11,10 +11,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.audit.models import AuditEvent
 from app.auth.service import Principal
-from app.db import utcnow
-from app.errors import BadRequest
-from app.pagination import decode_cursor, encode_cursor
-from app.request_context import current_request_id
+from app.core.db import utcnow
+from app.core.pagination import keyset_page
+from app.core.request_context import current_request_id
 
 log = logging.getLogger(__name__)
 
@@ -79,20 +78,14 @@ def record_failure(
 def list_events(
     session: Session, *, job: str | None, action: str | None, limit: int, cursor: str | None
 ) -> tuple[list[AuditEvent], str | None]:
-    stmt = select(AuditEvent).order_by(AuditEvent.id.desc()).limit(limit + 1)
+    stmt = select(AuditEvent)
     if job is not None:
         stmt = stmt.where(AuditEvent.job == job)
     if action is not None:
         stmt = stmt.where(AuditEvent.action == action)
-    after = decode_cursor(cursor)
-    if after is not None:
-        if not isinstance(after, int):
-            raise BadRequest("The cursor is not one this API issued.")
-        stmt = stmt.where(AuditEvent.id < after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].id) if more else None
+    return keyset_page(
+        session, stmt, AuditEvent.id, limit=limit, cursor=cursor, descending=True, strict=True
+    )
 
 
 SWEEP_BATCH = 1000

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.auth.service import Principal, Scope, authenticate, check_scope
-from app.deps import DbSession
+from app.core.deps import DbSession
 
 # auto_error=False: we answer missing tokens ourselves, as problem+json.
 _bearer = HTTPBearer(auto_error=False, description="A tidegate API token.")

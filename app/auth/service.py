@@ -13,8 +13,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.auth.models import ApiToken
-from app.db import utcnow
-from app.errors import Forbidden, NotFound, Unauthorized
+from app.core.db import utcnow
+from app.core.errors import Forbidden, NotFound, Unauthorized
 
 
 class Scope(enum.StrEnum):

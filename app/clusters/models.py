@@ -3,13 +3,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, String, Text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import BigInteger, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UTCDateTime, utcnow
-
-JSONType = JSON().with_variant(JSONB(), "postgresql")
+from app.core.db import Base, UTCDateTime, utcnow
+from app.core.types import JSONType
 
 
 class Cluster(Base):

@@ -1,18 +1,15 @@
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Response
 
 from app.auth.deps import Admin, Reader
 from app.clusters import service
 from app.clusters.schemas import ClusterCreate, ClusterResponse
-from app.deps import DbSession
-from app.pagination import Cursor, Limit, Page
+from app.core.deps import DbSession
+from app.core.pagination import Cursor, Limit, Page
+from app.core.params import ClusterName
 
 router = APIRouter(tags=["clusters"])
-
-ClusterName = Annotated[str, Path(max_length=128)]
 
 
 @router.post(

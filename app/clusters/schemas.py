@@ -5,8 +5,8 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from app.redaction import has_url_credentials
-from app.schemas import Body, Name, Response, redacting
+from app.core.redaction import has_url_credentials
+from app.core.schemas import Body, Name, Response, redacting
 
 
 class ClusterCredentials(Body):

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import exists, select
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.backends.base import Backend, BackendError
+from app.backends.base import BackendError
+from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.clusters.schemas import ClusterCreate, ClusterResponse
-from app.errors import Conflict, NotFound
-from app.jobs.models import JobVersion
-from app.pagination import decode_cursor, encode_cursor
+from app.core.errors import Conflict, NotFound
+from app.core.pagination import keyset_page
 
 log = logging.getLogger(__name__)
 
@@ -53,43 +54,22 @@ def create_cluster(session: Session, body: ClusterCreate, actor: Principal) -> C
 
 def delete_cluster(session: Session, name: str, actor: Principal) -> None:
     cluster = get_cluster(session, name)
-    if session.scalar(select(exists().where(JobVersion.cluster_id == cluster.id))):
-        raise Conflict(f"Cluster '{name}' is the target of job versions; it cannot be removed.")
-    session.delete(cluster)
+    try:
+        # job_versions.cluster_id is ON DELETE RESTRICT: the database says whether a job
+        # version still targets the cluster (clusters sit below jobs and do not query them).
+        with session.begin_nested():
+            session.delete(cluster)
+    except IntegrityError:
+        raise Conflict(
+            f"Cluster '{name}' is the target of job versions; it cannot be removed."
+        ) from None
     audit.record(session, actor, "cluster.delete", target=name, status_code=204)
 
 
 def list_clusters(
     session: Session, *, limit: int, cursor: str | None
 ) -> tuple[list[Cluster], str | None]:
-    stmt = select(Cluster).order_by(Cluster.name).limit(limit + 1)
-    after = decode_cursor(cursor)
-    if isinstance(after, str):
-        stmt = stmt.where(Cluster.name > after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].name) if more else None
-
-
-def backend_for(cluster: Cluster, *, timeout: float = 10.0) -> Backend:
-    import httpx
-
-    from app.backends.livy import LivyBackend
-    from app.backends.standalone import StandaloneBackend
-
-    creds = cluster.credentials or {}
-    headers = {"Authorization": creds["authorization"]} if creds.get("authorization") else {}
-    auth = (creds["username"], creds.get("password", "")) if creds.get("username") else None
-    client = httpx.Client(timeout=timeout, headers=headers, auth=auth)
-    if cluster.kind == "standalone":
-        assert cluster.master_url is not None
-        standalone: Backend = StandaloneBackend(
-            cluster.url, cluster.master_url, ui_url=cluster.ui_url, http_client=client
-        )
-        return standalone
-    livy: Backend = LivyBackend(cluster.url, http_client=client)
-    return livy
+    return keyset_page(session, select(Cluster), Cluster.name, limit=limit, cursor=cursor)
 
 
 def cluster_response(cluster: Cluster, *, check: bool = False) -> ClusterResponse:

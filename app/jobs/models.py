@@ -6,8 +6,9 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.clusters.models import Cluster, JSONType
-from app.db import Base, UTCDateTime, utcnow
+from app.clusters.models import Cluster
+from app.core.db import Base, UTCDateTime, utcnow
+from app.core.types import JSONType
 
 
 class Job(Base):

@@ -5,7 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Query, Request, Response, status
 
 from app.auth.deps import Operator, Reader
-from app.deps import AppSettings, DbSession
+from app.core.deps import AppSettings, DbSession
+from app.core.pagination import Cursor, Limit, Page
+from app.core.params import JobName
 from app.jobs import service, sources
 from app.jobs.schemas import (
     JobCreate,
@@ -15,11 +17,8 @@ from app.jobs.schemas import (
     VersionCreate,
     VersionResponse,
 )
-from app.pagination import Cursor, Limit, Page
 
 router = APIRouter(tags=["jobs"])
-
-JobName = Annotated[str, Path(max_length=128, description="The job's name.")]
 
 
 @router.post(

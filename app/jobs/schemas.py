@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app.durations import normalise_trigger, parse_duration, parse_trigger
-from app.redaction import redact
-from app.schemas import Body, JsonObject, Name, Response, redacting
+from app.core.durations import normalise_trigger, parse_duration, parse_trigger
+from app.core.redaction import redact
+from app.core.schemas import Body, JsonObject, Name, Response, redacting
 
 Duration = Annotated[str, Field(examples=["1s", "100ms", "1h"], max_length=32)]
 

@@ -10,9 +10,11 @@ from sqlalchemy.orm import Session
 from app.audit import service as audit
 from app.auth.service import Principal
 from app.clusters.models import Cluster
-from app.config import Settings
-from app.durations import parse_trigger
-from app.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
+from app.core.config import Settings
+from app.core.durations import parse_trigger
+from app.core.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
+from app.core.pagination import keyset_page
+from app.core.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
 from app.jobs import version_policy
 from app.jobs.models import Job, JobVersion
 from app.jobs.schemas import (
@@ -25,8 +27,6 @@ from app.jobs.schemas import (
     VersionCreate,
     VersionResponse,
 )
-from app.pagination import decode_cursor, encode_cursor
-from app.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
 from app.runtime.chain import drain_stages
 
 # Keys tidegate sets itself on every submission; a version may not override them.
@@ -62,16 +62,10 @@ def create_job(session: Session, body: JobCreate, actor: Principal) -> Job:
 def list_jobs(
     session: Session, *, state: str | None, limit: int, cursor: str | None
 ) -> tuple[list[Job], str | None]:
-    stmt = select(Job).order_by(Job.name).limit(limit + 1)
+    stmt = select(Job)
     if state is not None:
         stmt = stmt.where(Job.state == state)
-    after = decode_cursor(cursor)
-    if isinstance(after, str):
-        stmt = stmt.where(Job.name > after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].name) if more else None
+    return keyset_page(session, stmt, Job.name, limit=limit, cursor=cursor)
 
 
 def update_job(
@@ -330,19 +324,10 @@ def list_versions(
     session: Session, job_name: str, *, limit: int, cursor: str | None
 ) -> tuple[list[JobVersion], str | None]:
     job = get_job(session, job_name)
-    stmt = (
-        select(JobVersion)
-        .where(JobVersion.job_id == job.id)
-        .order_by(JobVersion.number.desc())
-        .limit(limit + 1)
+    stmt = select(JobVersion).where(JobVersion.job_id == job.id)
+    return keyset_page(
+        session, stmt, JobVersion.number, limit=limit, cursor=cursor, descending=True
     )
-    after = decode_cursor(cursor)
-    if isinstance(after, int):
-        stmt = stmt.where(JobVersion.number < after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].number) if more else None
 
 
 def version_response(version: JobVersion) -> VersionResponse:

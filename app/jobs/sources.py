@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.schemas import Response
+from app.core.schemas import Response
 
 DrainMode = Literal["native", "bounded", "unsupported"]
 

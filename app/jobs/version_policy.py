@@ -11,8 +11,8 @@ import re
 from pathlib import PurePosixPath
 
 from app.auth.service import Principal, Scope
-from app.config import Settings
-from app.errors import Forbidden
+from app.core.config import Settings
+from app.core.errors import Forbidden
 from app.jobs.schemas import VersionCreate
 
 # Conf an operate token may never set: each would run code of its choosing or weaken what

@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.durations import parse_trigger
+from app.core.durations import parse_trigger
 from app.metrics.progress import figures
 from app.operations.schemas import OperationKind
 from app.runs import states

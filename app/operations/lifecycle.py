@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.auth.service import Principal
-from app.config import Settings
-from app.errors import Conflict, Unprocessable
+from app.core.config import Settings
+from app.core.errors import Conflict, Unprocessable
 from app.jobs import sources
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job, get_version

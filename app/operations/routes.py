@@ -5,8 +5,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Response
 
 from app.auth.deps import Operator, Reader
-from app.deps import AppSettings, DbSession
-from app.jobs.routes import JobName
+from app.core.deps import AppSettings, DbSession
+from app.core.pagination import Cursor, Limit, Page
+from app.core.params import JobName
 from app.operations import lifecycle, service
 from app.operations.models import Operation
 from app.operations.schemas import (
@@ -17,7 +18,6 @@ from app.operations.schemas import (
     SubmitBody,
     UpdateBody,
 )
-from app.pagination import Cursor, Limit, Page
 
 router = APIRouter(tags=["operations"])
 

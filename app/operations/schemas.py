@@ -5,8 +5,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from app.core.schemas import Body, Name, Response, redacting
 from app.resume_points.schemas import ResumePoint
-from app.schemas import Body, Name, Response, redacting
 from app.snapshots.schemas import SnapshotName
 
 OperationKind = Literal["submit", "stop", "cancel", "restart", "drain", "snapshot", "update"]

@@ -12,12 +12,12 @@ from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.errors import Conflict, NotFound, Unprocessable
+from app.core.errors import Conflict, NotFound, Unprocessable
+from app.core.pagination import decode_cursor, encode_cursor
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.operations.models import ACTIVE_OPERATION_STATES, Operation
 from app.operations.schemas import OperationResponse
-from app.pagination import decode_cursor, encode_cursor
 
 NOTIFY_CHANNEL = "tidegate_operations"
 

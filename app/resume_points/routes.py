@@ -3,8 +3,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.auth.deps import Reader
-from app.deps import AppSettings, DbSession
-from app.jobs.routes import JobName
+from app.core.deps import AppSettings, DbSession
+from app.core.params import JobName
 from app.resume_points import service
 from app.resume_points.schemas import (
     BuildBody,

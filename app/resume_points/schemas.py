@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, model_validator
 
-from app.schemas import Body, Name, Response
+from app.core.schemas import Body, Name, Response
 from app.snapshots.schemas import Coordinates, SnapshotName
 
 

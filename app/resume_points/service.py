@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.errors import Conflict, NotFound, Unprocessable
+from app.core.config import Settings
+from app.core.errors import Conflict, NotFound, Unprocessable
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job, get_version
 from app.resume_points.schemas import (

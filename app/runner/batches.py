@@ -23,8 +23,8 @@ from pathlib import Path
 
 import psutil
 
-from app.redaction import redact
-from app.spark_local import spark_home
+from app.core.redaction import redact
+from app.devtools.spark_local import spark_home
 
 logger = logging.getLogger(__name__)
 

@@ -43,9 +43,9 @@ def run(
 
     import uvicorn
 
-    from app.config import get_settings
-    from app.embedded import kept_secret
-    from app.logging_setup import configure_logging
+    from app.core.config import get_settings
+    from app.core.embedded import kept_secret
+    from app.core.logging_setup import configure_logging
     from app.runner.app import LOOPBACK_HOSTS, create_app
 
     settings = get_settings()

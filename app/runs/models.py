@@ -6,8 +6,8 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.clusters.models import JSONType
-from app.db import Base, UTCDateTime, utcnow
+from app.core.db import Base, UTCDateTime, utcnow
+from app.core.types import JSONType
 from app.jobs.models import Job, JobVersion
 
 

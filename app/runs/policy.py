@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from app.durations import parse_duration
+from app.core.durations import parse_duration
 
 
 @dataclass(frozen=True)

@@ -2,25 +2,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Path
 
-from app.auth.deps import CurrentPrincipal, Reader
-from app.auth.service import check_run
-from app.deps import AppSettings, DbSession
-from app.jobs.routes import JobName
-from app.pagination import Cursor, Limit, Page
-from app.runs import channel, service
+from app.auth.deps import Reader
+from app.core.deps import DbSession
+from app.core.pagination import Cursor, Limit, Page
+from app.core.params import JobName
+from app.runs import service
 from app.runs.models import Run
 from app.runs.schemas import (
-    Directives,
-    DrainReport,
-    ProgressReport,
-    ProgressResponse,
     RunResponse,
     TransitionResponse,
 )
-from app.startpoints import applications as startpoints
-from app.startpoints.schemas import AppliedReport
 
 router = APIRouter(tags=["runs"])
 
@@ -78,91 +71,3 @@ def get_run(
     run = service.get_run(session, run_id)
     history = [TransitionResponse.model_validate(t) for t in service.transitions(session, run_id)]
     return run_response(run, history)
-
-
-# ---- the runtime channel: the in-job runtime, with its run-scoped token ---------------------
-
-RunId = Annotated[int, Path(ge=1, le=2**62)]
-
-
-def _run_channel(run_id: RunId, principal: CurrentPrincipal) -> int:
-    """The run's own token only: checked before the body is even parsed."""
-    check_run(principal, run_id)
-    return run_id
-
-
-RunChannel = Annotated[int, Depends(_run_channel)]
-
-
-@router.get(
-    "/runs/{run_id}/directives",
-    response_model=Directives,
-    operation_id="getRunDirectives",
-    name="run.directives",
-    tags=["runtime"],
-)
-def get_directives(
-    run_id: RunChannel,
-    session: DbSession,
-    settings: AppSettings,
-    attempt: Annotated[
-        int | None, Query(ge=0, le=2**31, description="The caller's attempt.")
-    ] = None,
-) -> Directives:
-    return channel.directives(session, run_id, attempt, settings.resolved_checkpoint_root)
-
-
-@router.post(
-    "/runs/{run_id}/progress",
-    status_code=204,
-    operation_id="postRunProgress",
-    name="run.progress",
-    tags=["runtime"],
-)
-def post_progress(run_id: RunChannel, body: ProgressReport, session: DbSession) -> Response:
-    channel.record_progress(session, run_id, body)
-    return Response(status_code=204)
-
-
-@router.get(
-    "/runs/{run_id}/progress",
-    response_model=list[ProgressResponse],
-    operation_id="listRunProgress",
-    name="run.progress_history",
-)
-def list_progress(
-    run_id: RunId,
-    session: DbSession,
-    _: Reader,
-    query: Annotated[str | None, Query(max_length=128)] = None,
-    limit: Limit = 50,
-) -> list[ProgressResponse]:
-    rows = channel.progress_history(session, run_id, query, limit)
-    return [ProgressResponse.model_validate(r) for r in rows]
-
-
-@router.post(
-    "/runs/{run_id}/startpoints/applied",
-    status_code=204,
-    operation_id="postStartpointsApplied",
-    name="run.startpoints_applied",
-    tags=["runtime"],
-)
-def post_startpoints_applied(
-    run_id: RunChannel, body: list[AppliedReport], session: DbSession, settings: AppSettings
-) -> Response:
-    run = channel.live_run(session, run_id)
-    startpoints.record_applied(session, run, body, settings.resolved_checkpoint_root)
-    return Response(status_code=204)
-
-
-@router.post(
-    "/runs/{run_id}/drain",
-    status_code=204,
-    operation_id="postRunDrainState",
-    name="run.drain_state",
-    tags=["runtime"],
-)
-def post_drain_state(run_id: RunChannel, body: DrainReport, session: DbSession) -> Response:
-    channel.record_drain(session, run_id, body)
-    return Response(status_code=204)

@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import Field
 
-from app.schemas import Body, JsonValue, Response, redacting
+from app.core.schemas import Body, JsonValue, Response, redacting
 
 
 class TransitionResponse(Response):

@@ -9,11 +9,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.auth.service import revoke_run_tokens
-from app.db import utcnow
-from app.errors import Conflict, NotFound
+from app.core.db import utcnow
+from app.core.errors import Conflict, NotFound
+from app.core.pagination import decode_cursor, encode_cursor
 from app.jobs.models import Job
 from app.jobs.service import get_job
-from app.pagination import decode_cursor, encode_cursor
 from app.runs import states
 from app.runs.models import Run, RunTransition
 

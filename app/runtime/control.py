@@ -33,8 +33,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from app.runtime import checkpoint as cp
-from app.runtime import dryrun
 from app.runtime import startpoints as sp
+from app.runtime import trial_batch
 from app.runtime.chain import drain_stages
 from app.runtime.source import MARKER_PARTITION
 
@@ -217,16 +217,16 @@ class Runtime:
     _bounded: set[str] = field(default_factory=set)  # restarted with AvailableNow
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
     _terminated: set[str] = field(default_factory=set)
-    # Dry run (see app/runtime/dryrun.py): scratch checkpoints, noop sinks, no control plane.
+    # Dry run (see app/runtime/trial_batch.py): scratch checkpoints, noop sinks, no control plane.
     dry_run: bool = False
     _dry_targets: dict[str, int] = field(default_factory=dict)
     _dry_result: str = ""
-    _dry_timeout: float = dryrun.DEFAULT_TIMEOUT
+    _dry_timeout: float = trial_batch.DEFAULT_TIMEOUT
 
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
         conf = spark.conf
-        if (conf.get(dryrun.DRY_RUN_CONF, "false") or "").lower() == "true":
+        if (conf.get(trial_batch.DRY_RUN_CONF, "false") or "").lower() == "true":
             return cls._for_dry_run(spark)
         run_id = conf.get("spark.tidegate.run_id", None)
         if run_id is None:
@@ -274,12 +274,14 @@ class Runtime:
             for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
         }
         runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared, dry_run=True)
-        check = json.loads(conf.get(dryrun.CHECK_CONF, "[]") or "[]")
-        runtime._dry_targets = dryrun.targets(check, runtime.checkpoint_for)
-        runtime._dry_result = conf.get(dryrun.RESULT_CONF, None) or os.path.join(
-            checkpoint_dir, dryrun.RESULT_FILE
+        check = json.loads(conf.get(trial_batch.CHECK_CONF, "[]") or "[]")
+        runtime._dry_targets = trial_batch.targets(check, runtime.checkpoint_for)
+        runtime._dry_result = conf.get(trial_batch.RESULT_CONF, None) or os.path.join(
+            checkpoint_dir, trial_batch.RESULT_FILE
         )
-        runtime._dry_timeout = float(conf.get(dryrun.TIMEOUT_CONF, None) or dryrun.DEFAULT_TIMEOUT)
+        runtime._dry_timeout = float(
+            conf.get(trial_batch.TIMEOUT_CONF, None) or trial_batch.DEFAULT_TIMEOUT
+        )
         runtime._write_controls(hold=True)  # the planned batch runs; no other reads data
         log.info("dry run of %s on %s", runtime._dry_targets, checkpoint_dir)
         return runtime
@@ -462,7 +464,7 @@ class Runtime:
     def await_termination(self) -> None:
         """Block until every query ends, or a stop directive has stopped them all."""
         if self.dry_run:
-            dryrun.finish(
+            trial_batch.finish(
                 self.queries,
                 self._dry_targets,
                 self.checkpoint_for,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
+from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
 from app.runtime.checkpoint import (
     CheckpointError,
     latest_commit_batch,

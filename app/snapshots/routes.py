@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Path, Query, Request, Response, status
+from fastapi import APIRouter, BackgroundTasks, Query, Request, Response, status
 
 from app.auth.deps import Operator, Reader
-from app.deps import AppSettings, DbSession
-from app.jobs.routes import JobName
-from app.pagination import Cursor, Limit, Page
-from app.snapshots import service, worker
+from app.core.deps import AppSettings, DbSession
+from app.core.pagination import Cursor, Limit, Page
+from app.core.params import JobName, SnapshotPath
+from app.snapshots import service
+from app.snapshots import transfer as worker
 from app.snapshots.schemas import (
     CoordinatesResponse,
     RetentionBody,
@@ -18,8 +19,6 @@ from app.snapshots.schemas import (
 )
 
 router = APIRouter(tags=["snapshots"])
-
-SnapshotPath = Annotated[str, Path(max_length=128, description="The snapshot's name.")]
 
 
 @router.get(

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from app.durations import parse_duration
-from app.schemas import Body, Name, Response
+from app.core.durations import parse_duration
+from app.core.schemas import Body, Name, Response
 
 
 def _no_dot_dot(name: str) -> str:

@@ -1,6 +1,6 @@
 """The snapshot catalog: names, listing, deletion (never while in use), retention, and the
 latest coordinates of a job. Services take the session first and never commit; the export
-itself (long file IO between short transactions) is in ``snapshots.worker``."""
+itself (long file IO between short transactions) is in ``snapshots.transfer``."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from sqlalchemy.orm import Session, joinedload
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.config import Settings
-from app.durations import parse_duration
-from app.errors import Conflict, NotFound
+from app.core.config import Settings
+from app.core.durations import parse_duration
+from app.core.errors import Conflict, NotFound
+from app.core.pagination import keyset_page
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.operations.models import ACTIVE_OPERATION_STATES, Operation
-from app.pagination import decode_cursor, encode_cursor
 from app.runs import states
 from app.runs.models import Run
 from app.runs.service import current_run
@@ -54,21 +54,10 @@ def list_snapshots(
     session: Session, *, job: str | None, limit: int, cursor: str | None
 ) -> tuple[list[Snapshot], str | None]:
     # The job's name is on every row: one joined statement, not one more per snapshot.
-    stmt = (
-        select(Snapshot)
-        .options(joinedload(Snapshot.job))
-        .order_by(Snapshot.id.desc())
-        .limit(limit + 1)
-    )
+    stmt = select(Snapshot).options(joinedload(Snapshot.job))
     if job is not None:
         stmt = stmt.where(Snapshot.job_id == get_job(session, job).id)
-    after = decode_cursor(cursor)
-    if isinstance(after, int):
-        stmt = stmt.where(Snapshot.id < after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].id) if more else None
+    return keyset_page(session, stmt, Snapshot.id, limit=limit, cursor=cursor, descending=True)
 
 
 def reserve(

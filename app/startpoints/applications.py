@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.db import utcnow
-from app.errors import Conflict, NotFound
+from app.core.db import utcnow
+from app.core.errors import Conflict, NotFound
+from app.core.paths import PathOutsideRoot, checkpoint_path
 from app.jobs.service import get_job
-from app.paths import PathOutsideRoot, checkpoint_path
 from app.runs.models import Run
 from app.runs.service import active_run
 from app.runtime import checkpoint as cp

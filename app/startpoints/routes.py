@@ -5,18 +5,15 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 
 from app.auth.deps import Operator, Reader
-from app.deps import AppSettings, DbSession
-from app.jobs.routes import JobName
+from app.core.deps import AppSettings, DbSession
+from app.core.pagination import Cursor
+from app.core.params import JobName
 from app.jobs.service import get_job
-from app.operations import lifecycle
-from app.pagination import Cursor
 from app.startpoints import applications, service
 from app.startpoints.schemas import (
     ApplicationResponse,
     Preview,
-    PutResult,
     StartpointResponse,
-    StartpointsPut,
     StartpointsView,
 )
 
@@ -50,25 +47,6 @@ def list_startpoints(
             ApplicationResponse.model_validate(a) for a in service.recent_applications(session, row)
         ],
     )
-
-
-@router.put(
-    "/jobs/{job}/startpoints",
-    response_model=PutResult,
-    operation_id="setStartpoints",
-    name="startpoints.set",
-)
-def set_startpoints(
-    job: JobName, body: StartpointsPut, session: DbSession, actor: Operator, settings: AppSettings
-) -> PutResult:
-    count = service.upsert(
-        session, job, body.startpoints, actor, eventlog_roots=settings.resolved_eventlog_roots
-    )
-    op_id = None
-    if body.restart:
-        op, _ = lifecycle.restart(session, job, actor, None)
-        op_id = op.id
-    return PutResult(upserted=count, restart_operation_id=op_id)
 
 
 @router.delete(

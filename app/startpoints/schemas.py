@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app.schemas import Body, Name, Response
+from app.core.schemas import Body, Name, Response
 
 StartpointType = Literal["OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP"]
 MAX_PARTITION = 1_000_000

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 
 from app.audit import service as audit
 from app.auth.service import Principal
-from app.errors import BadRequest, Conflict, NotFound, Unprocessable
+from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
+from app.core.pagination import decode_cursor, take_page
+from app.core.paths import checkpoint_path, within_any
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
-from app.pagination import decode_cursor, encode_cursor
-from app.paths import checkpoint_path, within_any
 from app.runs.models import Run
 from app.runs.service import current_run
 from app.runtime import checkpoint as cp
@@ -229,10 +229,7 @@ def page_pending(
     """A page of ``list_pending``: keyset on (source, partition), the job's unique key."""
     partition = func.coalesce(Startpoint.partition, -1)
     stmt = (
-        select(Startpoint)
-        .where(Startpoint.job_id == job.id)
-        .order_by(Startpoint.source, partition)
-        .limit(limit + 1)
+        select(Startpoint).where(Startpoint.job_id == job.id).order_by(Startpoint.source, partition)
     )
     after = decode_cursor(cursor)
     if after is not None:
@@ -244,12 +241,12 @@ def page_pending(
         ):
             raise BadRequest("The cursor is not one this API issued.")
         stmt = stmt.where(tuple_(Startpoint.source, partition) > tuple_(after[0], after[1]))
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    last = rows[-1] if rows else None
-    key = [last.source, -1 if last.partition is None else last.partition] if last else None
-    return rows, encode_cursor(key) if more else None
+    return take_page(
+        session,
+        stmt,
+        limit,
+        lambda last: [last.source, -1 if last.partition is None else last.partition],
+    )
 
 
 def recent_applications(session: Session, job: Job) -> list[StartpointApplication]:

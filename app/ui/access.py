@@ -10,7 +10,7 @@ from fastapi import Request, Response
 from sqlalchemy.orm import Session
 
 from app.auth.service import Principal, Scope, authenticate, check_scope
-from app.errors import Forbidden, Unauthorized
+from app.core.errors import Forbidden, Unauthorized
 
 COOKIE = "tidegate_ui_token"
 UI_PATH = "/ui"

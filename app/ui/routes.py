@@ -12,10 +12,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from app.auth.service import Principal
-from app.deps import DbSession
-from app.errors import BadRequest, NotFound
-from app.jobs.routes import JobName
-from app.pagination import Cursor
+from app.core.deps import DbSession
+from app.core.errors import BadRequest, NotFound
+from app.core.pagination import Cursor
+from app.core.params import JobName
 from app.ui import access, views
 from app.ui.figures import epoch_ms, human_bytes, iso
 

@@ -9,12 +9,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
+from app.channel import service as channel
+from app.core.db import utcnow
 from app.jobs import service as jobs
 from app.jobs.schemas import JobResponse
 from app.operations import service as operations
 from app.operations.schemas import OperationResponse
-from app.runs import channel
 from app.runs import service as runs
 from app.runs.models import QueryProgress, Run
 from app.runs.routes import run_response

@@ -16,10 +16,10 @@ def worker(
 
     Example: TIDEGATE_DATABASE_URL=postgresql://… tidegate worker
     """
-    from app.config import get_settings
-    from app.db import make_engine, make_sessionmaker
-    from app.embedded import resolve_database_url
-    from app.logging_setup import configure_logging
+    from app.core.config import get_settings
+    from app.core.db import make_engine, make_sessionmaker
+    from app.core.embedded import resolve_database_url
+    from app.core.logging_setup import configure_logging
     from app.worker.context import WorkerContext
     from app.worker.loop import run_worker, worker_id
 

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.backends.base import Backend
 from app.clusters.models import Cluster
-from app.config import Settings
-from app.db import advisory_lock
+from app.core.config import Settings
+from app.core.db import advisory_lock
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class WorkerContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def backend(self, cluster: Cluster) -> Backend:
-        from app.clusters.service import backend_for
+        from app.backends.registry import backend_for
 
         key = (cluster.id, cluster.url)
         with self._lock:

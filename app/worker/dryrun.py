@@ -11,7 +11,7 @@ the old run (and before a submit from a snapshot starts the new one):
    committed prefix), and one empty batch is planned in each copy that holds state:
    ``offsets/N+1`` = ``offsets/N``. Spark runs a planned batch on restart even without data;
    it loads state version N+1, which the copy holds, and checks the state schemas and the
-   operator metadata (see app/runtime/dryrun.py for what was observed on Spark 4.3).
+   operator metadata (see app/runtime/trial_batch.py for what was observed on Spark 4.3).
 2. ``dry_run_submit``: the new version's app is submitted on its cluster with
    ``spark.tidegate.dry_run=true`` under the tag ``tidegate-dryrun-<operation>``: no run
    has that tag, and a worker resuming after a crash finds the driver by it
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from app.backends.base import SubmitSpec
-from app.runtime import dryrun as runtime_dryrun
+from app.runtime import trial_batch as runtime_dryrun
 from app.runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
-from app.snapshots import worker as snapshot_worker
+from app.snapshots import transfer as snapshot_worker
 from app.worker.context import WorkerContext
 
 log = logging.getLogger(__name__)

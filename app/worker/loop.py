@@ -17,9 +17,9 @@ import psycopg
 from sqlalchemy import text
 
 from app.audit import service as audit
-from app.db import transaction
+from app.core.db import transaction
 from app.operations.service import NOTIFY_CHANNEL
-from app.snapshots.worker import retention_sweep
+from app.snapshots.transfer import retention_sweep
 from app.worker.context import WorkerContext
 from app.worker.operations import execute
 from app.worker.reconcile import due_runs, reconcile_run

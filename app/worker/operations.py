@@ -14,14 +14,14 @@ from typing import Any
 from sqlalchemy import update
 
 from app.backends.base import BackendError
-from app.db import transaction, utcnow
-from app.errors import TidegateError
+from app.core.db import transaction, utcnow
+from app.core.errors import TidegateError
 from app.operations.models import Operation
 from app.runs import states
 from app.runs.models import Run
 from app.runs.service import lock_run, transition
 from app.runtime.checkpoint import CheckpointError
-from app.snapshots import worker as snapshot_worker
+from app.snapshots import transfer as snapshot_worker
 from app.snapshots.export import ExportError
 from app.snapshots.models import Snapshot
 from app.snapshots.store import StoreError

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.service import Scope, create_token, revoke_run_tokens
 from app.backends.base import AppState, AppStatus, Backend, BackendError, SubmitSpec
-from app.db import transaction, utcnow
+from app.core.db import transaction, utcnow
 from app.runs import states
 from app.runs.models import Run
 from app.runs.policy import RestartPolicy

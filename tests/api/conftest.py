@@ -7,10 +7,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from app.api.main import create_app
 from app.auth.service import Scope, create_token
-from app.config import Settings
-from app.db import make_sessionmaker, transaction
-from app.main import create_app
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction
 from tests.conftest import ADMIN_TOKEN
 
 

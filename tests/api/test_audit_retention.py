@@ -12,8 +12,8 @@ from sqlalchemy import Engine, func, select
 
 from app.audit import service as audit
 from app.audit.models import AuditEvent
-from app.config import Settings
-from app.db import make_sessionmaker, transaction, utcnow
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction, utcnow
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 

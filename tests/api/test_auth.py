@@ -7,7 +7,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
+from app.api.main import create_app
 
 # The scope each route needs. A new route must be added here, or the coverage test fails.
 REQUIRED = {
@@ -118,7 +118,7 @@ def test_weaker_scope_is_403(client: TestClient, token_for, method: str, path: s
 
 def test_run_tokens_hold_no_api_scope(client: TestClient, db) -> None:  # type: ignore[no-untyped-def]
     from app.auth.service import Scope, create_token
-    from app.db import make_sessionmaker, transaction
+    from app.core.db import make_sessionmaker, transaction
 
     with transaction(make_sessionmaker(db)) as session:
         _, secret = create_token(session, name="run-1", scope=Scope.RUN, run_id=1)

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
-from app.config import Settings
-from app.db import make_sessionmaker
+from app.core.config import Settings
+from app.core.db import make_sessionmaker
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from tests.api.conftest import make_current_run, version_body

@@ -5,7 +5,7 @@ import os
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from app.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
 from tests.api.conftest import version_body
@@ -231,3 +231,17 @@ def test_lists_take_a_fixed_number_of_statements(
     assert costs["/api/v1/jobs?limit=3"] == costs["/api/v1/jobs?limit=12"], costs
     assert costs["/api/v1/snapshots?limit=3"] == costs["/api/v1/snapshots?limit=12"], costs
     assert max(costs.values()) <= 6, costs
+
+
+def test_a_cluster_that_job_versions_target_cannot_be_deleted(
+    client: TestClient, cluster: str
+) -> None:
+    assert client.post("/api/v1/jobs", json={"name": "pinned"}).status_code == 201
+    r = client.post("/api/v1/jobs/pinned/versions", json=version_body())
+    assert r.status_code == 201, r.text
+    body = _problem(client.delete(f"/api/v1/clusters/{cluster}"), 409)
+    assert "is the target of job versions" in body["detail"]
+    assert client.get(f"/api/v1/clusters/{cluster}").status_code == 200
+    assert client.delete("/api/v1/jobs/pinned").status_code == 204
+    assert client.delete(f"/api/v1/clusters/{cluster}").status_code == 204
+    assert client.get(f"/api/v1/clusters/{cluster}").status_code == 404

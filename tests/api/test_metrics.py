@@ -9,8 +9,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
-from app.config import Settings
-from app.db import make_sessionmaker, transaction
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction
 from app.runs import states
 from app.runs.service import get_run, transition
 from app.worker.context import WorkerContext

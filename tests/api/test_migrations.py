@@ -10,8 +10,8 @@ from alembic.migration import MigrationContext
 from psycopg import sql
 
 import app.models  # noqa: F401
-from app import migrate
-from app.db import Base, make_engine
+from app.core import migrate
+from app.core.db import Base, make_engine
 
 
 def _fresh(database_url: str) -> tuple[str, str]:

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, delete, select
 
-from app.config import Settings
-from app.db import make_sessionmaker, transaction
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job, JobVersion
 from app.runs.models import Run
 from tests.api.conftest import version_body

@@ -6,9 +6,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 
 from app.auth.service import Scope, create_token
-from app.db import make_sessionmaker, transaction
+from app.channel import service as channel
+from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
-from app.runs import channel
 from app.runs.models import Run
 from tests.api.conftest import version_body
 

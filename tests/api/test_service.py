@@ -5,9 +5,9 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.db import make_engine
-from app.main import create_app
+from app.api.main import create_app
+from app.core.config import Settings
+from app.core.db import make_engine
 from tests.conftest import ADMIN_TOKEN
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from app.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction
 from app.runs.models import Run
 from app.runtime import checkpoint as cp
 from app.runtime.eventlog import EventLog, NewRecord

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from app.main import create_app
+from app.api.main import create_app
 from tests.api.conftest import make_current_run, version_body
 from tests.conftest import ADMIN_TOKEN
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import psycopg
 
-from app.config import Settings
+from app.core.config import Settings
 from app.runtime.eventlog import EventLog
 from tests.e2e.fixtures import (
     RUNNER_AUTH,

@@ -15,8 +15,8 @@ import httpx
 import psycopg
 import pytest
 
-from app import migrate
-from app.spark_local import find_free_port
+from app.core import migrate
+from app.devtools.spark_local import find_free_port
 from tests.chaos.pg import EmbeddedPostgres, Ledger, wait_for_answers, writer
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e.stack import ROOT, wait_until

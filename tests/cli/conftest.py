@@ -23,12 +23,12 @@ import yaml
 from sqlalchemy import Engine
 from typer.testing import CliRunner, Result
 
+from app.api.main import create_app
 from app.auth.service import Scope, create_token
 from app.cli import cli as root_cli
-from app.config import Settings
-from app.db import make_sessionmaker, transaction
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
-from app.main import create_app
 from app.runs.models import Run
 from tests.conftest import ADMIN_TOKEN
 

@@ -14,7 +14,7 @@ import pytest
 import typer
 
 from app.cli import cli as root_cli
-from app.config import get_settings
+from app.core.config import get_settings
 from tests.cli.conftest import Cli, Live, free_port
 from tests.conftest import ADMIN_TOKEN
 

@@ -17,9 +17,9 @@ from rich.console import Console
 from sqlalchemy import select
 
 from app.client.wait import progress_fields, render
-from app.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction
 from app.operations.models import Operation
-from app.snapshots.worker import ExportProgress
+from app.snapshots.transfer import ExportProgress
 from tests.cli.conftest import Cli, Live
 
 Script = list[tuple[str, dict[str, Any]]]  # (state, fields to set), one per poll-ish tick

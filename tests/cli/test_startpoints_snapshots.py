@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
 from app.runtime import startpoints as rt

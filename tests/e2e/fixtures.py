@@ -20,8 +20,8 @@ import psutil
 import pytest
 import uvicorn
 
+from app.devtools.spark_local import LocalStandaloneCluster, find_free_port
 from app.runner.app import create_app
-from app.spark_local import LocalStandaloneCluster, find_free_port
 from tests.waiting import wait_for  # noqa: F401  (re-exported for the e2e tests)
 
 APPS = Path(__file__).parent.absolute() / "apps"

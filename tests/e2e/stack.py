@@ -22,11 +22,11 @@ import pytest
 import uvicorn
 from psycopg import sql
 
-from app import migrate
-from app.config import Settings
-from app.db import make_engine
-from app.main import create_app
-from app.spark_local import find_free_port
+from app.api.main import create_app
+from app.core import migrate
+from app.core.config import Settings
+from app.core.db import make_engine
+from app.devtools.spark_local import find_free_port
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
 from tests.waiting import wait_for
 

@@ -31,9 +31,9 @@ import httpx
 import pytest
 import yaml
 
+from app.devtools.spark_local import find_free_port
 from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
-from app.spark_local import find_free_port
 from bench.fake_livy import FakeLivy
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e.fixtures import (

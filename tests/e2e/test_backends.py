@@ -22,7 +22,7 @@ from app.backends.base import (
 )
 from app.backends.livy import LivyBackend
 from app.backends.standalone import StandaloneBackend
-from app.spark_local import LocalStandaloneCluster, find_free_port
+from app.devtools.spark_local import LocalStandaloneCluster, find_free_port
 from tests.e2e.conftest import (
     RUNNER_AUTH,
     SPARK_TEST_CONF,

@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from app.spark_local import find_free_port
+from app.devtools.spark_local import find_free_port
 from tests.e2e.fixtures import processes_mentioning
 from tests.e2e.stack import ROOT, wait_until
 

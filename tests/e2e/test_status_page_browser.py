@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import select
 
 from app.auth.service import Scope, create_token
-from app.db import make_engine, make_sessionmaker, transaction, utcnow
+from app.core.db import make_engine, make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job
 from app.operations.models import Operation
 from app.runs import service as runs

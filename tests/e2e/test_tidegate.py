@@ -12,11 +12,11 @@ import pyarrow.dataset as ds
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.devtools.spark_local import LocalStandaloneCluster
 from app.runtime import checkpoint as cp
 from app.runtime.control import ControlClient, ControlPlaneRefused
 from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
-from app.spark_local import LocalStandaloneCluster
 from pipelines.ground_truth import expected_enrich, expected_windowed_counts
 from tests.chaos.harness import enrich_rows
 from tests.e2e.conftest import SPARK_TEST_CONF, app_path, runner_cluster

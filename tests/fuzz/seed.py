@@ -11,7 +11,7 @@ from unittest import mock
 
 from sqlalchemy import Engine, text
 
-from app.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction
 from app.runtime.eventlog import EventLog, NewRecord
 
 SEED_JOB = "fuzz-job"

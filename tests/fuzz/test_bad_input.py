@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from app.main import MAX_BODY_BYTES
-from app.schemas import MAX_JSON_DEPTH
+from app.api.main import MAX_BODY_BYTES
+from app.core.schemas import MAX_JSON_DEPTH
 from tests.api.conftest import version_body
 
 
@@ -305,7 +305,7 @@ def test_numbers_in_urls(client: TestClient, job: str, path: str) -> None:
 
 def test_runtime_reports_with_huge_numbers(client: TestClient, job: str, db: Engine) -> None:
     from app.auth.service import Scope, create_token
-    from app.db import make_sessionmaker, transaction
+    from app.core.db import make_sessionmaker, transaction
     from app.jobs.models import Job
     from app.runs.models import Run
 

@@ -25,8 +25,8 @@ from schemathesis.specs.openapi.checks import (
 )
 from sqlalchemy import Engine
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.core.config import Settings
 from tests.conftest import ADMIN_TOKEN
 from tests.fuzz.seed import SEED_JOB, no_backend_calls, reset_and_seed
 from tests.sizes import pick

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.events_cli import events_app
+from app.devtools.events_cli import events_app
 from app.runtime.eventlog import (
     EventLog,
     NewRecord,

@@ -50,4 +50,4 @@ def test_runtime_imports_only_stdlib_pyspark_and_pyarrow() -> None:
 
 def test_the_rule_catches_violations() -> None:
     assert _allowed("json") and _allowed("pyspark.sql") and _allowed("app.runtime.eventlog")
-    assert not _allowed("typer") and not _allowed("app.db") and not _allowed("app")
+    assert not _allowed("typer") and not _allowed("app.core.db") and not _allowed("app")

@@ -65,7 +65,7 @@ def test_an_idle_query_says_so_through_the_api(
     from sqlalchemy import select
 
     from app.auth.service import Scope, create_token
-    from app.db import make_engine, make_sessionmaker, transaction
+    from app.core.db import make_engine, make_sessionmaker, transaction
     from app.jobs.models import Job
     from app.runs.models import Run
     from app.runtime.eventlog import EventLog

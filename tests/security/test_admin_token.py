@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.config import Settings
-from app.embedded import bootstrap_admin_token
+from app.core.config import Settings
+from app.core.embedded import bootstrap_admin_token
 from tests.conftest import ADMIN_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]

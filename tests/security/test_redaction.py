@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 
-from app.logging_setup import configure_logging
-from app.redaction import REDACTED, redact
+from app.core.logging_setup import configure_logging
+from app.core.redaction import REDACTED, redact
 from tests.api.conftest import version_body
 
 SECRETS = {

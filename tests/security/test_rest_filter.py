@@ -21,9 +21,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.backends.base import PermanentBackendError, SubmitSpec
+from app.backends.registry import backend_for
 from app.clusters.models import Cluster
-from app.clusters.service import backend_for
-from app.spark_local import HOST, find_free_port, spark_env, spark_home
+from app.devtools.spark_local import HOST, find_free_port, spark_env, spark_home
 from tests.e2e.fixtures import app_path
 
 pytestmark = pytest.mark.e2e

@@ -13,8 +13,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from app.config import Settings
-from app.db import make_sessionmaker, transaction
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction
 from app.runs import states
 from app.runs.models import Run
 from app.runs.service import transition

@@ -21,10 +21,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app import migrate
+from app.core import migrate
+from app.devtools.spark_local import find_free_port
 from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
-from app.spark_local import find_free_port
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
 from tests.e2e.fixtures import RUNNER_AUTH, SPARK_TEST_CONF, spark_submit_processes
 from tests.e2e.stack import ROOT, wait_until

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.auth.service import Scope, create_token, revoke_token
-from app.db import make_sessionmaker, transaction, utcnow
+from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job
 from app.runs.models import Run
 from tests.api.conftest import version_body

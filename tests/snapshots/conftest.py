@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from app.config import Settings
-from app.db import make_sessionmaker
+from app.core.config import Settings
+from app.core.db import make_sessionmaker
 from app.runtime.checkpoint import hadoop_crc
 from app.snapshots.store import SnapshotStore
 from app.worker.context import WorkerContext

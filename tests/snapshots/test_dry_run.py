@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from app.runtime.checkpoint import hadoop_crc, latest_offsets_batch
-from app.runtime.dryrun import describe_error
+from app.runtime.trial_batch import describe_error
 from app.worker.dryrun import plan_empty_batch, problems
 
 VALUE_ERROR = (

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from rich.console import Console
 
 from app.client.wait import progress_fields, render
-from app.config import Settings
+from app.core.config import Settings
 from app.snapshots import store as store_module
-from app.snapshots import worker as snapshot_worker
+from app.snapshots import transfer as snapshot_worker
 from app.worker import operations as ops
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker

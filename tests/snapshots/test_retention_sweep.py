@@ -8,8 +8,8 @@ from datetime import timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from app.config import Settings
-from app.db import transaction, utcnow
+from app.core.config import Settings
+from app.core.db import transaction, utcnow
 from app.snapshots.models import Snapshot
 from app.snapshots.store import SnapshotStore
 from app.worker.context import WorkerContext

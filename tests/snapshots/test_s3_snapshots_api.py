@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.snapshots import worker as snapshot_worker
+from app.core.config import Settings
+from app.snapshots import transfer as snapshot_worker
 from app.snapshots.export import select_files
 from app.snapshots.store import SnapshotStore
 from app.worker.context import WorkerContext

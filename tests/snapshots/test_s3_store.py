@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.config import Settings
+from app.core.config import Settings
 from app.snapshots.export import select_files
 from app.snapshots.store import SnapshotStore, StoreError
 from tests.snapshots.conftest import FakeCheckpoint

@@ -8,8 +8,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from app.config import Settings
-from app.db import transaction
+from app.core.config import Settings
+from app.core.db import transaction
 from app.runs.models import Run
 from app.worker.context import WorkerContext
 from tests.snapshots.test_snapshots_api import API, _operate, _running_job

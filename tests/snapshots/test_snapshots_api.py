@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.backends.base import AppState, AppStatus
-from app.config import Settings
+from app.core.config import Settings
 from app.snapshots.export import RESTORED_HINTS, select_files
 from app.snapshots.store import SnapshotStore
 from app.worker import operations as ops

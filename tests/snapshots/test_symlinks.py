@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
+from app.core.config import Settings
 from app.snapshots.export import select_files
 from app.snapshots.safe_files import UnsafeFileError
 from app.snapshots.store import SnapshotStore, copy_tree_files

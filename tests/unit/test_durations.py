@@ -2,7 +2,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.durations import normalise_trigger, parse_duration, parse_trigger
+from app.core.durations import normalise_trigger, parse_duration, parse_trigger
 
 
 @pytest.mark.parametrize(

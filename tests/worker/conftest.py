@@ -11,8 +11,8 @@ from sqlalchemy import Engine
 
 from app.backends.base import AppState, AppStatus, SubmitSpec
 from app.clusters.models import Cluster
-from app.config import Settings
-from app.db import make_sessionmaker, transaction
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job, JobVersion
 from app.worker.context import WorkerContext
 

@@ -13,10 +13,11 @@ import pytest
 from sqlalchemy import select, update
 
 from app.backends.base import AppState
-from app.db import transaction, utcnow
+from app.channel import service as channel
+from app.core.db import transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
-from app.runs import channel, states
+from app.runs import states
 from app.runs.models import Run
 from app.runs.schemas import DrainReport
 from app.startpoints.models import Startpoint

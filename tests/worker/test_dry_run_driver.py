@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from app.backends.base import AppState
-from app.runtime import dryrun as runtime_dryrun
+from app.runtime import trial_batch as runtime_dryrun
 from app.worker import dryrun
 from app.worker.context import WorkerContext
 from tests.worker.conftest import FakeBackend

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, select, text, update
 from app.auth.models import ApiToken
 from app.auth.service import Principal, Scope
 from app.backends.base import AppState
-from app.db import transaction, utcnow
+from app.core.db import transaction, utcnow
 from app.jobs.models import Job
 from app.operations.models import Operation
 from app.operations.service import enqueue

@@ -10,12 +10,12 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
 
-from app.db import sqlalchemy_url
+from app.core.db import sqlalchemy_url
 
 
 def migrations_dir() -> Path:
     override = os.environ.get("TIDEGATE_MIGRATIONS_DIR")
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "migrations"
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from app.main import create_app
+from app.api.main import create_app
 
 
 def render() -> str:

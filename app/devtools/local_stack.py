@@ -15,10 +15,15 @@ import httpx
 from pydantic import SecretStr
 from sqlalchemy import select
 
-from app import migrate
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker, transaction
-from app.embedded import bootstrap_admin_token, resolve_database_url, runner_token, server_log_path
+from app.core import migrate
+from app.core.config import Settings
+from app.core.db import make_engine, make_sessionmaker, transaction
+from app.core.embedded import (
+    bootstrap_admin_token,
+    resolve_database_url,
+    runner_token,
+    server_log_path,
+)
 
 if TYPE_CHECKING:
     import uvicorn
@@ -126,11 +131,27 @@ def _announce_when_started(server: uvicorn.Server, text: str, stop: threading.Ev
         stop.wait(0.1)
 
 
+def terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+
+
+def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args], env={**os.environ, **(env or {})}
+    )
+
+
 def run_local_stack(settings: Settings) -> None:
     import uvicorn
 
-    from app.cli import spawn, terminate
-    from app.main import create_app
+    from app.api.main import create_app
 
     embedded, token_in_env = not settings.database_url, settings.admin_token is not None
     database_url = resolve_database_url(settings)

@@ -14,8 +14,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.audit.service import MUTATING, record_failure
-from app.errors import problem
-from app.request_context import set_request_id
+from app.core.errors import problem
+from app.core.request_context import set_request_id
 
 log = logging.getLogger("tidegate.access")
 

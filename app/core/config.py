@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.durations import parse_duration
+from app.core.durations import parse_duration
 
 MIN_ADMIN_TOKEN_LENGTH = 32
 MAKE_TOKEN_HINT = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"

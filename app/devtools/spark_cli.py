@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from app.spark_local import LocalStandaloneCluster, running_cluster, stop_cluster
+from app.devtools.spark_local import LocalStandaloneCluster, running_cluster, stop_cluster
 
 spark_app = typer.Typer(
     help="A local Spark standalone cluster (master + worker) from pyspark's distribution.",
@@ -21,8 +21,8 @@ WorkDir = Annotated[Path, typer.Option(help="Holds the worker's work dir, logs a
 
 
 def _setup_logging() -> None:
-    from app.config import get_settings
-    from app.logging_setup import configure_logging
+    from app.core.config import get_settings
+    from app.core.logging_setup import configure_logging
 
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)

@@ -7,7 +7,7 @@ import sys
 
 import structlog
 
-from app.redaction import redact_log_event
+from app.core.redaction import redact_log_event
 
 
 def configure_logging(level: str = "INFO", *, json: bool = True) -> None:

@@ -9,22 +9,24 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import Engine
 
-from app import health
+from app.api import health
+from app.api.error_handlers import document_problems, install_error_handlers
+from app.api.middleware import RequestMiddleware
 from app.audit.routes import router as audit_router
-from app.auth.routes import router as tokens_router
+from app.channel.routes import router as channel_router
 from app.clusters.routes import router as clusters_router
-from app.config import Settings, get_settings
-from app.db import make_engine, make_sessionmaker
-from app.errors import document_problems, install_error_handlers
+from app.core.config import Settings, get_settings
+from app.core.db import make_engine, make_sessionmaker
+from app.core.migrate import head_revision
 from app.jobs.routes import router as jobs_router
 from app.metrics import store_registry
-from app.middleware import RequestMiddleware
-from app.migrate import head_revision
 from app.operations.routes import router as operations_router
+from app.operations.startpoints_routes import router as set_startpoints_router
 from app.resume_points.routes import router as resume_points_router
 from app.runs.routes import router as runs_router
 from app.snapshots.routes import router as snapshots_router
 from app.startpoints.routes import router as startpoints_router
+from app.tokens.routes import router as tokens_router
 from app.ui import routes as ui
 
 API_PREFIX = "/api/v1"
@@ -99,9 +101,11 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         jobs_router,
         operations_router,
         runs_router,
+        channel_router,
         snapshots_router,
         resume_points_router,
         startpoints_router,
+        set_startpoints_router,
         audit_router,
         tokens_router,
     ):

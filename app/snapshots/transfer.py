@@ -25,8 +25,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.audit import service as audit
-from app.config import Settings
-from app.db import advisory_lock, transaction, utcnow
+from app.core.config import Settings
+from app.core.db import advisory_lock, transaction, utcnow
 from app.jobs.models import Job
 from app.runs.models import Run
 from app.runtime.checkpoint import CheckpointError, hadoop_crc

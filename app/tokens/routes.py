@@ -11,9 +11,9 @@ from app.audit import service as audit
 from app.auth import service
 from app.auth.deps import Admin
 from app.auth.models import ApiToken
-from app.deps import DbSession
-from app.schemas import Body
-from app.schemas import Response as ResponseModel
+from app.core.deps import DbSession
+from app.core.schemas import Body
+from app.core.schemas import Response as ResponseModel
 
 router = APIRouter(tags=["tokens"])
 

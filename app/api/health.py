@@ -10,9 +10,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
 from app.auth.deps import Reader
-from app.errors import problem
+from app.core.errors import problem
+from app.core.migrate import current_revision
 from app.metrics import exposition
-from app.migrate import current_revision
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
-from app.errors import Conflict
+from app.core.db import utcnow
+from app.core.errors import Conflict
 from app.runs import states
 from app.runs.models import QueryProgress, Run
 from app.runs.schemas import Directives, DrainReport, ProgressReport

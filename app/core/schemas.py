@@ -12,7 +12,7 @@ from pydantic import (
     field_validator,
 )
 
-from app.redaction import redact
+from app.core.redaction import redact
 
 # Names end up in checkpoint paths and URLs: no slashes, no dots-only names, no spaces.
 Name = Annotated[
@@ -78,7 +78,7 @@ class Response(BaseModel):
 
 def redacting(*fields: str) -> Any:
     """A validator for response models: these fields (conf, options, params, errors) are
-    shown through ``app.redaction.redact``, whoever builds the response."""
+    shown through ``app.core.redaction.redact``, whoever builds the response."""
 
     def _redact(cls: type, value: Any) -> Any:
         return redact(value)

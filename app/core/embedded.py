@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 
-from app.config import Settings, check_token_strength
+from app.core.config import Settings, check_token_strength
 
 log = logging.getLogger(__name__)
 

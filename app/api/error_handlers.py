@@ -1,8 +1,6 @@
-"""One error hierarchy that carries its HTTP status, rendered as RFC 9457 problem+json.
-
-Services raise these; the handlers in ``install_error_handlers`` turn every failure a client
-can cause into a problem document with a ``detail`` a person can act on, never a bare 500.
-"""
+"""The API server's exception handlers: every failure a client can cause becomes a problem
+document (RFC 9457) with a ``detail`` a person can act on, never a bare 500; and the OpenAPI
+document says so for every 4xx/5xx response."""
 
 from __future__ import annotations
 
@@ -13,79 +11,15 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.schemas import MAX_JSON_DEPTH
+from app.core.errors import PROBLEM_JSON, Problem, TidegateError, problem
+from app.core.schemas import MAX_JSON_DEPTH
 
 log = logging.getLogger(__name__)
-
-PROBLEM_JSON = "application/problem+json"
-
-
-class TidegateError(Exception):
-    status = 500
-    title = "Internal error"
-    type = "about:blank"
-
-    def __init__(self, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.headers = headers or {}
-        self.extra = extra
-
-
-class BadRequest(TidegateError):
-    status, title = 400, "Bad request"
-
-
-class Unauthorized(TidegateError):
-    status, title = 401, "Unauthorized"
-
-
-class Forbidden(TidegateError):
-    status, title = 403, "Forbidden"
-
-
-class NotFound(TidegateError):
-    status, title = 404, "Not found"
-
-
-class Conflict(TidegateError):
-    status, title = 409, "Conflict"
-
-
-class PreconditionFailed(TidegateError):
-    status, title = 412, "Precondition failed"
-
-
-class PayloadTooLarge(TidegateError):
-    status, title = 413, "Payload too large"
-
-
-class Unprocessable(TidegateError):
-    status, title = 422, "Unprocessable request"
-
-
-class ServiceUnavailable(TidegateError):
-    status, title = 503, "Service unavailable"
-
-
-class Problem(BaseModel):
-    """An error, RFC 9457: ``detail`` says what went wrong and what to do about it."""
-
-    model_config = ConfigDict(extra="allow", title="Problem")
-
-    type: str = Field("about:blank", description="Always about:blank: the status says it.")
-    title: str = Field(description="The status's name, e.g. 'Conflict'.")
-    status: int = Field(description="The HTTP status, repeated.")
-    detail: str = Field(description="What went wrong, and what to do about it.")
-    errors: list[dict[str, Any]] | None = Field(
-        None, description="422: one entry per invalid field: {field, message}."
-    )
 
 
 def document_problems(schema: dict[str, Any]) -> dict[str, Any]:
@@ -101,13 +35,6 @@ def document_problems(schema: dict[str, Any]) -> dict[str, Any]:
                 if status[:1] in ("4", "5"):
                     response["content"] = {PROBLEM_JSON: ref}
     return schema
-
-
-def problem(
-    status: int, title: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
-) -> JSONResponse:
-    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
 def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:

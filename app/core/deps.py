@@ -10,8 +10,8 @@ from fastapi import Depends, Request
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.errors import ServiceUnavailable
+from app.core.config import Settings
+from app.core.errors import ServiceUnavailable
 
 SLOT_WAIT_SECONDS = 5.0
 
