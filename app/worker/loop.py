@@ -21,7 +21,7 @@ from app.db import transaction
 from app.operations.service import NOTIFY_CHANNEL
 from app.snapshots.worker import retention_sweep
 from app.worker.context import WorkerContext
-from app.worker.operations import execute
+from app.worker.execute import execute
 from app.worker.reconcile import due_runs, reconcile_run
 
 log = logging.getLogger(__name__)
