@@ -1,15 +1,14 @@
 """The dispatcher: which module carries out which operation kind, and how an operation ends
-(succeeded, failed, or retried later after a temporary backend error)."""
+(through app/operations/state.py: succeeded, failed, or retried later)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from app.backends.base import BackendError
-from app.db import transaction, utcnow
+from app.operations import state as op_state
 from app.operations.models import Operation
 from app.worker.context import WorkerContext
 from app.worker.kinds.drain import do_drain
@@ -35,6 +34,8 @@ HANDLERS: dict[str, Callable[[WorkerContext, Operation, Steps], dict[str, Any]]]
 
 
 def execute(ctx: WorkerContext, op_id: int) -> None:
+    """Carry out a claimed operation and end it through app/operations/state.py: succeeded,
+    failed, or released for a bounded retry (temporary backend error, unexpected exception)."""
     steps = Steps(ctx, op_id)
     op = steps.load()
     handler = HANDLERS.get(op.kind)
@@ -42,69 +43,21 @@ def execute(ctx: WorkerContext, op_id: int) -> None:
         if handler is None:
             raise OperationFailed(f"this worker cannot carry out '{op.kind}' operations yet")
         result: dict[str, Any] | None = handler(ctx, op, steps)
-        state, error = "succeeded", None
+        state, error = op_state.SUCCEEDED, None
     except LeaseLost as exc:
         log.warning("%s", exc)
         return
     except OperationFailed as exc:
-        state, error, result = "failed", str(exc), exc.result
+        state, error, result = op_state.FAILED, str(exc), exc.result
     except BackendError as exc:
         if exc.temporary:
-            _retry_later(ctx, op_id, exc)
+            op_state.retry_later(ctx.factory, op_id, ctx.worker_id, exc, what="backend")
             return
-        state, error, result = "failed", f"the Spark backend refused: {exc}", None
-    _finish(ctx, op_id, state, error, result)
-
-
-# A backend that keeps answering with temporary errors (down, 5xx, not ready) is retried with
-# exponential backoff — 1 s, 2 s, 4 s … capped at a minute — for about eight minutes in all,
-# then the operation fails with the last error. Every step is idempotent, so a retry resumes.
-RETRY_MAX_ATTEMPTS = 12
-
-
-RETRY_MAX_DELAY_SECONDS = 60.0
-
-
-def retry_delay(attempt: int) -> float:
-    """Seconds before claim number ``attempt + 1`` after ``attempt`` temporary failures."""
-    return float(min(RETRY_MAX_DELAY_SECONDS, 2 ** max(0, attempt - 1)))
-
-
-def _retry_later(ctx: WorkerContext, op_id: int, exc: BackendError) -> None:
-    """Release the operation until its backoff has passed (the claim query takes it up
-    again then), showing why on the operation; past the last attempt, fail it."""
-    with transaction(ctx.factory) as session:
-        op = session.get(Operation, op_id, with_for_update=True, populate_existing=True)
-        assert op is not None
-        if op.lease_owner != ctx.worker_id:
-            return
-        if op.attempts >= RETRY_MAX_ATTEMPTS:
-            op.state, op.finished_at = "failed", utcnow()
-            op.error = (
-                f"the Spark backend kept failing ({op.attempts} attempts with backoff): {exc}. "
-                "Check the cluster is up and reachable from the worker, then retry the request."
-            )
-            op.lease_owner, op.lease_expires_at = None, None
-            log.warning("operation %s failed for good: %s", op_id, exc)
-            return
-        delay = retry_delay(op.attempts)
-        op.error = (
-            f"temporary backend error (attempt {op.attempts}, retrying in {delay:.0f}s): {exc}"
-        )
-        op.lease_owner = None
-        op.lease_expires_at = utcnow() + timedelta(seconds=delay)
-    log.warning("operation %s: temporary backend error, retrying in %.0fs: %s", op_id, delay, exc)
-
-
-def _finish(
-    ctx: WorkerContext, op_id: int, state: str, error: str | None, result: dict[str, Any] | None
-) -> None:
-    with transaction(ctx.factory) as session:
-        op = session.get(Operation, op_id, with_for_update=True, populate_existing=True)
-        assert op is not None
-        if op.lease_owner != ctx.worker_id:
-            return
-        op.state, op.error, op.result = state, error, result
-        op.finished_at = utcnow()
-        op.lease_owner, op.lease_expires_at = None, None
-    log.info("operation %s %s%s", op_id, state, f": {error}" if error else "")
+        state, error, result = op_state.FAILED, f"the Spark backend refused: {exc}", None
+    except Exception as exc:
+        # Unclassified: retried with the same backoff and bound as a temporary backend error
+        # (every step is idempotent), then the operation fails saying so.
+        log.exception("operation %s: unexpected error", op_id)
+        op_state.retry_later(ctx.factory, op_id, ctx.worker_id, exc, what="unexpected")
+        return
+    op_state.finish(ctx.factory, op_id, ctx.worker_id, state, error, result)
