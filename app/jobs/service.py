@@ -27,6 +27,7 @@ from app.jobs.schemas import (
 )
 from app.pagination import decode_cursor, encode_cursor
 from app.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
+from app.runs import states
 from app.runtime.chain import drain_stages
 
 # Keys tidegate sets itself on every submission; a version may not override them.
@@ -96,7 +97,7 @@ def update_job(
     return job
 
 
-ACTIVE_JOB_STATES = frozenset({"submitting", "running", "stopping", "draining", "restarting"})
+ACTIVE_JOB_STATES = states.ACTIVE  # a job is active while its current run is
 
 
 def delete_job(session: Session, name: str, actor: Principal) -> None:

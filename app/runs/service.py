@@ -1,4 +1,6 @@
-"""Runs: the one transition function, and what the API shows of a run."""
+"""Runs: the one owner of a run row's lifecycle — create a run, start a new attempt of it,
+transition it, and mirror the current run's state on its job — and what the API shows of a
+run. Nothing outside app/runs/ writes a run's state or attempt, or a job's state."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.auth.service import revoke_run_tokens
 from app.db import utcnow
 from app.errors import Conflict, NotFound
-from app.jobs.models import Job
+from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
 from app.pagination import decode_cursor, encode_cursor
 from app.runs import states
@@ -62,6 +64,75 @@ def transition(
     if job is not None and job.current_run_id == locked.id:
         job.state = to
     session.flush()
+    return locked
+
+
+def _mirror_on_job(session: Session, run: Run) -> None:
+    """``run`` becomes its job's current run, and the job shows its state."""
+    job = session.get(Job, run.job_id)
+    assert job is not None
+    job.current_run_id, job.state = run.id, run.state
+
+
+def create_run(
+    session: Session,
+    job: Job,
+    version: JobVersion,
+    *,
+    created_by: str,
+    run_id: int | None = None,
+) -> Run:
+    """A new run of ``version``, to be submitted, and now the job's current run. ``run_id``:
+    an id reserved beforehand (its checkpoints were restored under it)."""
+    run = Run(
+        job_id=job.id,
+        version_id=version.id,
+        state=states.SUBMITTING,
+        attempt=0,
+        failures=0,
+        created_by=created_by,
+        progress={},
+    )
+    if run_id is not None:
+        run.id = run_id
+    session.add(run)
+    session.flush()
+    _mirror_on_job(session, run)
+    return run
+
+
+def new_attempt(
+    session: Session, run: Run, *, reason: str, previous_backend_id: str | None, **fields: Any
+) -> Run:
+    """``run`` is submitted again as its next attempt (from its own checkpoint): the backend
+    application of the last attempt is remembered as ``previous_backend_id`` (to fence it)."""
+    return transition(
+        session,
+        run,
+        states.SUBMITTING,
+        reason=reason,
+        attempt=run.attempt + 1,
+        previous_backend_id=previous_backend_id,
+        backend_id=None,
+        observed_state=None,
+        unknown_since=None,
+        running_since=None,
+        **fields,
+    )
+
+
+def resubmit(session: Session, run: Run, *, reason: str) -> Run:
+    """A person (or a rolled-back update) starts an ended run again, as a new attempt that
+    is again its job's current run."""
+    locked = new_attempt(
+        session,
+        run,
+        reason=reason,
+        previous_backend_id=run.backend_id,
+        stop_reason=None,
+        failures=0,
+    )
+    _mirror_on_job(session, locked)
     return locked
 
 

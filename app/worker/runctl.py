@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from app.db import transaction, utcnow
-from app.jobs.models import Job
 from app.operations.models import Operation
+from app.runs import service as runs
 from app.runs import states
 from app.runs.models import Run
 from app.runs.service import lock_run, transition
@@ -143,24 +143,7 @@ def resubmit_run(ctx: WorkerContext, run_id: int, reason: str) -> dict[str, Any]
         run = lock_run(session, run_id)
         assert run is not None
         if run.state in states.TERMINAL:
-            transition(
-                session,
-                run,
-                states.SUBMITTING,
-                reason=reason,
-                attempt=run.attempt + 1,
-                previous_backend_id=run.backend_id,
-                backend_id=None,
-                observed_state=None,
-                unknown_since=None,
-                running_since=None,
-                stop_reason=None,
-                failures=0,
-            )
-
-            job = session.get(Job, run.job_id)
-            assert job is not None
-            job.current_run_id, job.state = run.id, run.state
+            run = runs.resubmit(session, run, reason=reason)
         return {"attempt": run.attempt}
 
 

@@ -18,6 +18,7 @@ from app.operations.models import Operation
 from app.paths import checkpoint_path
 from app.resume_points import service as resume_points
 from app.resume_points.schemas import ResumePointModel
+from app.runs import service as runs
 from app.runs import states
 from app.runs.models import Run
 from app.runtime.checkpoint import latest_commit_batch
@@ -172,21 +173,8 @@ def create_planned_run(
         job = session.get(Job, op.job_id, with_for_update=True)
         assert job is not None
         version = session.query(JobVersion).filter_by(job_id=job.id, number=version_number).one()
-        session.add(
-            Run(
-                id=run_id,
-                job_id=job.id,
-                version_id=version.id,
-                state=states.SUBMITTING,
-                attempt=0,
-                failures=0,
-                created_by=op.created_by,
-                progress={},
-            )
-        )
-        session.flush()
+        runs.create_run(session, job, version, created_by=op.created_by, run_id=run_id)
         snapshot_worker.record_uses(session, run_id, plan)
-        job.current_run_id, job.state = run_id, states.SUBMITTING
         session.execute(update(Operation).where(Operation.id == op.id).values(run_id=run_id))
         return {"run_id": run_id, "version": version_number}
 

@@ -7,8 +7,7 @@ from typing import Any
 from app.db import transaction
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
-from app.runs import states
-from app.runs.models import Run
+from app.runs import service as runs
 from app.worker.context import WorkerContext
 from app.worker.runctl import (
     await_started,
@@ -41,19 +40,7 @@ def do_submit(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
                 .filter_by(job_id=job.id, number=op.params["version"])
                 .one()
             )
-            run = Run(
-                job_id=job.id,
-                version_id=version.id,
-                state=states.SUBMITTING,
-                attempt=0,
-                failures=0,
-                created_by=op.created_by,
-                progress={},
-            )
-            session.add(run)
-            session.flush()
-            job.current_run_id = run.id
-            job.state = states.SUBMITTING
+            run = runs.create_run(session, job, version, created_by=op.created_by)
             current.run_id = run.id
             return {"run_id": run.id}
 
