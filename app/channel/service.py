@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from app.core import run_states as states
 from app.core.db import utcnow
 from app.core.errors import Conflict
-from app.runs import states
 from app.runs.models import QueryProgress, Run
 from app.runs.schemas import Directives, DrainReport, ProgressReport
 from app.runs.service import get_run

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from app.core.durations import normalise_trigger, parse_duration, parse_trigger
 from app.core.redaction import redact
+from app.core.run_states import RunState
 from app.core.schemas import Body, JsonObject, Name, Response, redacting
 
 Duration = Annotated[str, Field(examples=["1s", "100ms", "1h"], max_length=32)]
@@ -44,19 +45,8 @@ class RestartPolicy(Body):
         return self
 
 
-JobState = Literal[
-    "idle",
-    "submitting",
-    "running",
-    "stopping",
-    "draining",
-    "restarting",
-    "stopped",
-    "cancelled",
-    "drained",
-    "succeeded",
-    "failed",
-]
+# "idle" (never run), else its current run's state.
+JobState = Literal["idle", RunState]
 
 
 class JobCreate(Body):

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from app.audit import service as audit
 from app.auth.service import Principal
 from app.clusters.models import Cluster
+from app.core import run_states as states
 from app.core.config import Settings
 from app.core.durations import parse_trigger
 from app.core.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
@@ -90,7 +91,7 @@ def update_job(
     return job
 
 
-ACTIVE_JOB_STATES = frozenset({"submitting", "running", "stopping", "draining", "restarting"})
+ACTIVE_JOB_STATES = states.ACTIVE  # a job is active while its current run is
 
 
 def delete_job(session: Session, name: str, actor: Principal) -> None:

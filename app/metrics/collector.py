@@ -21,10 +21,10 @@ from prometheus_client.registry import Collector
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.core import run_states as states
 from app.core.durations import parse_trigger
 from app.metrics.progress import figures
 from app.operations.schemas import OperationKind
-from app.runs import states
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.auth.service import Principal
+from app.core import run_states as states
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
 from app.jobs import sources
@@ -15,7 +16,6 @@ from app.operations.models import Operation
 from app.operations.schemas import SnapshotBody, SubmitBody, UpdateBody
 from app.operations.service import enqueue, find_replay
 from app.resume_points import service as resume_points
-from app.runs import states
 from app.runs.models import Run
 from app.runs.service import active_run, current_run
 from app.snapshots import service as snapshots

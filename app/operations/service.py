@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.audit import service as audit
 from app.auth.service import Principal
 from app.core.errors import Conflict, NotFound, Unprocessable
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.pagination import keyset_page
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.operations.models import ACTIVE_OPERATION_STATES, Operation
@@ -140,19 +140,8 @@ def list_operations(
     session: Session, job_name: str, *, limit: int, cursor: str | None
 ) -> tuple[list[Operation], str | None]:
     job = get_job(session, job_name)
-    stmt = (
-        select(Operation)
-        .where(Operation.job_id == job.id)
-        .order_by(Operation.id.desc())
-        .limit(limit + 1)
-    )
-    after = decode_cursor(cursor)
-    if isinstance(after, int):
-        stmt = stmt.where(Operation.id < after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].id) if more else None
+    stmt = select(Operation).where(Operation.job_id == job.id)
+    return keyset_page(session, stmt, Operation.id, limit=limit, cursor=cursor, descending=True)
 
 
 def operation_response(op: Operation) -> OperationResponse:

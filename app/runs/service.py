@@ -1,4 +1,6 @@
-"""Runs: the one transition function, and what the API shows of a run."""
+"""Runs: the one owner of a run row's lifecycle — create a run, start a new attempt of it,
+transition it, and mirror the current run's state on its job — and what the API shows of a
+run. Nothing outside app/runs/ writes a run's state or attempt, or a job's state."""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.auth.service import revoke_run_tokens
+from app.core import run_states as states
 from app.core.db import utcnow
 from app.core.errors import Conflict, NotFound
-from app.core.pagination import decode_cursor, encode_cursor
-from app.jobs.models import Job
+from app.core.pagination import keyset_page
+from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
-from app.runs import states
 from app.runs.models import Run, RunTransition
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,75 @@ def transition(
     return locked
 
 
+def _mirror_on_job(session: Session, run: Run) -> None:
+    """``run`` becomes its job's current run, and the job shows its state."""
+    job = session.get(Job, run.job_id)
+    assert job is not None
+    job.current_run_id, job.state = run.id, run.state
+
+
+def create_run(
+    session: Session,
+    job: Job,
+    version: JobVersion,
+    *,
+    created_by: str,
+    run_id: int | None = None,
+) -> Run:
+    """A new run of ``version``, to be submitted, and now the job's current run. ``run_id``:
+    an id reserved beforehand (its checkpoints were restored under it)."""
+    run = Run(
+        job_id=job.id,
+        version_id=version.id,
+        state=states.SUBMITTING,
+        attempt=0,
+        failures=0,
+        created_by=created_by,
+        progress={},
+    )
+    if run_id is not None:
+        run.id = run_id
+    session.add(run)
+    session.flush()
+    _mirror_on_job(session, run)
+    return run
+
+
+def new_attempt(
+    session: Session, run: Run, *, reason: str, previous_backend_id: str | None, **fields: Any
+) -> Run:
+    """``run`` is submitted again as its next attempt (from its own checkpoint): the backend
+    application of the last attempt is remembered as ``previous_backend_id`` (to fence it)."""
+    return transition(
+        session,
+        run,
+        states.SUBMITTING,
+        reason=reason,
+        attempt=run.attempt + 1,
+        previous_backend_id=previous_backend_id,
+        backend_id=None,
+        observed_state=None,
+        unknown_since=None,
+        running_since=None,
+        **fields,
+    )
+
+
+def resubmit(session: Session, run: Run, *, reason: str) -> Run:
+    """A person (or a rolled-back update) starts an ended run again, as a new attempt that
+    is again its job's current run."""
+    locked = new_attempt(
+        session,
+        run,
+        reason=reason,
+        previous_backend_id=run.backend_id,
+        stop_reason=None,
+        failures=0,
+    )
+    _mirror_on_job(session, locked)
+    return locked
+
+
 def active_run(session: Session, job: Job) -> Run | None:
     if job.current_run_id is None:
         return None
@@ -87,14 +158,8 @@ def list_runs(
     session: Session, job_name: str, *, limit: int, cursor: str | None
 ) -> tuple[list[Run], str | None]:
     job = get_job(session, job_name)
-    stmt = select(Run).where(Run.job_id == job.id).order_by(Run.id.desc()).limit(limit + 1)
-    after = decode_cursor(cursor)
-    if isinstance(after, int):
-        stmt = stmt.where(Run.id < after)
-    rows = list(session.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].id) if more else None
+    stmt = select(Run).where(Run.job_id == job.id)
+    return keyset_page(session, stmt, Run.id, limit=limit, cursor=cursor, descending=True)
 
 
 def transitions(session: Session, run_id: int, limit: int = 50) -> list[RunTransition]:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from app.audit import service as audit
 from app.auth.service import Principal
+from app.core import run_states as states
 from app.core.config import Settings
 from app.core.durations import parse_duration
 from app.core.errors import Conflict, NotFound
@@ -18,7 +19,6 @@ from app.core.pagination import keyset_page
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.operations.models import ACTIVE_OPERATION_STATES, Operation
-from app.runs import states
 from app.runs.models import Run
 from app.runs.service import current_run
 from app.snapshots.export import checkpoint_path, committed_batch

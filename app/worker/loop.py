@@ -18,33 +18,15 @@ from sqlalchemy import text
 
 from app.audit import service as audit
 from app.core.db import transaction
+from app.operations import state as op_state
 from app.operations.service import NOTIFY_CHANNEL
 from app.snapshots.transfer import retention_sweep
 from app.worker.context import WorkerContext
-from app.worker.operations import execute
+from app.worker.execute import execute
 from app.worker.reconcile import due_runs, reconcile_run
 
 log = logging.getLogger(__name__)
 
-CLAIM = text(
-    """
-    update operations set state = 'running', lease_owner = :me,
-           lease_expires_at = now() + make_interval(secs => :lease),
-           attempts = attempts + 1, started_at = coalesce(started_at, now())
-    where id = (
-        select id from operations
-        where state = 'pending' or (state = 'running' and lease_expires_at < now())
-        order by id
-        for update skip locked
-        limit 1
-    )
-    returning id
-    """
-)
-RENEW = text(
-    "update operations set lease_expires_at = now() + make_interval(secs => :lease) "
-    "where id = any(:ids) and lease_owner = :me and state = 'running'"
-)
 # One row per worker, one statement per beat: what /metrics reports as live workers.
 BEAT = text(
     """
@@ -79,22 +61,13 @@ class Worker:
         self.stopping = threading.Event()
 
     def claim(self) -> int | None:
-        with transaction(self.ctx.factory) as session:
-            op_id: int | None = session.scalar(
-                CLAIM, {"me": self.ctx.worker_id, "lease": self.ctx.lease_seconds}
-            )
-            return op_id
+        return op_state.claim(self.ctx.factory, self.ctx.worker_id, self.ctx.lease_seconds)
 
     def renew_leases(self) -> int:
         """Extends the leases of the operations this worker runs; returns how many."""
-        ids = list(self.active)
-        if not ids:
-            return 0
-        with transaction(self.ctx.factory) as session:
-            result = session.execute(
-                RENEW, {"ids": ids, "me": self.ctx.worker_id, "lease": self.ctx.lease_seconds}
-            )
-            return int(getattr(result, "rowcount", 0) or 0)
+        return op_state.renew(
+            self.ctx.factory, self.ctx.worker_id, list(self.active), self.ctx.lease_seconds
+        )
 
     @property
     def beat_every(self) -> float:
@@ -109,7 +82,7 @@ class Worker:
     def _run_op(self, op_id: int) -> None:
         try:
             execute(self.ctx, op_id)
-        except Exception:
+        except Exception:  # e.g. the store is down, so not even the retry could be recorded
             log.exception("operation %s: error; it will be retried when its lease expires", op_id)
 
     def fill(self) -> None:

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 
 from app.auth.service import Scope, create_token, revoke_run_tokens
 from app.backends.base import AppState, AppStatus, Backend, BackendError, SubmitSpec
+from app.core import run_states as states
 from app.core.db import transaction, utcnow
-from app.runs import states
 from app.runs.models import Run
 from app.runs.policy import RestartPolicy
-from app.runs.service import lock_run, transition
+from app.runs.service import lock_run, new_attempt, transition
 from app.worker.context import WorkerContext, fault_point, run_guard
 
 log = logging.getLogger(__name__)
@@ -58,17 +58,11 @@ def _reconcile(ctx: WorkerContext, run_id: int) -> str:
         assert run is not None
         if run.state == states.RESTARTING:
             if run.next_restart_at is not None and run.next_restart_at <= utcnow():
-                transition(
+                new_attempt(
                     session,
                     run,
-                    states.SUBMITTING,
                     reason=f"restart attempt {run.attempt + 1} after backoff",
-                    attempt=run.attempt + 1,
                     previous_backend_id=run.backend_id or run.previous_backend_id,
-                    backend_id=None,
-                    observed_state=None,
-                    unknown_since=None,
-                    running_since=None,
                     next_restart_at=None,
                 )
             else:

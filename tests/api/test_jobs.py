@@ -187,8 +187,8 @@ def test_every_run_state_is_a_job_state() -> None:
     job schema accepts, or reading the job fails after that transition."""
     from typing import get_args
 
+    from app.core import run_states as states
     from app.jobs.schemas import JobState
-    from app.runs import states
 
     run_states = set(states.ALLOWED) | {s for to in states.ALLOWED.values() for s in to}
     assert run_states | {"idle"} == set(get_args(JobState))

@@ -9,9 +9,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
+from app.core import run_states as states
 from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
-from app.runs import states
 from app.runs.service import get_run, transition
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker

@@ -27,7 +27,10 @@ from tests.e2e.fixtures import (
 )
 from tests.e2e.stack import ROOT, Stack, running_stack, wait_until
 
-OPERATIONS = ROOT / "app" / "worker" / "operations.py"
+WORKER = ROOT / "app" / "worker"
+# The HANDLERS table (kind -> handler) lives in the dispatcher; the handlers and the steps
+# they share in the modules of app/worker/ it imports (kinds/, runctl, startup, steps).
+OPERATIONS = WORKER / "execute.py"
 RECONCILE = ROOT / "app" / "worker" / "reconcile.py"
 RUNNER_ENDED = frozenset({"success", "dead", "killed"})
 
@@ -98,7 +101,8 @@ def step_names() -> dict[str, list[str]]:
     ``steps.run(name, …)`` calls of the handler and of the functions it calls (every branch,
     so a name may lie off the path of a plain request of that kind)."""
     tree = ast.parse(OPERATIONS.read_text())
-    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    modules = [ast.parse(p.read_text()) for p in sorted(WORKER.rglob("*.py")) if p != RECONCILE]
+    functions = {n.name: n for m in modules for n in ast.walk(m) if isinstance(n, ast.FunctionDef)}
 
     def visit(name: str, call: ast.Call | None, stack: tuple[str, ...]) -> list[str]:
         if name in stack or name not in functions:

@@ -1,5 +1,5 @@
 """SIGKILL the worker during a drain, an update by drain and a stateless update (step names
-read from app/worker/operations.py), on the real local runner with a real pipeline. After a
+read from app/worker/), on the real local runner with a real pipeline. After a
 fresh worker takes over: the operation completes, one driver per run, the drained (or, for a
 stateless update, committed) offsets are where the next version starts, its startpoints are
 applied once, and the two versions' committed outputs together are every input record

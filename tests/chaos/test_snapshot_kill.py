@@ -1,5 +1,5 @@
 """SIGKILL the worker during a snapshot and during an update by snapshot (step names read
-from app/worker/operations.py), on the real local runner with a real pipeline. After a
+from app/worker/), on the real local runner with a real pipeline. After a
 fresh worker takes over: the operation completes, the snapshot is in the catalog once, one
 driver per run, and the two versions' committed outputs together are every input record
 exactly once (the new version resumed where the snapshot stopped the old one)."""

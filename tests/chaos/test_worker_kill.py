@@ -1,5 +1,5 @@
 """SIGKILL the worker at step boundaries of submit, stop, cancel and restart (the names are
-read from app/worker/operations.py), on the real local runner with a real pipeline. After a
+read from app/worker/), on the real local runner with a real pipeline. After a
 fresh worker takes over: the operation completes, every attempt was submitted exactly once,
 no stale driver is left, a startpoint is applied once, and the pipeline's committed output
 is every input record exactly once."""

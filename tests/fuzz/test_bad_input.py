@@ -325,7 +325,7 @@ def test_runtime_reports_with_huge_numbers(client: TestClient, job: str, db: Eng
         run_id = run.id
         _, token = create_token(session, name="run", scope=Scope.RUN, run_id=run_id)
     # batch_id is a Spark long, kept in a BIGINT column: 2**63 is one past its range and is
-    # refused (422, a problem) -- by PostgreSQL's range check, mapped to 422 by app/errors.py,
+    # refused (422, a problem) -- by PostgreSQL's range check, mapped to 422 by app/core/errors.py,
     # since the schema itself sets no upper bound. The other huge numbers sit in the JSON
     # payload, which stores them as they are: accepted (204) and kept exactly.
     auth = {"Authorization": f"Bearer {token}"}

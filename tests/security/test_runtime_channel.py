@@ -13,9 +13,9 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from app.core import run_states as states
 from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
-from app.runs import states
 from app.runs.models import Run
 from app.runs.service import transition
 from app.runtime import checkpoint as cp

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.runtime.checkpoint import hadoop_crc, latest_offsets_batch
 from app.runtime.trial_batch import describe_error
-from app.worker.dryrun import plan_empty_batch, problems
+from app.worker.preflight import plan_empty_batch, problems
 
 VALUE_ERROR = (
     "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "

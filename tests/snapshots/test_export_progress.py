@@ -16,8 +16,9 @@ from app.client.wait import progress_fields, render
 from app.core.config import Settings
 from app.snapshots import store as store_module
 from app.snapshots import transfer as snapshot_worker
-from app.worker import operations as ops
+from app.worker import execute as ops
 from app.worker.context import WorkerContext
+from app.worker.kinds import snapshot as snapshot_kind
 from app.worker.loop import Worker
 from tests.snapshots.test_snapshots_api import API, _running_job, _snapshot
 
@@ -49,13 +50,13 @@ def test_export_reports_progress_while_it_copies(
     monkeypatch.setattr(store_module, "_hash_fd", slow_hash)
     monkeypatch.setattr(snapshot_worker, "PROGRESS_SECONDS", 0.05)
     reports: list[dict[str, Any]] = []
-    real_set = ops._set_result
+    real_set = snapshot_kind.set_result
 
     def counting_set(ctx_: WorkerContext, op_id: int, result: dict[str, Any]) -> None:
         reports.append(result)
         real_set(ctx_, op_id, result)
 
-    monkeypatch.setattr(ops, "_set_result", counting_set)
+    monkeypatch.setattr(snapshot_kind, "set_result", counting_set)
 
     r = client.post(f"{API}/jobs/j/snapshots", json={"name": "big", "stop": False})
     assert r.status_code == 202, r.text

@@ -13,7 +13,7 @@ from app.backends.base import AppState, AppStatus
 from app.core.config import Settings
 from app.snapshots.export import RESTORED_HINTS, select_files
 from app.snapshots.store import SnapshotStore
-from app.worker import operations as ops
+from app.worker import execute as ops
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from tests.snapshots.conftest import FakeCheckpoint

@@ -14,14 +14,15 @@ from sqlalchemy import select, update
 
 from app.backends.base import AppState
 from app.channel import service as channel
+from app.core import run_states as states
 from app.core.db import transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
-from app.runs import states
 from app.runs.models import Run
 from app.runs.schemas import DrainReport
 from app.startpoints.models import Startpoint
-from app.worker import operations as ops
+from app.worker import execute as ops
+from app.worker import steps
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from tests.worker.conftest import FakeBackend, make_job
@@ -295,10 +296,10 @@ def test_update_by_drain_survives_the_worker_dying_after_every_step(
         if name == f"update:{step}":
             raise SystemExit("killed")  # stands in for SIGKILL right after the step commits
 
-    monkeypatch.setattr(ops, "fault_point", crash)
+    monkeypatch.setattr(steps, "fault_point", crash)
     with pytest.raises(SystemExit):
         ops.execute(ctx, op_id)
-    monkeypatch.setattr(ops, "fault_point", lambda name: None)
+    monkeypatch.setattr(steps, "fault_point", lambda name: None)
     with transaction(ctx.factory) as session:
         session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
     other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)

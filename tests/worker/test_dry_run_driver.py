@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from app.backends.base import AppState
 from app.runtime import trial_batch as runtime_dryrun
-from app.worker import dryrun
+from app.worker import preflight as dryrun
 from app.worker.context import WorkerContext
 from tests.worker.conftest import FakeBackend
 

@@ -10,15 +10,17 @@ from sqlalchemy import Engine, select, text, update
 from app.auth.models import ApiToken
 from app.auth.service import Principal, Scope
 from app.backends.base import AppState
+from app.core import run_states as states
 from app.core.db import transaction, utcnow
 from app.jobs.models import Job
+from app.operations import state as op_state
 from app.operations.models import Operation
 from app.operations.service import enqueue
-from app.runs import states
 from app.runs.models import Run, RunTransition
 from app.runs.service import IllegalTransition, transition
-from app.worker import operations as ops
+from app.worker import execute as ops
 from app.worker import reconcile as rec
+from app.worker import startup
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from app.worker.reconcile import reconcile_run
@@ -293,7 +295,7 @@ def test_a_backend_that_never_recovers_fails_the_operation_with_the_reason(
         session.execute(
             update(Operation)
             .where(Operation.id == op_id)
-            .values(attempts=ops.RETRY_MAX_ATTEMPTS - 1)
+            .values(attempts=op_state.RETRY_MAX_ATTEMPTS - 1)
         )
     assert worker.claim() == op_id
     ops.execute(ctx, op_id)
@@ -301,7 +303,48 @@ def test_a_backend_that_never_recovers_fails_the_operation_with_the_reason(
         op = session.get(Operation, op_id)
         assert op is not None and op.state == "failed" and op.error is not None
         assert "kept failing" in op.error and "master answered 503" in op.error
-    assert [ops.retry_delay(n) for n in (1, 2, 3, 7, 8, 20)] == [1, 2, 4, 60, 60, 60]
+    assert [op_state.retry_delay(n) for n in (1, 2, 3, 7, 8, 20)] == [1, 2, 4, 60, 60, 60]
+
+
+def test_an_unexpected_error_is_retried_with_backoff_then_fails_the_operation(
+    ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception no step classifies is retried like a temporary backend error (released
+    with backoff, each attempt counted), not forever: past the last attempt it fails."""
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+
+    def broken(backend_id: str) -> None:
+        raise RuntimeError("a bug in a step")
+
+    monkeypatch.setattr(fake, "kill", broken)
+    worker = Worker(ctx, concurrency=1)
+    op_id = _enqueue(ctx, job_id, "cancel", {}, run_id)
+    assert worker.claim() == op_id
+    ops.execute(ctx, op_id)  # does not raise: the retry is recorded on the operation
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None and op.state == "running" and op.lease_owner is None
+        assert op.error is not None and "unexpected error (attempt 1" in op.error
+        assert "RuntimeError: a bug in a step" in op.error
+        assert op.lease_expires_at is not None and op.lease_expires_at > utcnow()
+    with transaction(ctx.factory) as session:
+        session.execute(
+            update(Operation)
+            .where(Operation.id == op_id)
+            .values(
+                attempts=op_state.RETRY_MAX_ATTEMPTS - 1,
+                lease_expires_at=utcnow() - timedelta(seconds=1),
+            )
+        )
+    assert worker.claim() == op_id
+    ops.execute(ctx, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None and op.state == "failed" and op.finished_at is not None
+        assert op.error is not None and "kept failing with an unexpected error" in op.error
+        assert op.attempts == op_state.RETRY_MAX_ATTEMPTS
+    assert worker.claim() is None  # never taken up again
 
 
 def test_notify_wakes_the_worker_long_before_its_fallback_poll(
@@ -399,16 +442,16 @@ def test_a_new_run_is_verified_by_its_first_batch_or_by_spark_saying_it_is_idle(
         query = session.get(Run, run_id).version.queries[0]["name"]  # type: ignore[union-attr]
     plan = {"queries": [{"query": query, "source": None, "parts": []}]}
     with pytest.raises(ops.OperationFailed, match="did not commit a first batch"):
-        ops._verify(ctx, run_id, plan, 0.05, 0.5)
+        startup.verify(ctx, run_id, plan, 0.05, 0.5)
     with transaction(ctx.factory) as session:
         run = session.get(Run, run_id)
         assert run is not None
         run.progress = {query: {"idle_at": utcnow().isoformat()}}  # no batch yet
-    verified = ops._verify(ctx, run_id, plan, 0.05, 0.5)
+    verified = startup.verify(ctx, run_id, plan, 0.05, 0.5)
     assert "runs idle with no new input" in verified["verified"], verified
     with transaction(ctx.factory) as session:  # idle before this attempt started: not proof
         run = session.get(Run, run_id)
         assert run is not None
         run.running_since = utcnow() + timedelta(seconds=5)
     with pytest.raises(ops.OperationFailed):
-        ops._verify(ctx, run_id, plan, 0.05, 0.5)
+        startup.verify(ctx, run_id, plan, 0.05, 0.5)

@@ -1,5 +1,6 @@
-"""Compatibility before anything stops, where declarations are not enough: a dry run of the new
-version's app against a scratch copy of the state it would resume.
+"""Preflight, before anything stops, where declarations are not enough: a dry run of the new
+version's app against a scratch copy of the state it would resume. (app/runtime/trial_batch.py is
+the part that runs inside that driver; app/worker/startup.py::dry_run drives these steps.)
 
 The declared checks (app/snapshots/compat.py) cannot see a change inside the app with the same
 declarations (``avg`` for ``sum``, a session window for a tumbling one, another grouping key).
@@ -38,6 +39,7 @@ from app.runtime import trial_batch as runtime_dryrun
 from app.runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
 from app.snapshots import transfer as snapshot_worker
 from app.worker.context import WorkerContext
+from app.worker.reconcile import QUERY_CONF_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +124,6 @@ def submit(
     check: dict[str, int],
 ) -> dict[str, Any]:
     """Submit the dry-run driver once: a worker resuming finds it by its tag."""
-    from app.worker.reconcile import QUERY_CONF_KEYS
-
     backend = ctx.backend(version.cluster)
     found = backend.find(tag(op_id))
     if found is not None:

@@ -1,6 +1,11 @@
-"""The run state machine: which changes are legal. Only ``runs.service.transition`` applies them."""
+"""The run state machine (below jobs and runs, which both name it): the run states' names (the one list: a job shows its current run's
+state, see app/jobs/schemas.py::JobState) and which changes are legal. Only
+``runs.service.transition`` applies them. A plain constants module that imports nothing, so any
+layer may import it."""
 
 from __future__ import annotations
+
+from typing import Literal, get_args
 
 SUBMITTING = "submitting"
 RUNNING = "running"
@@ -13,8 +18,23 @@ DRAINED = "drained"
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 
+# The same names as a type, in this order (what the API's schemas list).
+RunState = Literal[
+    "submitting",
+    "running",
+    "stopping",
+    "draining",
+    "restarting",
+    "stopped",
+    "cancelled",
+    "drained",
+    "succeeded",
+    "failed",
+]
+
 ACTIVE = frozenset({SUBMITTING, RUNNING, STOPPING, DRAINING, RESTARTING})
 TERMINAL = frozenset({STOPPED, CANCELLED, DRAINED, SUCCEEDED, FAILED})
+assert set(get_args(RunState)) == ACTIVE | TERMINAL  # one list, spelt twice here only
 # States in which a Spark application of this run may exist and must be watched.
 ON_BACKEND = frozenset({SUBMITTING, RUNNING, STOPPING, DRAINING})
 

@@ -1,0 +1,91 @@
+"""snapshot: export the run's checkpoints (after stopping it at a batch boundary, with
+``stop``), then apply the job's retention."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from app.core import run_states as states
+from app.core.errors import TidegateError
+from app.operations.models import Operation
+from app.runs.models import Run
+from app.runtime.checkpoint import CheckpointError
+from app.snapshots import transfer as snapshot_worker
+from app.snapshots.export import ExportError
+from app.snapshots.models import Snapshot
+from app.snapshots.store import StoreError
+from app.worker.context import WorkerContext
+from app.worker.runctl import (
+    stop_run,
+)
+from app.worker.steps import OperationFailed, Steps, detail, set_result
+
+log = logging.getLogger(__name__)
+
+
+SNAPSHOT_ERRORS = (
+    snapshot_worker.SnapshotFailed,
+    ExportError,
+    StoreError,
+    CheckpointError,
+    OSError,
+    ValueError,
+)
+
+
+def snapshot_failed(exc: Exception) -> OperationFailed:
+    return OperationFailed(str(exc.detail) if isinstance(exc, TidegateError) else str(exc))
+
+
+def save_snapshot(
+    ctx: WorkerContext, steps: Steps, snapshot_id: int, *, stop: bool, timeout: float
+) -> dict[str, Any]:
+    """Export (after stopping the run at a batch boundary, with ``stop``), then retention."""
+    with ctx.factory() as session:
+        snapshot = session.get(Snapshot, snapshot_id)
+        if snapshot is None or snapshot.run_id is None:
+            raise OperationFailed(f"snapshot {snapshot_id} or its run was deleted")
+        run_id, name, job_id = snapshot.run_id, snapshot.name, snapshot.job_id
+        run_state = session.get(Run, run_id).state  # type: ignore[union-attr]
+    if stop and (run_state in states.ACTIVE or steps.load().step_done("request_stop")):
+        run_state = stop_run(ctx, run_id, "snapshot", steps, timeout).state
+
+    def export() -> dict[str, Any]:
+        def progress(figures: dict[str, Any]) -> None:
+            # Bytes and files copied so far, on the operation while it runs (--wait shows it).
+            set_result(ctx, steps.op_id, {"snapshot": name, "run_id": run_id, **figures})
+
+        try:
+            return snapshot_worker.export(ctx.factory, ctx.settings, snapshot_id, progress)
+        except SNAPSHOT_ERRORS as exc:
+            raise snapshot_failed(exc) from exc
+
+    def retention() -> dict[str, Any]:
+        try:
+            return snapshot_worker.retention_and_gc(ctx.factory, ctx.settings, job_id, snapshot_id)
+        except SNAPSHOT_ERRORS as exc:  # the snapshot is made; tidy up next time
+            log.warning("snapshot retention/gc failed: %s", exc)
+            return {"error": str(exc)}
+
+    steps.run("export", export)
+    steps.run("retention", retention)
+    return {"snapshot": name, "run_id": run_id, "run_state": run_state, **detail(steps, "export")}
+
+
+def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
+    try:
+        snapshot_id = snapshot_worker.snapshot_for_operation(ctx.factory, op.id)
+    except snapshot_worker.SnapshotFailed as exc:
+        raise OperationFailed(str(exc)) from None
+    try:
+        return save_snapshot(
+            ctx,
+            steps,
+            snapshot_id,
+            stop=bool(op.params.get("stop")),
+            timeout=float(op.params.get("timeout_seconds", 120)),
+        )
+    except OperationFailed as exc:
+        snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
+        raise

@@ -1,0 +1,19 @@
+"""stop and cancel: the job's run stops (gracefully where its runtime allows; cancel kills)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.operations.models import Operation
+from app.worker.context import WorkerContext
+from app.worker.runctl import (
+    stop_run,
+)
+from app.worker.steps import OperationFailed, Steps
+
+
+def do_stop(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
+    if op.run_id is None:
+        raise OperationFailed("the job had no active run when the stop was requested")
+    run = stop_run(ctx, op.run_id, op.kind, steps, float(op.params.get("timeout_seconds", 120)))
+    return {"run_id": run.id, "run_state": run.state}

@@ -1,0 +1,199 @@
+"""update with strategy ``drain`` or ``stateless``: the new version starts on fresh
+checkpoints at the old run's end offsets; on failure the old version starts again there."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.auth.service import Principal, Scope
+from app.core import run_states as states
+from app.core.db import transaction
+from app.core.errors import TidegateError
+from app.core.paths import checkpoint_path
+from app.jobs.models import Job
+from app.jobs.service import get_version
+from app.operations.models import Operation
+from app.runs.models import Run
+from app.runtime.checkpoint import latest_commit_batch, read_offsets
+from app.startpoints import service as startpoints
+from app.worker.context import WorkerContext
+from app.worker.runctl import (
+    drain_run,
+    restart_old_run,
+    stop_run,
+)
+from app.worker.startup import (
+    fresh_plan,
+    start_planned,
+    verify,
+    verify_bounds,
+)
+from app.worker.steps import OperationFailed, Steps, detail
+
+
+def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
+    """The new version starts on fresh checkpoints, with OFFSET startpoints exactly where the
+    old run ended, so no record is lost or read twice although no state is carried over.
+    ``drain`` (Samza/Dataflow's drain-and-replace): the old run drains first, every window
+    flushed, for an incompatible change of state. ``stateless``: the old run (which holds no
+    state) just stops at a batch boundary."""
+    strategy = str(op.params.get("strategy"))
+
+    def target() -> dict[str, Any]:
+        # Recorded first: the operation's run_id moves to the new run once it exists.
+        assert op.run_id is not None
+        with ctx.factory() as session:
+            old = session.get(Run, op.run_id)
+            assert old is not None
+            return {"run_id": old.id, "version": old.version.number}
+
+    steps.run("target", target)
+    old_run_id = int(detail(steps, "target")["run_id"])
+    old_version = int(detail(steps, "target")["version"])
+    new_version = int(op.params["version"])
+    if strategy == "stateless":
+        stop_run(ctx, old_run_id, "update", steps, float(op.params.get("timeout_seconds", 120)))
+        steps.run("positions", lambda: {"end_offsets": committed_positions(ctx, old_run_id)})
+        end_offsets = detail(steps, "positions")["end_offsets"]
+    else:
+        try:
+            drained = drain_run(
+                ctx, op.id, old_run_id, steps, float(op.params.get("timeout_seconds", 1800))
+            )
+        except OperationFailed as exc:
+            with ctx.factory() as session:
+                state = session.get(Run, old_run_id).state  # type: ignore[union-attr]
+            if state not in (states.STOPPED, states.CANCELLED) and not steps.load().step_done(
+                "rollback_resubmit"
+            ):
+                raise  # failed while draining: nothing to start again from
+            raise restart_old_run(ctx, steps, old_run_id, old_version, new_version, exc) from None
+        end_offsets = (drained.drain or {}).get("end_offsets") or {}
+    steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))
+
+    def start(version_number: int, prefix: str = "") -> dict[str, Any]:
+        steps.run(f"{prefix}plan", lambda: fresh_plan(ctx, op, version_number))
+        plan = detail(steps, f"{prefix}plan")
+        started = start_planned(ctx, op, steps, plan, version_number, prefix)
+        steps.run(
+            f"{prefix}verify",
+            lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)),
+        )
+        return started
+
+    try:
+        started = start(new_version)
+    except OperationFailed as exc:
+        failed_run = (
+            detail(steps, "reserve_run").get("run_id")
+            if steps.load().step_done("reserve_run")
+            else None
+        )
+        if failed_run is not None:
+            with ctx.factory() as session:
+                failed = session.get(Run, failed_run)
+                active = failed is not None and failed.state in states.ACTIVE
+            if active or steps.load().step_done("rollback_request_stop"):
+                stop_run(ctx, failed_run, "rollback", steps, 60.0, prefix="rollback_")
+            if has_committed(ctx, failed_run):
+                # Its startpoints are spent and its output written: starting the old version
+                # at the drained offsets would process those records twice.
+                raise OperationFailed(
+                    f"update to version {new_version} failed after its run {failed_run} had "
+                    f"committed batches: {exc}. Not rolled back (version {old_version} would "
+                    f"process those records again); restart run {failed_run} or submit a version.",
+                    {"rolled_back": False, "failed_run_id": failed_run, "end_offsets": end_offsets},
+                ) from None
+        try:
+            steps.run("rollback_hand_off", lambda: hand_off(ctx, op, old_version, end_offsets))
+            back = start(old_version, "rollback_")
+        except OperationFailed as again:
+            raise OperationFailed(
+                f"update to version {new_version} failed: {exc}; starting version {old_version} "
+                f"again at the drained offsets failed too: {again}. The job is down; its "
+                "startpoints at the drained offsets are still set: submit a version.",
+                {"rolled_back": False, "failed_run_id": failed_run, "end_offsets": end_offsets},
+            ) from None
+        raise OperationFailed(
+            f"update to version {new_version} failed: {exc}. Rolled back: version {old_version} "
+            f"runs again, fresh, from the drained offsets as run {back['run_id']}.",
+            {
+                "rolled_back": True,
+                "failed_run_id": failed_run,
+                "run_id": back["run_id"],
+                "version": old_version,
+                "end_offsets": end_offsets,
+            },
+        ) from None
+    return {
+        **started,
+        "strategy": strategy,
+        "phase": "done",
+        "version": new_version,
+        "previous_run_id": old_run_id,
+        "previous_version": old_version,
+        "end_offsets": end_offsets,
+        "startpoints": detail(steps, "hand_off")["startpoints"],
+        **detail(steps, "verify"),
+    }
+
+
+def hand_off(
+    ctx: WorkerContext, op: Operation, version_number: int, end_offsets: dict[str, Any]
+) -> dict[str, Any]:
+
+    how = op.params.get("strategy")
+    actor = Principal(f"{op.created_by} (update, {how}, operation {op.id})", Scope.OPERATE)
+    with transaction(ctx.factory) as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        version = get_version(session, job.name, version_number)
+        try:
+            handed = startpoints.hand_off(session, job.name, version, end_offsets, actor)
+        except TidegateError as exc:
+            raise OperationFailed(
+                f"the drained offsets could not be handed on: {exc.detail}"
+            ) from None
+        return {"startpoints": handed}
+
+
+def has_committed(ctx: WorkerContext, run_id: int) -> bool:
+    """Did any query of the run commit a batch (so it consumed its startpoints)?"""
+
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        job_name, queries = run.job.name, list(run.version.queries)
+    root = ctx.settings.resolved_checkpoint_root
+    for spec in queries:
+        path = checkpoint_path(root, job_name, run_id, spec)
+        if path.is_dir() and latest_commit_batch(str(path)) is not None:
+            return True
+    return False
+
+
+def committed_positions(ctx: WorkerContext, run_id: int) -> dict[str, Any]:
+    """Where a stopped run's queries are, per eventlog source, from their checkpoints (the
+    latest committed batch). A source two queries read at different places gets the lower
+    offset per partition: the faster query reads a few records again rather than skip any."""
+
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        job_name, queries = run.job.name, list(run.version.queries)
+    positions: dict[str, dict[str, int]] = {}
+    for spec in queries:
+        path = checkpoint_path(ctx.settings.resolved_checkpoint_root, job_name, run_id, spec)
+        batch = latest_commit_batch(str(path)) if path.is_dir() else None
+        for index, source in enumerate(spec["sources"]):
+            if source["kind"] != "eventlog":
+                continue
+            at: dict[str, int] = {}
+            if batch is not None:
+                line = read_offsets(str(path), batch)[1][index]
+                at = {p: int(o) for p, o in json.loads(line).items()} if line else {}
+            known = positions.setdefault(source["name"], at)
+            for p in set(known) | set(at):
+                known[p] = min(known.get(p, 0), at.get(p, 0))
+    return positions

@@ -1,0 +1,306 @@
+"""Run primitives the operations share: wait for a run (reconciling it), await its start,
+stop it (request, graceful, kill), drain it, and start an ended run again as a new attempt."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from app.core import run_states as states
+from app.core.db import transaction, utcnow
+from app.operations.models import Operation
+from app.runs import service as runs
+from app.runs.models import Run
+from app.runs.service import lock_run, transition
+from app.worker.context import WorkerContext
+from app.worker.reconcile import reconcile_run
+from app.worker.steps import OperationFailed, Steps, set_result
+
+# How long a drain waits for a just-started driver's runtime to call in before refusing.
+RUNTIME_HELLO_SECONDS = 60.0
+
+
+def wait_for_run(
+    ctx: WorkerContext, run_id: int, done: Callable[[Run], bool], timeout: float, what: str
+) -> Run:
+    """Reconcile the run until ``done`` says so; the supervisor may be doing the same."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reconcile_run(ctx, run_id)
+        with ctx.factory() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            session.expunge(run)
+        if done(run):
+            return run
+        if time.monotonic() >= deadline:
+            raise OperationFailed(
+                f"run {run_id} did not {what} within {timeout:.0f}s (it is {run.state}); "
+                "it stays under supervision."
+            )
+        time.sleep(ctx.poll_seconds)
+
+
+def await_submitted(ctx: WorkerContext, run_id: int, op: Operation) -> dict[str, Any]:
+    run = wait_for_run(
+        ctx,
+        run_id,
+        lambda r: r.backend_id is not None or r.state != states.SUBMITTING,
+        float(op.params.get("timeout_seconds", 600)),
+        "reach the backend",
+    )
+    return {"backend_id": run.backend_id, "tag": run.tag}
+
+
+def await_started(ctx: WorkerContext, run_id: int, timeout: float) -> dict[str, Any]:
+    run = wait_for_run(
+        ctx, run_id, lambda r: r.state != states.SUBMITTING, timeout, "start running"
+    )
+    if run.state == states.RUNNING:
+        return {"run_id": run.id, "backend_id": run.backend_id, "attempt": run.attempt}
+    note = (
+        f" It will be restarted at {run.next_restart_at.isoformat()} per the restart policy."
+        if run.state == states.RESTARTING and run.next_restart_at
+        else ""
+    )
+    raise OperationFailed(
+        f"run {run.id} failed to start: {run.last_error or run.state}.{note}",
+        {"run_id": run.id, "run_state": run.state},
+    )
+
+
+def stop_run(
+    ctx: WorkerContext, run_id: int, reason: str, steps: Steps, timeout: float, prefix: str = ""
+) -> Run:
+    def request() -> dict[str, Any]:
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
+            assert run is not None
+            if run.state == states.RESTARTING:
+                # Waiting out a backoff: nothing runs, so it simply stops here.
+                to = states.CANCELLED if reason == "cancel" else states.STOPPED
+                transition(
+                    session,
+                    run,
+                    to,
+                    reason=f"{reason} requested during backoff",
+                    stop_reason=reason,
+                )
+            elif run.state in (states.SUBMITTING, states.RUNNING, states.DRAINING):
+                transition(
+                    session, run, states.STOPPING, reason=f"{reason} requested", stop_reason=reason
+                )
+            return {"run_state": run.state}
+
+    steps.run(f"{prefix}request_stop", request)
+
+    def graceful() -> dict[str, Any]:
+        # A run whose runtime talks to us stops each query at a batch boundary when its
+        # directives say stop; wait for that before reaching for kill.
+        with ctx.factory() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            cooperative = run.runtime_seen_at is not None
+        if reason == "cancel" or not cooperative:
+            return {"graceful": False, "why": "cancel" if reason == "cancel" else "no runtime"}
+        try:
+            done = wait_for_run(
+                ctx, run_id, lambda r: r.state in states.TERMINAL, timeout, "stop gracefully"
+            )
+            return {"graceful": True, "run_state": done.state}
+        except OperationFailed:
+            return {"graceful": False, "why": f"no clean stop within {timeout:.0f}s"}
+
+    steps.run(f"{prefix}graceful_stop", graceful)
+
+    def kill() -> dict[str, Any]:
+        with ctx.factory() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            backend_id, state = run.backend_id, run.state
+            backend = ctx.backend(run.version.cluster)
+        if state == states.STOPPING:
+            if backend_id is None:
+                reconcile_run(ctx, run_id)  # it may have been submitted meanwhile
+                with ctx.factory() as session:
+                    backend_id = session.get(Run, run_id).backend_id  # type: ignore[union-attr]
+            if backend_id is not None:
+                backend.kill(backend_id)
+        return {"backend_id": backend_id, "killed": state == states.STOPPING}
+
+    steps.run(f"{prefix}kill", kill)
+    run = wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "stop")
+    steps.run(f"{prefix}stopped", lambda: {"run_state": run.state})
+    return run
+
+
+def resubmit_run(ctx: WorkerContext, run_id: int, reason: str) -> dict[str, Any]:
+    """A run that ended starts again from its own checkpoint, as a new attempt."""
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        if run.state in states.TERMINAL:
+            run = runs.resubmit(session, run, reason=reason)
+        return {"attempt": run.attempt}
+
+
+def restart_old_run(
+    ctx: WorkerContext,
+    steps: Steps,
+    old_run_id: int,
+    old_version: int,
+    new_version: int,
+    why: Exception,
+) -> OperationFailed:
+    """An update failed before anything new started: the old run starts again from its own
+    checkpoint (stopped at a batch boundary, so it resumes exactly)."""
+    steps.run(
+        "rollback_resubmit",
+        lambda: resubmit_run(ctx, old_run_id, f"update to version {new_version} failed"),
+    )
+    await_started(ctx, old_run_id, 600.0)
+    return OperationFailed(
+        f"update to version {new_version} failed before anything new started: {why}. "
+        f"Run {old_run_id} (version {old_version}) was started again from its own checkpoint.",
+        {"rolled_back": True, "run_id": old_run_id, "version": old_version},
+    )
+
+
+def drain_backlog(run: Run) -> dict[str, Any]:
+    """Per query: records left between its last progress and the drain's end, and the
+    micro-batches that still takes (the data, capped by maxRecordsPerBatch, then the marker
+    batch, then for a stateful query the batch that emits its last windows)."""
+    end = (run.drain or {}).get("end_offsets") or {}
+    if (run.drain or {}).get("drained_at"):  # its runtime says all is done (progress may lag)
+        end = {}
+    backlog: dict[str, Any] = {}
+    for query in run.version.queries:
+        sources = (run.progress or {}).get(query["name"], {}).get("sources") or []
+        per_source = {}
+        data_batches = 0
+        for index, source in enumerate(query["sources"]):
+            target = end.get(source["name"])
+            if target is None:
+                continue
+            if source["kind"] != "eventlog":  # bounded: its own format; AvailableNow knows
+                continue
+            done = (sources[index].get("end_offset") if index < len(sources) else None) or {}
+            left = sum(max(0, int(o) - int(done.get(p, 0))) for p, o in target.items())
+            per_source[source["name"]] = left
+            limit = int(source.get("options", {}).get("maxRecordsPerBatch") or 0)
+            data_batches = max(data_batches, -(-left // limit) if limit else int(left > 0))
+        flush = 0 if not end else 1 + bool(query.get("stateful_operators"))
+        backlog[query["name"]] = {
+            "records": sum(per_source.values()),
+            "batches": data_batches + flush,
+            "sources": per_source,
+        }
+    return backlog
+
+
+def drain_run(
+    ctx: WorkerContext, op_id: int, run_id: int, steps: Steps, timeout: float, prefix: str = ""
+) -> Run:
+    """Drain run ``run_id``: ask its runtime to fix end offsets, process up to them, flush
+    every window and stop. Too slow, and it is stopped at a batch boundary instead (before
+    the marker, so its checkpoint resumes exactly) and OperationFailed says so."""
+
+    def request() -> dict[str, Any]:
+        # A driver that has just started may not have called in yet: give it a moment.
+        with contextlib.suppress(OperationFailed):  # refused below, with the reason
+            wait_for_run(
+                ctx,
+                run_id,
+                lambda r: r.runtime_seen_at is not None or r.state != states.RUNNING,
+                min(timeout, RUNTIME_HELLO_SECONDS),
+                "call in",
+            )
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
+            assert run is not None
+            if run.runtime_seen_at is None:
+                raise OperationFailed(
+                    "this job does not run the tidegate runtime, which a drain needs "
+                    "(app.runtime.control.Runtime); use stop instead"
+                )
+            if run.state == states.RUNNING:
+                transition(
+                    session,
+                    run,
+                    states.DRAINING,
+                    reason="drain requested",
+                    stop_reason="drain",
+                    drain={"requested_at": utcnow().isoformat()},
+                )
+            elif run.state not in (states.DRAINING, states.DRAINED):
+                raise OperationFailed(
+                    f"run {run_id} is {run.state}, not running: there is nothing to drain",
+                    {"run_id": run_id, "run_state": run.state},
+                )
+            return {"run_state": run.state}
+
+    steps.run(f"{prefix}request_drain", request)
+    # The timeout counts from the request, not from this worker's start: a worker that takes
+    # the drain over after a crash does not grant it a fresh timeout.
+    with ctx.factory() as session:
+        requested = session.get(Run, run_id)
+        requested_at = (requested.drain or {}).get("requested_at") if requested else None
+    if requested_at:
+        waited = (utcnow() - datetime.fromisoformat(requested_at)).total_seconds()
+        timeout = max(0.0, timeout - waited)
+
+    def progress(run: Run) -> bool:
+        set_result(
+            ctx,
+            op_id,
+            {
+                "run_id": run.id,
+                "phase": "draining" if run.state == states.DRAINING else run.state,
+                "backlog": drain_backlog(run),
+                "end_offsets": (run.drain or {}).get("end_offsets"),
+            },
+        )
+        return run.state in states.TERMINAL
+
+    try:
+        run = wait_for_run(ctx, run_id, progress, timeout, "drain")
+    except OperationFailed:
+        # Too slow: stop cleanly at a batch boundary instead. Nothing is lost: the next
+        # start resumes from the checkpoint.
+        with transaction(ctx.factory) as session:
+            locked = lock_run(session, run_id)
+            assert locked is not None
+            if locked.state == states.DRAINING:
+                transition(
+                    session,
+                    locked,
+                    states.STOPPING,
+                    reason="drain timed out",
+                    stop_reason="drain-timeout",
+                )
+        stopped = wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 300.0, "stop")
+        if stopped.state == states.DRAINED:  # the marker had gone out: it drained, late
+            steps.run(
+                f"{prefix}drained",
+                lambda: {
+                    "end_offsets": (stopped.drain or {}).get("end_offsets"),
+                    "late": "finished after its timeout (the drain marker had gone out)",
+                },
+            )
+            return stopped
+        raise OperationFailed(
+            f"the drain did not finish within {timeout:.0f}s (backlog: "
+            f"{drain_backlog(stopped)}); the run was stopped at a batch boundary instead "
+            f"({stopped.state}) and can be restarted from its checkpoint",
+            {"run_id": run_id, "run_state": stopped.state, "backlog": drain_backlog(stopped)},
+        ) from None
+    if run.state != states.DRAINED:
+        raise OperationFailed(
+            f"run {run_id} ended {run.state} while draining: {run.last_error or ''}".strip(),
+            {"run_id": run_id, "run_state": run.state},
+        )
+    steps.run(f"{prefix}drained", lambda: {"end_offsets": (run.drain or {}).get("end_offsets")})
+    return run

@@ -1,0 +1,328 @@
+"""Starting a version on planned state: the plan again on the worker (re-validated), the
+dry run before anything stops (app/worker/preflight.py), reserving the run id, materialising
+its checkpoints, creating the run, awaiting its start, and verifying its first batches."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text, update
+
+from app.core import run_states as states
+from app.core.db import transaction
+from app.core.errors import TidegateError
+from app.core.paths import checkpoint_path
+from app.jobs.models import Job, JobVersion
+from app.jobs.service import get_version
+from app.operations.models import Operation
+from app.resume_points import service as resume_points
+from app.resume_points.schemas import ResumePointModel
+from app.runs import service as runs
+from app.runs.models import Run
+from app.runtime.checkpoint import latest_commit_batch
+from app.snapshots import transfer as snapshot_worker
+from app.worker import preflight
+from app.worker.context import WorkerContext
+from app.worker.reconcile import reconcile_run
+from app.worker.runctl import (
+    await_started,
+    await_submitted,
+)
+from app.worker.steps import OperationFailed, Steps, detail
+
+# How long an update waits for every query of the new run to commit its first batch.
+FIRST_BATCH_SECONDS = 600.0
+
+
+def replan(
+    ctx: WorkerContext,
+    op: Operation,
+    version_number: int,
+    *,
+    snapshot: str | None = None,
+    snapshot_job: str | None = None,
+    resume_point: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The plan again, on the worker: the catalog may have changed since the API checked."""
+
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        try:
+            version = get_version(session, job.name, version_number)
+            plan = resume_points.plan_for_request(
+                session,
+                ctx.settings,
+                job,
+                version,
+                snapshot=snapshot,
+                snapshot_job=snapshot_job,
+                resume_point=(
+                    ResumePointModel.validate_python(resume_point) if resume_point else None
+                ),
+            )
+            resume_points.require_compatible(plan, (snapshot and f"snapshot '{snapshot}'") or "it")
+        except TidegateError as exc:
+            raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
+        return plan.to_json()
+
+
+def live_plan(
+    ctx: WorkerContext, op: Operation, version_number: int, run_id: int
+) -> dict[str, Any]:
+    """The plan by name from a run's live checkpoints (its latest committed batches)."""
+
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        run = session.get(Run, run_id)
+        assert job is not None and run is not None
+        try:
+            version = get_version(session, job.name, version_number)
+            plan = resume_points.plan_from_run(session, ctx.settings, version, run)
+            resume_points.require_compatible(plan, f"the state of run {run_id}")
+        except TidegateError as exc:
+            raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
+        return plan.to_json()
+
+
+def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> dict[str, Any]:
+    """Every query of ``version_number`` starts with a new, empty checkpoint."""
+
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        version = get_version(session, job.name, version_number)
+        return {
+            "queries": [{"query": q["name"], "source": None, "parts": []} for q in version.queries]
+        }
+
+
+def dry_run(
+    ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, plan: dict[str, Any]
+) -> None:
+    """Run the new version's app on a scratch copy of the state it would resume (see
+    app/worker/preflight.py); OperationFailed naming query, operator and what differs when Spark
+    refuses it. Skipped with ``dry_run: false`` or when no resumed query holds state."""
+
+    if op.params.get("dry_run") is False:
+        steps.run("dry_run", lambda: {"skipped": "dry_run: false in the request"})
+        return
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        job_name = job.name
+        version = get_version(session, job_name, version_number)
+        session.expunge(version)
+    scratch = preflight.scratch_dir(ctx, job_name, op.id)
+
+    def prepare() -> dict[str, Any]:
+        try:
+            return preflight.prepare(ctx, plan, job_name, list(version.queries), scratch)
+        except snapshot_worker.SnapshotFailed as exc:
+            raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
+
+    steps.run("dry_run_prepare", prepare)
+    prepared = detail(steps, "dry_run_prepare")
+    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    if not check:
+        steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
+        return
+    steps.run(
+        "dry_run_submit", lambda: preflight.submit(ctx, op.id, version, job_name, scratch, check)
+    )
+    submitted = detail(steps, "dry_run_submit")
+
+    def outcome() -> dict[str, Any]:
+        result = preflight.await_outcome(
+            ctx,
+            version,
+            str(submitted["backend_id"]),
+            float(submitted["at"]),
+            scratch,
+            float(op.params.get("dry_run_timeout_seconds") or preflight.DRY_RUN_TIMEOUT_SECONDS),
+        )
+        if not result.get("ok"):
+            lines = preflight.problems(result, prepared.get("operators") or {})
+            raise OperationFailed(
+                f"version {version_number} was refused by a dry run on a scratch copy of the "
+                "state it would resume (nothing was stopped): "
+                + "; ".join(lines)
+                + ". Keep the state's operators and schemas, or start those queries with fresh "
+                "state (a resume point with mode 'initialize', or update strategy 'drain').",
+                {"dry_run": result},
+            )
+        return {"ok": True, "checked": check, "queries": result.get("queries")}
+
+    try:
+        steps.run("dry_run", outcome)
+    except OperationFailed:
+        preflight.cleanup(scratch)
+        raise
+    preflight.cleanup(scratch)  # (a temporary backend error keeps it: the step resumes)
+
+
+def create_planned_run(
+    ctx: WorkerContext, op: Operation, run_id: int, version_number: int, plan: dict[str, Any]
+) -> dict[str, Any]:
+
+    with transaction(ctx.factory) as session:
+        if session.get(Run, run_id) is not None:  # created before a crash
+            return {"run_id": run_id}
+        job = session.get(Job, op.job_id, with_for_update=True)
+        assert job is not None
+        version = session.query(JobVersion).filter_by(job_id=job.id, number=version_number).one()
+        runs.create_run(session, job, version, created_by=op.created_by, run_id=run_id)
+        snapshot_worker.record_uses(session, run_id, plan)
+        session.execute(update(Operation).where(Operation.id == op.id).values(run_id=run_id))
+        return {"run_id": run_id, "version": version_number}
+
+
+def start_planned(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    plan: dict[str, Any],
+    version_number: int,
+    prefix: str = "",
+) -> dict[str, Any]:
+    """Reserve the run's id, restore its checkpoints, and only then create the run: the
+    supervisor never sees a run to submit whose checkpoints are not in place."""
+
+    def reserve() -> dict[str, Any]:
+        with transaction(ctx.factory) as session:
+            run_id = session.scalar(text("select nextval(pg_get_serial_sequence('runs', 'id'))"))
+        return {"run_id": int(run_id)}
+
+    steps.run(f"{prefix}reserve_run", reserve)
+    run_id = int(detail(steps, f"{prefix}reserve_run")["run_id"])
+
+    def materialise() -> dict[str, Any]:
+        with ctx.factory() as session:
+            job = session.get(Job, op.job_id)
+            assert job is not None
+            job_name = job.name
+            queries = list(get_version(session, job_name, version_number).queries)
+        try:
+            restored = snapshot_worker.materialise(
+                ctx.factory, ctx.settings, plan, job_name, run_id, queries
+            )
+        except snapshot_worker.SnapshotFailed as exc:
+            raise OperationFailed(str(exc)) from None
+        return {"run_id": run_id, "queries": restored}
+
+    steps.run(f"{prefix}materialise", materialise)
+    steps.run(
+        f"{prefix}create_run", lambda: create_planned_run(ctx, op, run_id, version_number, plan)
+    )
+    steps.run(f"{prefix}await_submitted", lambda: await_submitted(ctx, run_id, op))
+    return await_started(ctx, run_id, float(op.params.get("start_timeout_seconds", 600)))
+
+
+def sources(plan: dict[str, Any]) -> dict[str, Any]:
+    return {
+        q["query"]: (
+            {k: v for k, v in q["source"].items() if k not in ("snapshot_id", "checkpoint")}
+            if q.get("source")
+            else {"mode": "initialize"}
+        )
+        for q in plan["queries"]
+    }
+
+
+def committed_batches(ctx: WorkerContext, run_id: int) -> dict[str, int | None]:
+    """Each query's latest committed batch, from its checkpoint (the runtime's progress when
+    the checkpoint is not on this machine)."""
+
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        job_name, queries = run.job.name, list(run.version.queries)
+        progress = dict(run.progress or {})
+    root = ctx.settings.resolved_checkpoint_root
+    batches: dict[str, int | None] = {}
+    for spec in queries:
+        path = checkpoint_path(root, job_name, run_id, spec)
+        if path.is_dir():
+            batches[spec["name"]] = latest_commit_batch(str(path))
+        else:
+            batch = (progress.get(spec["name"]) or {}).get("batch_id")
+            batches[spec["name"]] = int(batch) if batch is not None else None
+    return batches
+
+
+def verify(
+    ctx: WorkerContext, run_id: int, plan: dict[str, Any], seconds: float, first_batch: float
+) -> dict[str, Any]:
+    """The new run is verified once every query has committed its first batch past the one
+    it was restored at (a fresh query: its batch 0) or, with no new input, reported itself
+    idle, and it has kept running for ``seconds``.
+    A failing batch kills the driver; no commit within ``first_batch`` seconds fails too, so
+    the caller rolls back. ``seconds`` = 0: only that it started (no batch is awaited)."""
+    if seconds <= 0:
+        return {"verified": "not verified (verify_seconds = 0)"}
+    restored: dict[str, int] = {
+        q["query"]: int(q["source"]["batch_id"])
+        if q.get("source") and q["source"].get("batch_id") is not None
+        else -1
+        for q in plan["queries"]
+    }
+    with ctx.factory() as session:
+        started = session.get(Run, run_id)
+        assert started is not None
+        attempt = started.attempt
+    begin = time.monotonic()
+    deadline = begin + max(first_batch, seconds)
+    while True:
+        reconcile_run(ctx, run_id)
+        with ctx.factory() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            state, error, now_attempt = run.state, run.last_error, run.attempt
+            idle = idle_since_start(run)
+        if state != states.RUNNING or now_attempt != attempt:
+            raise OperationFailed(
+                f"run {run_id} stopped running after it started ({state}), before every query "
+                f"committed its first batch: {error or 'no error'}",
+                {"run_id": run_id, "run_state": state},
+            )
+        committed = committed_batches(ctx, run_id)
+        batches = {q: committed.get(q) for q in restored}
+        waiting = sorted(q for q, b in batches.items() if b is None or b <= restored[q])
+        elapsed = time.monotonic() - begin
+        # A query with no new input runs no batch: Spark's idle event says it started fine.
+        if elapsed >= seconds and set(waiting) <= idle:
+            return {
+                "verified": "every query committed its first batch past the restored one"
+                + (f", or runs idle with no new input ({', '.join(waiting)})" if waiting else ""),
+                "restored": restored,
+                "batches": batches,
+            }
+        if time.monotonic() >= deadline:
+            raise OperationFailed(
+                f"run {run_id}: {', '.join(waiting)} did not commit a first batch past the "
+                f"restored one within {max(first_batch, seconds):.0f}s (committed: {batches}, "
+                f"restored at: {restored})",
+                {"run_id": run_id, "run_state": state, "batches": batches},
+            )
+        time.sleep(ctx.poll_seconds)
+
+
+def idle_since_start(run: Run) -> set[str]:
+    """Queries whose runtime reported Spark's idle event since this attempt started."""
+    if run.running_since is None:
+        return set()
+    idle = set()
+    for query, progress in (run.progress or {}).items():
+        at = (progress or {}).get("idle_at")
+        if at and datetime.fromisoformat(at) >= run.running_since:
+            idle.add(query)
+    return idle
+
+
+def verify_bounds(op: Operation) -> tuple[float, float]:
+    return (
+        float(op.params.get("verify_seconds", 20)),
+        float(op.params.get("first_batch_seconds") or FIRST_BATCH_SECONDS),
+    )

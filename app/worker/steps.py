@@ -1,0 +1,74 @@
+"""The step engine every operation runs on: named steps, each carried out once and its
+completion committed under the operation's lease, so a worker killed at any point resumes the
+operation where it stopped. Also what a step may raise and how an operation shows progress."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import update
+
+from app.core.db import transaction, utcnow
+from app.operations.models import Operation
+from app.worker.context import WorkerContext, fault_point
+
+
+class LeaseLost(Exception):
+    """Another worker took the operation over (our lease expired): stop touching it."""
+
+
+class OperationFailed(Exception):
+    def __init__(self, message: str, result: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class Steps:
+    """Runs named steps once each, committing each completion under our lease."""
+
+    def __init__(self, ctx: WorkerContext, op_id: int) -> None:
+        self.ctx = ctx
+        self.op_id = op_id
+
+    def load(self) -> Operation:
+        with self.ctx.factory() as session:
+            op = session.get(Operation, self.op_id)
+            assert op is not None
+            session.expunge(op)
+            return op
+
+    def run(self, name: str, fn: Callable[[], dict[str, Any] | None]) -> None:
+        if self.load().step_done(name):
+            return
+        detail = fn()
+        with transaction(self.ctx.factory) as session:
+            op = session.get(Operation, self.op_id, with_for_update=True, populate_existing=True)
+            assert op is not None
+            if op.lease_owner != self.ctx.worker_id:
+                raise LeaseLost(f"operation {self.op_id} is now {op.lease_owner}'s")
+            op.steps = [*op.steps, {"name": name, "at": utcnow().isoformat(), "detail": detail}]
+        fault_point(f"{self.load().kind}:{name}")
+
+    def set_run(self, run_id: int) -> None:
+        with transaction(self.ctx.factory) as session:
+            session.execute(
+                update(Operation).where(Operation.id == self.op_id).values(run_id=run_id)
+            )
+
+
+def detail(steps: Steps, name: str) -> dict[str, Any]:
+    for step in steps.load().steps:
+        if step["name"] == name:
+            return dict(step.get("detail") or {})
+    raise KeyError(name)
+
+
+def set_result(ctx: WorkerContext, op_id: int, result: dict[str, Any]) -> None:
+    """Progress of a long operation, visible on GET /operations/{id} while it runs."""
+    with transaction(ctx.factory) as session:
+        session.execute(
+            update(Operation)
+            .where(Operation.id == op_id, Operation.state == "running")
+            .values(result=result)
+        )
