@@ -1,7 +1,7 @@
-"""The run state machine (below jobs and runs, which both name it): the run states' names (the one list: a job shows its current run's
-state, see app/jobs/schemas.py::JobState) and which changes are legal. Only
-``runs.service.transition`` applies them. A plain constants module that imports nothing, so any
-layer may import it."""
+"""The run state machine: the run states' names and which changes are legal. It sits in core,
+below jobs and runs, because both name these states (a job shows its current run's state, see
+app/jobs/schemas.py::JobState); only ``runs.service.transition`` applies them. A plain constants
+module that imports nothing."""
 
 from __future__ import annotations
 
