@@ -7,7 +7,6 @@ import json
 import time
 from pathlib import Path
 from types import SimpleNamespace
-
 from typing import Any
 
 import pytest
