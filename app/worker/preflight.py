@@ -21,6 +21,14 @@ the old run (and before a submit from a snapshot starts the new one):
    read. A refusal fails the operation with the query, the operator and what differs; the
    old run was never touched.
 
+A driver that failed for Spark infrastructure reasons, not because of the state
+(``infrastructure_error``: ``TRANSIENT_SIGNATURES`` below, e.g. "Python worker failed to connect
+back" on a loaded machine), proves nothing either way: the three steps run again from a fresh
+scratch copy, as their own steps (``dry_run_prepare_2``, ``dry_run_submit_2``, ``dry_run_2``; the
+driver tagged ``tidegate-dryrun-<operation>-2``), up to ``ATTEMPTS`` in all. After the last one
+the operation fails saying so (nothing was stopped; retrying is safe), not that the state is
+incompatible.
+
 Skipped with ``dry_run: false`` on the request, and when no resumed query has state.
 """
 
@@ -47,17 +55,64 @@ DRY_RUN_TIMEOUT_SECONDS = 300.0
 # What the driver may spend on the planned batch itself, inside the worker's bound.
 IN_DRIVER_TIMEOUT_SECONDS = 180.0
 SCRATCH_DIR = ".tidegate-dryrun"
+# Dry-run drivers at most per operation when they fail for infrastructure reasons.
+ATTEMPTS = 3
+
+# Known transient Spark infrastructure failures (the driver's or a query's error text), kept
+# small on purpose: anything else stays a refusal. Seen on a loaded machine: the event-log
+# Python data source's worker not connecting back in time; Python workers crashing or exiting;
+# the driver's connections to its executors or workers refused or reset.
+TRANSIENT_SIGNATURES = re.compile(
+    r"Python worker failed to connect back"
+    r"|Python worker (?:exited unexpectedly|crashed)"
+    r"|Connection (?:refused|reset)",
+    re.IGNORECASE,
+)
+# A state or plan incompatibility: never infrastructure, whatever else the text says.
+INCOMPATIBLE = re.compile(
+    r"STATE_STORE|STATE_SCHEMA|IN_STATE_METADATA|STATEFUL_OPERATOR|INCOMPATIBLE|NOT_COMPATIBLE"
+)
+# What trial_batch reports for the queries a failure elsewhere in the driver did not let run.
+_CONSEQUENCES = frozenset({"QUERY_NOT_STARTED", "QUERY_ENDED"})
 
 _OPERATOR = re.compile(r"OperatorId: (\d+) -> OperatorName: (\w+)")
 _SCHEMA = re.compile(r"Existing (\w+)_schema=(\S+) and new \w+_schema=(\S+?)\.?(?:\s|$)")
 
 
-def tag(op_id: int) -> str:
-    return f"tidegate-dryrun-{op_id}"
+def tag(op_id: int, attempt: int = 1) -> str:
+    return f"tidegate-dryrun-{op_id}" + (f"-{attempt}" if attempt > 1 else "")
 
 
-def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int) -> Path:
-    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / str(op_id)
+def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int, attempt: int = 1) -> Path:
+    name = str(op_id) + (f"-{attempt}" if attempt > 1 else "")
+    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / name
+
+
+def infrastructure_error(outcome: dict[str, Any]) -> str | None:
+    """The first line of the error when a failed dry run failed for a known transient Spark
+    infrastructure reason (``TRANSIENT_SIGNATURES``), else None (a refusal). Infrastructure only
+    when no query's failure is a state or plan incompatibility and every failed query failed
+    that way (or did not get to run because of it); a driver that ended without a result counts
+    when its own error text matches. A timeout stays a refusal."""
+    if outcome.get("ok") or outcome.get("timeout"):
+        return None
+    failed = [r for r in (outcome.get("queries") or {}).values() if not r.get("ok")]
+    errors = [(str(r.get("error_class") or ""), str(r.get("message") or "")) for r in failed]
+    if not errors:
+        errors = [("", str(outcome.get("message") or ""))]
+    if any(INCOMPATIBLE.search(f"{error_class} {message}") for error_class, message in errors):
+        return None
+    found = None
+    for error_class, message in errors:
+        match = TRANSIENT_SIGNATURES.search(f"{message} {error_class}")
+        if match is None:
+            if error_class in _CONSEQUENCES:
+                continue
+            return None
+        if found is None:
+            lines = (ln.strip() for ln in message.splitlines() if TRANSIENT_SIGNATURES.search(ln))
+            found = next(lines, match.group(0))
+    return found
 
 
 def plan_empty_batch(checkpoint: Path) -> int | None:
@@ -122,12 +177,14 @@ def submit(
     job_name: str,
     scratch: Path,
     check: dict[str, int],
+    attempt: int = 1,
 ) -> dict[str, Any]:
-    """Submit the dry-run driver once: a worker resuming finds it by its tag."""
+    """Submit the dry-run driver of this attempt once: a worker resuming finds it by its tag."""
     backend = ctx.backend(version.cluster)
-    found = backend.find(tag(op_id))
+    driver_tag = tag(op_id, attempt)
+    found = backend.find(driver_tag)
     if found is not None:
-        return {"tag": tag(op_id), "backend_id": found, "found": True, "at": time.time()}
+        return {"tag": driver_tag, "backend_id": found, "found": True, "at": time.time()}
     conf = {
         **version.conf,
         runtime_dryrun.DRY_RUN_CONF: "true",
@@ -151,15 +208,15 @@ def submit(
         ),
     }
     spec = SubmitSpec(
-        tag=tag(op_id),
+        tag=driver_tag,
         file=version.app["file"],
         py_files=list(version.app.get("py_files", [])),
         args=list(version.app.get("args", [])),
         conf=conf,
     )
     backend_id = backend.submit(spec)
-    log.info("operation %s: dry-run driver %s submitted as %s", op_id, tag(op_id), backend_id)
-    return {"tag": tag(op_id), "backend_id": backend_id, "at": time.time()}
+    log.info("operation %s: dry-run driver %s submitted as %s", op_id, driver_tag, backend_id)
+    return {"tag": driver_tag, "backend_id": backend_id, "at": time.time()}
 
 
 def await_outcome(

@@ -4,6 +4,7 @@ its checkpoints, creating the run, awaiting its start, and verifying its first b
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,8 @@ from app.worker.runctl import (
     await_submitted,
 )
 from app.worker.steps import OperationFailed, Steps, detail
+
+log = logging.getLogger(__name__)
 
 # How long an update waits for every query of the new run to commit its first batch.
 FIRST_BATCH_SECONDS = 600.0
@@ -115,7 +118,31 @@ def dry_run(
         job_name = job.name
         version = get_version(session, job_name, version_number)
         session.expunge(version)
-    scratch = preflight.scratch_dir(ctx, job_name, op.id)
+    # Each attempt is its own steps (the first with today's names); an attempt whose driver
+    # failed for infrastructure reasons records that in its "dry_run" step and the next starts
+    # from a fresh scratch copy.
+    for attempt in range(1, preflight.ATTEMPTS + 1):
+        if _dry_run_attempt(ctx, op, steps, version_number, version, job_name, plan, attempt):
+            return
+
+
+def _step(name: str, attempt: int) -> str:
+    return name if attempt == 1 else f"{name}_{attempt}"
+
+
+def _dry_run_attempt(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    version: JobVersion,
+    job_name: str,
+    plan: dict[str, Any],
+    attempt: int,
+) -> bool:
+    """One attempt's steps: True when the dry run passed (or had nothing to check), False when
+    its driver failed for infrastructure reasons and another attempt follows."""
+    scratch = preflight.scratch_dir(ctx, job_name, op.id, attempt)
 
     def prepare() -> dict[str, Any]:
         try:
@@ -123,16 +150,17 @@ def dry_run(
         except snapshot_worker.SnapshotFailed as exc:
             raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
 
-    steps.run("dry_run_prepare", prepare)
-    prepared = detail(steps, "dry_run_prepare")
+    steps.run(_step("dry_run_prepare", attempt), prepare)
+    prepared = detail(steps, _step("dry_run_prepare", attempt))
     check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
     if not check:
-        steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
-        return
+        steps.run(_step("dry_run", attempt), lambda: {"skipped": "no resumed query holds state"})
+        return True
     steps.run(
-        "dry_run_submit", lambda: preflight.submit(ctx, op.id, version, job_name, scratch, check)
+        _step("dry_run_submit", attempt),
+        lambda: preflight.submit(ctx, op.id, version, job_name, scratch, check, attempt),
     )
-    submitted = detail(steps, "dry_run_submit")
+    submitted = detail(steps, _step("dry_run_submit", attempt))
 
     def outcome() -> dict[str, Any]:
         result = preflight.await_outcome(
@@ -143,24 +171,50 @@ def dry_run(
             scratch,
             float(op.params.get("dry_run_timeout_seconds") or preflight.DRY_RUN_TIMEOUT_SECONDS),
         )
-        if not result.get("ok"):
-            lines = preflight.problems(result, prepared.get("operators") or {})
-            raise OperationFailed(
-                f"version {version_number} was refused by a dry run on a scratch copy of the "
-                "state it would resume (nothing was stopped): "
-                + "; ".join(lines)
-                + ". Keep the state's operators and schemas, or start those queries with fresh "
-                "state (a resume point with mode 'initialize', or update strategy 'drain').",
-                {"dry_run": result},
+        if result.get("ok"):
+            return {"ok": True, "checked": check, "queries": result.get("queries")}
+        infrastructure = preflight.infrastructure_error(result)
+        if infrastructure is not None:
+            log.warning(
+                "operation %s: dry run attempt %s failed for infrastructure reasons: %s",
+                op.id,
+                attempt,
+                infrastructure,
             )
-        return {"ok": True, "checked": check, "queries": result.get("queries")}
+            if attempt < preflight.ATTEMPTS:
+                return {
+                    "ok": False,
+                    "attempt": attempt,
+                    "infrastructure_error": infrastructure,
+                    "dry_run": result,
+                }
+            earlier = [
+                str(detail(steps, _step("dry_run", n)).get("infrastructure_error"))
+                for n in range(1, attempt)
+            ]
+            raise OperationFailed(
+                f"the dry run of version {version_number} could not be completed because of a "
+                f"Spark infrastructure error ({attempt} attempts; the last: {infrastructure}). "
+                "Nothing was stopped; retrying the update is safe.",
+                {"dry_run": result, "infrastructure_errors": [*earlier, infrastructure]},
+            )
+        lines = preflight.problems(result, prepared.get("operators") or {})
+        raise OperationFailed(
+            f"version {version_number} was refused by a dry run on a scratch copy of the "
+            "state it would resume (nothing was stopped): "
+            + "; ".join(lines)
+            + ". Keep the state's operators and schemas, or start those queries with fresh "
+            "state (a resume point with mode 'initialize', or update strategy 'drain').",
+            {"dry_run": result},
+        )
 
     try:
-        steps.run("dry_run", outcome)
+        steps.run(_step("dry_run", attempt), outcome)
     except OperationFailed:
         preflight.cleanup(scratch)
         raise
     preflight.cleanup(scratch)  # (a temporary backend error keeps it: the step resumes)
+    return bool(detail(steps, _step("dry_run", attempt)).get("ok"))
 
 
 def create_planned_run(

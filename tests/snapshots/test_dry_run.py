@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.runtime.checkpoint import hadoop_crc, latest_offsets_batch
 from app.runtime.trial_batch import describe_error
-from app.worker.preflight import plan_empty_batch, problems
+from app.worker.preflight import infrastructure_error, plan_empty_batch, problems
 
 VALUE_ERROR = (
     "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "
@@ -90,3 +90,55 @@ def test_problems_name_query_operator_and_what_differs() -> None:
     ]
     timeout = {"ok": False, "timeout": True, "message": "did not finish within 300s"}
     assert problems(timeout, {}) == ["did not finish within 300s"]
+
+
+def _failed(*errors: tuple[str, str]) -> dict[str, object]:
+    return {
+        "ok": False,
+        "queries": {
+            f"q{n}": {"ok": False, "error_class": error_class, "message": message}
+            for n, (error_class, message) in enumerate(errors)
+        },
+    }
+
+
+CONNECT_BACK = ("StreamingQueryException", "Python worker failed to connect back.\n\tat x.y(Z)")
+
+
+def test_transient_spark_failures_are_infrastructure_not_refusals() -> None:
+    assert infrastructure_error(_failed(CONNECT_BACK)) == "Python worker failed to connect back."
+    crashed = ("SparkException", "Job aborted.\nPython worker exited unexpectedly (crashed)")
+    assert infrastructure_error(_failed(crashed)) == "Python worker exited unexpectedly (crashed)"
+    reset = ("IOException", "Connection reset by peer")
+    assert infrastructure_error(_failed(reset)) == "Connection reset by peer"
+    # The other queries did not get to run because of it.
+    not_started = ("QUERY_NOT_STARTED", "the app did not start query 'b' in its dry run")
+    assert infrastructure_error(_failed(CONNECT_BACK, not_started))
+    # A driver that crashed without writing its result, its own words saying why.
+    crashed_driver = {
+        "ok": False,
+        "driver": "FAILED",
+        "message": "the new version's app ended without a dry-run result (FAILED); does it "
+        "start its queries with the tidegate runtime?\njava.net.ConnectException: "
+        "Connection refused",
+    }
+    assert infrastructure_error(crashed_driver) == "java.net.ConnectException: Connection refused"
+
+
+def test_state_and_app_errors_stay_refusals() -> None:
+    value = describe_error(Exception(VALUE_ERROR))
+    operator = describe_error(Exception(OPERATOR_ERROR))
+    assert infrastructure_error(_failed((value["error_class"], value["message"]))) is None
+    assert infrastructure_error(_failed((operator["error_class"], operator["message"]))) is None
+    # A state incompatibility next to a transient failure is still a refusal.
+    assert infrastructure_error(_failed(CONNECT_BACK, (operator["error_class"], "x"))) is None
+    # Any other error of the app, alone or next to a transient one.
+    unresolved = ("UNRESOLVED_COLUMN.WITH_SUGGESTION", "A column `x` cannot be resolved.")
+    assert infrastructure_error(_failed(unresolved)) is None
+    assert infrastructure_error(_failed(CONNECT_BACK, unresolved)) is None
+    assert infrastructure_error(_failed(("QUERY_NOT_STARTED", "not started"))) is None
+    no_runtime = {"ok": False, "message": "the new version's app ended without a dry-run result"}
+    assert infrastructure_error(no_runtime) is None
+    timeout = {"ok": False, "timeout": True, "message": "Connection refused, did not finish"}
+    assert infrastructure_error(timeout) is None
+    assert infrastructure_error({"ok": True, "queries": {}}) is None

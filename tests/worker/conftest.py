@@ -36,6 +36,8 @@ class FakeBackend:
     # A dry-run driver (spark.tidegate.dry_run) ends at its first look with this outcome per
     # checked query, written where the real runtime writes it (None: every query fits).
     dry_run_outcome: dict[str, dict[str, Any]] | None = None
+    # Or one such outcome per dry-run driver in turn (then dry_run_outcome again).
+    dry_run_outcomes: list[dict[str, dict[str, Any]] | None] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def ready(self) -> bool:
@@ -61,7 +63,8 @@ class FakeBackend:
 
     def _finish_dry_run(self, app: FakeApp) -> None:
         checked = json.loads(app.spec.conf["spark.tidegate.dry_run_queries"])
-        outcome = self.dry_run_outcome or {q: {"ok": True} for q in checked}
+        scripted = self.dry_run_outcomes.pop(0) if self.dry_run_outcomes else self.dry_run_outcome
+        outcome = scripted or {q: {"ok": True} for q in checked}
         result = {"ok": all(o.get("ok") for o in outcome.values()), "queries": outcome}
         Path(app.spec.conf["spark.tidegate.dry_run_result"]).write_text(json.dumps(result))
         app.state = AppState.SUCCEEDED
