@@ -16,6 +16,7 @@ from app.operations.models import Operation
 from app.operations.schemas import SnapshotBody, SubmitBody, UpdateBody
 from app.operations.service import enqueue, find_replay
 from app.resume_points import service as resume_points
+from app.resume_points.restore_guards import require_restorable
 from app.runs.models import Run
 from app.runs.service import active_run, current_run
 from app.snapshots import service as snapshots
@@ -54,7 +55,7 @@ def submit(
         )
         what = f"snapshot '{body.snapshot}'" if body.snapshot else "the resume point"
         resume_points.require_compatible(plan, what)
-        resume_points.require_restorable(session, settings, job, plan)
+        require_restorable(session, settings, job, plan)
     return enqueue(session, job, "submit", params, actor, key)
 
 
@@ -239,7 +240,7 @@ def update(
         return _update_fresh(session, job, version, run, body.strategy, params, actor, key)
     plan = resume_points.plan_from_run(session, settings, version, run)
     resume_points.require_compatible(plan, f"the state of run {run.id}")
-    resume_points.require_restorable(session, settings, job, plan)
+    require_restorable(session, settings, job, plan)
     op, created = enqueue(session, job, "update", params, actor, key, run_id=run.id)
     if created:
         name = body.snapshot_name or (

@@ -5,240 +5,31 @@ the worker, which materialises it. Services take the session first and never com
 
 from __future__ import annotations
 
-import contextlib
-import os
-import re
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings
-from app.core.errors import Conflict, NotFound, Unprocessable
+from app.core.errors import Conflict, Unprocessable
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job, get_version
+from app.resume_points.plan import OFFSETS, STATE, Plan, QueryPlan, Source, SourceRef
 from app.resume_points.schemas import (
     BuildBody,
     BuildResponse,
     CompatibilityBody,
     CompatibilityResponse,
     Initialize,
-    ProblemResponse,
-    QueryOutcome,
     ResumeEntry,
     ResumeFrom,
     SplitEntry,
 )
+from app.resume_points.sources import ready_snapshot, resolve, run_source, snapshot_sources
 from app.runs.models import Run
 from app.snapshots import compat
 from app.snapshots.compat import Problem
 from app.snapshots.export import ExportError, checkpoint_path, committed_batch, describe
-from app.snapshots.models import READY, Snapshot
 from app.snapshots.schemas import Coordinates
-
-OFFSETS, STATE = "offsets", "state"
-
-
-@dataclass(frozen=True)
-class SourceRef:
-    """Where one query resumes from: a snapshot's query, or a run's query at a batch."""
-
-    job: str
-    query: str
-    snapshot: str | None = None
-    run: int | None = None
-    batch_id: int | None = None
-
-    @property
-    def label(self) -> str:
-        if self.snapshot is not None:
-            return f"snapshot '{self.snapshot}' of job '{self.job}' (query '{self.query}')"
-        return f"run {self.run} of job '{self.job}' (query '{self.query}', batch {self.batch_id})"
-
-    def entry(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"mode": "resume", "job": self.job, "query": self.query}
-        if self.snapshot is not None:
-            out["snapshot"] = self.snapshot
-        else:
-            out["run"], out["batch_id"] = self.run, self.batch_id
-        return out
-
-
-@dataclass(frozen=True)
-class Source:
-    """A resolved reference and what its checkpoint recorded (see ``export.describe``)."""
-
-    ref: SourceRef
-    info: dict[str, Any]
-    snapshot_id: int | None = None
-
-
-@dataclass(frozen=True)
-class QueryPlan:
-    query: str
-    stateful: bool
-    source: Source | None  # None: initialize
-    parts: tuple[str, ...] = ()
-    # A renamed query, or a source feeding several queries of one run, gets a new query id:
-    # Spark refuses two active queries with the same id.
-    fresh_id: bool = False
-
-
-@dataclass
-class Plan:
-    version: int
-    queries: list[QueryPlan]
-    dropped: list[str] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def compatible(self) -> bool:
-        return not self.problems
-
-    def response(self) -> CompatibilityResponse:
-        outcomes = [
-            QueryOutcome(
-                query=q.query,
-                outcome="resume" if q.source else "initialize",
-                source=q.source.ref.entry() if q.source else None,
-                parts=list(q.parts),
-                detail=(
-                    f"from {q.source.ref.label}" + ("" if STATE in q.parts else ", offsets only")
-                    if q.source
-                    else ("starts with empty state" if q.stateful else "starts fresh")
-                ),
-            )
-            for q in self.queries
-        ] + [
-            QueryOutcome(query=name, outcome="dropped", detail="not in the version: ignored")
-            for name in self.dropped
-        ]
-        return CompatibilityResponse(
-            compatible=self.compatible,
-            version=self.version,
-            queries=outcomes,
-            resume=[q.query for q in self.queries if q.source],
-            initialize=[q.query for q in self.queries if not q.source],
-            dropped=self.dropped,
-            problems=[ProblemResponse.model_validate(p.as_dict()) for p in self.problems],
-        )
-
-    def resume_point(self) -> dict[str, Any]:
-        return {
-            q.query: q.source.ref.entry() if q.source else {"mode": "initialize"}
-            for q in self.queries
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """What the worker needs to materialise the run's checkpoints."""
-        return {
-            "version": self.version,
-            "queries": [
-                {
-                    "query": q.query,
-                    "parts": list(q.parts),
-                    "fresh_id": q.fresh_id,
-                    "source": None
-                    if q.source is None
-                    else {
-                        **q.source.ref.entry(),
-                        "snapshot_id": q.source.snapshot_id,
-                        "checkpoint": q.source.info.get("checkpoint"),
-                        "batch_id": q.source.info.get("batch_id"),
-                    },
-                }
-                for q in self.queries
-            ],
-        }
-
-
-# ---- resolving references -----------------------------------------------------------------
-
-
-def ready_snapshot(session: Session, job_name: str, name: str) -> Snapshot:
-    """A snapshot that can be started from, or a 422/409 that says why not."""
-    try:
-        job = get_job(session, job_name)
-    except NotFound:
-        raise Unprocessable(f"No job named '{job_name}' to take snapshot '{name}' from.") from None
-    snapshot = session.scalar(
-        select(Snapshot).where(Snapshot.job_id == job.id, Snapshot.name == name)
-    )
-    if snapshot is None:
-        raise Unprocessable(
-            f"Job '{job_name}' has no snapshot named '{name}'. "
-            f"List them with GET /api/v1/snapshots?job={job_name}."
-        )
-    if snapshot.state != READY:
-        raise Conflict(
-            f"Snapshot '{name}' of job '{job_name}' is {snapshot.state}, not ready"
-            + (f": {snapshot.error}" if snapshot.error else "; wait for its operation")
-            + ".",
-            snapshot_state=snapshot.state,
-        )
-    return snapshot
-
-
-def _snapshot_sources(snapshot: Snapshot) -> dict[str, Source]:
-    return {
-        name: Source(SourceRef(snapshot.job.name, name, snapshot=snapshot.name), info, snapshot.id)
-        for name, info in (snapshot.queries or {}).items()
-        if info.get("batch_id") is not None
-    }
-
-
-def _run_source(session: Session, settings: Settings, ref: SourceRef) -> Source:
-    try:
-        job = get_job(session, ref.job)
-    except NotFound:
-        raise Unprocessable(f"No job named '{ref.job}' (resume point for run {ref.run}).") from None
-    run = session.get(Run, ref.run)
-    if run is None or run.job_id != job.id:
-        raise Unprocessable(
-            f"Job '{ref.job}' has no run {ref.run}; list them with GET /api/v1/jobs/{ref.job}/runs."
-        )
-    spec = next((q for q in run.version.queries if q["name"] == ref.query), None)
-    if spec is None:
-        names = ", ".join(q["name"] for q in run.version.queries)
-        raise Unprocessable(f"Run {run.id} has no query '{ref.query}' (it has: {names}).")
-    checkpoint = checkpoint_path(settings.resolved_checkpoint_root, job.name, run.id, spec)
-    latest = committed_batch(checkpoint)
-    batch = ref.batch_id if ref.batch_id is not None else latest
-    if batch is None:
-        raise Unprocessable(
-            f"Query '{ref.query}' of run {run.id} has no committed batch yet: nothing to resume."
-        )
-    if (
-        not (checkpoint / "commits" / str(batch)).exists()
-        or not (checkpoint / "offsets" / str(batch)).exists()
-    ):
-        raise Unprocessable(
-            f"Batch {batch} of query '{ref.query}' of run {run.id} is not in its checkpoint "
-            f"(latest committed: {latest}); use GET /api/v1/jobs/{ref.job}/snapshot-coordinates."
-        )
-    try:
-        info = describe(checkpoint, batch, spec)
-    except ExportError as exc:
-        raise Unprocessable(str(exc)) from None
-    return Source(replace(ref, batch_id=batch), info)
-
-
-def resolve(session: Session, settings: Settings, ref: SourceRef) -> Source:
-    if ref.snapshot is not None:
-        snapshot = ready_snapshot(session, ref.job, ref.snapshot)
-        sources = _snapshot_sources(snapshot)
-        if ref.query not in sources:
-            has = ", ".join(sorted(sources)) or "none"
-            raise Unprocessable(
-                f"Snapshot '{ref.snapshot}' of job '{ref.job}' has no committed query "
-                f"'{ref.query}' (it has: {has})."
-            )
-        return sources[ref.query]
-    return _run_source(session, settings, ref)
-
-
-# ---- plans ------------------------------------------------------------------------------
 
 
 def _check(version: JobVersion, plans: list[QueryPlan]) -> list[Problem]:
@@ -312,7 +103,7 @@ def plan_from_snapshot(
 ) -> Plan:
     snapshot = ready_snapshot(session, job_name, snapshot_name)
     origin = f"snapshot '{snapshot_name}'"
-    return plan_by_name(version, _snapshot_sources(snapshot), origin)
+    return plan_by_name(version, snapshot_sources(snapshot), origin)
 
 
 def plan_from_run(session: Session, settings: Settings, version: JobVersion, run: Run) -> Plan:
@@ -338,7 +129,7 @@ def plan_from_coordinates(
         if c.query in sources:
             raise Unprocessable(f"The coordinates name query '{c.query}' twice.")
         ref = SourceRef(c.job, c.query, run=c.run, batch_id=c.batch_id)
-        sources[c.query] = _run_source(session, settings, ref)
+        sources[c.query] = run_source(session, settings, ref)
     runs = sorted({f"{c.job}/{c.run}" for c in coordinates})
     return plan_by_name(version, sources, f"run{'s' if len(runs) > 1 else ''} {', '.join(runs)}")
 
@@ -455,91 +246,6 @@ def require_compatible(plan: Plan, what: str) -> None:
             f"Version {plan.version} cannot start from {what}: {listed}",
             problems=[p.as_dict() for p in plan.problems],
         )
-
-
-def require_restorable(session: Session, settings: Settings, job: Job, plan: Plan) -> None:
-    """A query with its own fixed checkpoint_location can only be restored into an empty one
-    (a per-run location by convention never exists yet)."""
-    version = get_version(session, job.name, plan.version)
-    specs = {q["name"]: q for q in version.queries}
-    for q in plan.queries:
-        location = specs[q.query].get("checkpoint_location")
-        if q.source is None or not location:
-            continue
-        path = checkpoint_path(settings.resolved_checkpoint_root, job.name, 0, specs[q.query])
-        if path.exists() and any(path.iterdir()):
-            raise Unprocessable(
-                f"Query '{q.query}' has a fixed checkpoint_location ({location}) that already "
-                "holds a checkpoint; a snapshot can only be restored into an empty one. Omit "
-                "checkpoint_location (per-run checkpoints) or empty it first."
-            )
-    require_sink_not_ahead(session, job, plan)
-
-
-_FILE_SINK = re.compile(r"^FileSink\[(?P<path>.+)\]$")
-
-
-def file_sink_batch(description: str | None) -> tuple[str, int] | None:
-    """A file sink (from its progress description, ``FileSink[<path>]``) on this machine and
-    the latest batch id in its ``_spark_metadata`` log: Spark's file sink skips every batch id
-    at or below it."""
-    match = _FILE_SINK.match(description or "")
-    if match is None:
-        return None
-    path = match.group("path")
-    local = path[len("file:") :] if path.startswith("file:") else path
-    if "://" in local:
-        return None
-    batches = []
-    with contextlib.suppress(OSError):
-        for name in os.listdir(os.path.join(local, "_spark_metadata")):
-            if (found := re.fullmatch(r"(\d+)(?:\.compact)?", name)) is not None:
-                batches.append(int(found.group(1)))
-    return (path, max(batches)) if batches else None
-
-
-def _sink_runs(session: Session, job: Job, q: QueryPlan) -> list[tuple[Run, str]]:
-    """Runs whose sink for this query may hold later batches: the run the state comes from
-    (its query as the source named it) and the job's current or last run."""
-    assert q.source is not None
-    runs: list[tuple[Run, str]] = []
-    run_id = q.source.ref.run
-    if run_id is None and q.source.snapshot_id is not None:
-        snapshot = session.get(Snapshot, q.source.snapshot_id)
-        run_id = snapshot.run_id if snapshot is not None else None
-    if run_id is not None and (run := session.get(Run, run_id)) is not None:
-        runs.append((run, q.source.ref.query))
-    current = session.get(Run, job.current_run_id) if job.current_run_id is not None else None
-    if current is not None and current.id != run_id:
-        runs.append((current, q.query))
-    return runs
-
-
-def require_sink_not_ahead(session: Session, job: Job, plan: Plan) -> None:
-    """Restoring at batch N a query whose file sink already holds batch M > N loses output:
-    Spark's file sink skips the re-run batch ids N+1..M. Refused (409) when a run's progress
-    names a local file sink whose ``_spark_metadata`` is past the restored batch."""
-    for q in plan.queries:
-        if q.source is None or q.source.info.get("batch_id") is None:
-            continue
-        if q.source.snapshot_id is None and q.source.ref.run == job.current_run_id:
-            continue  # an update from the live run: its stop finishes the batch in flight
-        restored = int(q.source.info["batch_id"])
-        for run, name in _sink_runs(session, job, q):
-            sink = file_sink_batch(((run.progress or {}).get(name) or {}).get("sink"))
-            if sink is not None and sink[1] > restored:
-                raise Conflict(
-                    f"Query '{q.query}' would restart at batch {restored + 1} from "
-                    f"{q.source.ref.label}, but the file sink {sink[0]} that run {run.id} wrote "
-                    f"already holds batches up to {sink[1]}: Spark's file sink skips batch ids it "
-                    f"has written, so batches {restored + 1}..{sink[1]} of the new run would be "
-                    "lost. Start from a snapshot at or after that batch, or have the new version "
-                    "write to another (empty) path.",
-                    query=q.query,
-                    restored_batch=restored,
-                    sink=sink[0],
-                    sink_batch=sink[1],
-                )
 
 
 def compatibility(
