@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.backends.base import Backend
+from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.core.config import Settings
 from app.core.db import advisory_lock
@@ -38,8 +39,6 @@ class WorkerContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def backend(self, cluster: Cluster) -> Backend:
-        from app.backends.registry import backend_for
-
         key = (cluster.id, cluster.url)
         with self._lock:
             if key not in self._backends:
