@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -140,7 +141,7 @@ def two_of_everything(tmp: Path, runner_url: str, lease_seconds: float) -> Itera
             cleanup.callback(api.client.close)
             apis.append(api)
         for api in apis:
-            wait_for(lambda api=api: _up(api), bool, 90, 0.2, what=f"API #{api.number}")
+            wait_for(partial(_up, api), bool, 90, 0.2, what=f"API #{api.number}")
         stack = Stack(apis[0].url, database_url, tmp / "checkpoints", tmp)
         cleanup.callback(stack.client.close)
         cleanup.callback(kill_active_runs, database_url, runner_url)
