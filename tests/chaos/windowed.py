@@ -22,7 +22,12 @@ Window = tuple[int, str, int, float | None]  # (window start in ms, key, count, 
 
 
 def windowed_version(
-    client: httpx.Client, job: str, root: Path, out: Path, window: str | None = None
+    client: httpx.Client,
+    job: str,
+    root: Path,
+    out: Path,
+    window: str | None = None,
+    trigger: str = "1 SECONDS",
 ) -> int:
     """A version of ``job`` counting ``root``'s stream ``clicks`` into ``out`` (Parquet) in
     ``window``-long windows (default: the pipeline's 1 minute); its number."""
@@ -46,7 +51,7 @@ def windowed_version(
                 ],
                 "stateful_operators": [{"kind": "tumbling_window"}],
                 "output_mode": "append",
-                "trigger": "1 SECONDS",
+                "trigger": trigger,
             }
         ],
     }
