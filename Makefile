@@ -45,13 +45,15 @@ clients-check: $(STAMP)
 
 # ---- proof under load, faults and bad input (bench/, tests/chaos, tests/fuzz, tests/security) --
 # `make test` runs the chaos, fuzz and security suites at smoke size (plain pytest collection),
-# with one seeded real-SIGKILL scenario (submit, seed 1414).
+# with one seeded real-SIGKILL scenario (submit, seed 1414) and one with two API processes and
+# two workers, the one running an update by snapshot SIGKILLed (seed 1414).
 # `make chaos` runs them in full: every worker step boundary of submit/stop/cancel/restart,
 # snapshot, drain and update (by snapshot, by drain, stateless); a real SIGKILL from outside
 # at random instants (fresh seed, printed; TIDEGATE_CHAOS_SEED=N repeats it) during every
-# operation kind, with a 100 ms one-driver-per-run sampler; PostgreSQL crashed during an
-# update by drain and by snapshot; three PostgreSQL crashes under API load, three driver
-# kills, 150 schemathesis examples per operation. Add -s to see seeds, kills and samples.
+# operation kind, with a 100 ms one-driver-per-run sampler; two APIs and two workers, the one
+# running an update (by snapshot, by drain) SIGKILLed after a random step; PostgreSQL crashed
+# during an update by drain and by snapshot; three PostgreSQL crashes under API load, three
+# driver kills, 150 schemathesis examples per operation. Add -s to see seeds, kills and samples.
 # `make bench` runs every benchmark at its default (modest) size; each prints medians and
 # ratios to a baseline measured in the same run and writes bench/results/<name>.json.
 .PHONY: bench chaos

@@ -11,6 +11,14 @@ worker_app = typer.Typer(help="The worker process.", invoke_without_command=True
 def worker(
     concurrency: Annotated[int, typer.Option(help="Operations carried out at once.")] = 4,
     poll_seconds: Annotated[float, typer.Option(help="Fallback poll when no NOTIFY comes.")] = 1.0,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            min=3.0,
+            help="How long an operation stays this worker's without a renewal (renewed every "
+            "third of it); after a crash, another worker takes the operation over once it ends.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Carry out lifecycle operations and supervise runs (several workers may run at once).
 
@@ -32,5 +40,6 @@ def worker(
         settings=settings.model_copy(update={"database_url": url}),
         worker_id=worker_id(),
         poll_seconds=poll_seconds,
+        lease_seconds=lease_seconds,
     )
     run_worker(ctx, url.replace("postgresql+psycopg://", "postgresql://"), concurrency)

@@ -266,18 +266,18 @@ def chaos_stack(tmp: Path, runner_url: str, server: str | None = None) -> Iterat
         try:
             yield Chaos(stack, runner_url, range(first_id, first_id + 1_000_000))
         finally:
-            for run in _active_runs(stack):
-                httpx.delete(f"{runner_url}/batches/{run}", headers=RUNNER_AUTH, timeout=30)
+            kill_active_runs(stack.database_url, runner_url)
 
 
-def _active_runs(stack: Stack) -> list[str]:
-    """Backend ids of runs this stack left running (a failed test must leave no driver)."""
-    with psycopg.connect(stack.database_url) as conn:
+def kill_active_runs(database_url: str, runner_url: str) -> None:
+    """Kill the batches of runs a stack left running (a failed test must leave no driver)."""
+    with psycopg.connect(database_url) as conn:
         rows = conn.execute(
             "select backend_id from runs where backend_id is not null and state in "
             "('submitting', 'running', 'stopping', 'draining', 'restarting')"
         ).fetchall()
-    return [str(r[0]) for r in rows]
+    for (run,) in rows:
+        httpx.delete(f"{runner_url}/batches/{run}", headers=RUNNER_AUTH, timeout=30)
 
 
 # ---- a real pipeline whose output proves nothing was lost or repeated --------------------

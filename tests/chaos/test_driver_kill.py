@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import pyarrow.parquet as pq
 import pytest
 
 from app.runtime.eventlog import EventLog
 from app.runtime.produce import produce
-from pipelines.ground_truth import expected_windowed_counts
-from tests.chaos.harness import Chaos, committed_files
-from tests.e2e.fixtures import SPARK_TEST_CONF, spark_submit_processes
-from tests.e2e.stack import ROOT, wait_until
+from tests.chaos.harness import Chaos
+from tests.chaos.windowed import committed_windows, expected_windows, windowed_version
+from tests.e2e.fixtures import spark_submit_processes
+from tests.e2e.stack import wait_until
 from tests.sizes import pick
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
@@ -28,54 +27,6 @@ pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 T0 = 1_767_225_600_000
 KILLS = pick(1, 3)
 POLICY = {"min_backoff": "1s", "max_backoff": "30s", "stable_period": "10m"}
-
-
-def _windowed_version(chaos: Chaos, job: str, root: Path, out: Path) -> int:
-    body = {
-        "app": {
-            "file": str(ROOT / "pipelines" / "windowed_counts.py"),
-            "args": ["--root", str(root), "--stream", "clicks", "--output", str(out)],
-        },
-        "cluster": "runner",
-        "conf": {**SPARK_TEST_CONF, "spark.sql.session.timeZone": "UTC"},
-        "queries": [
-            {
-                "name": "windowed_counts",
-                "sources": [
-                    {
-                        "name": "clicks",
-                        "kind": "eventlog",
-                        "options": {"root": str(root), "stream": "clicks"},
-                    }
-                ],
-                "stateful_operators": [{"kind": "tumbling_window"}],
-                "output_mode": "append",
-                "trigger": "1 SECONDS",
-            }
-        ],
-    }
-    r = chaos.client.post(f"/jobs/{job}/versions", json=body)
-    assert r.status_code == 201, r.text
-    number: int = r.json()["number"]
-    return number
-
-
-def _committed_windows(out: Path) -> list[tuple[int, str, int, float | None]]:
-    rows = []
-    for path in committed_files(out):
-        for r in pq.read_table(path).to_pylist():
-            rows.append((int(r["window_start"].timestamp() * 1000), r["key"], r["count"], r["sum"]))
-    return sorted(rows, key=repr)
-
-
-def _expected(root: Path) -> list[tuple[int, str, int, float | None]]:
-    return sorted(
-        (
-            (w.window_start_ms, w.key, w.count, w.sum)
-            for w in expected_windowed_counts(root, "clicks")
-        ),
-        key=repr,
-    )
 
 
 def _caught_up(chaos: Chaos, run_id: int, root: Path) -> bool:
@@ -114,7 +65,7 @@ def test_killed_driver_restarts_on_schedule_exactly_once(chaos: Chaos, tmp_path:
     produce(str(root), "clicks", 2, rate=0, count=300, start_ts_ms=T0, ts_step_ms=400)
     r = chaos.client.post("/jobs", json={"name": job, "restart_policy": POLICY})
     assert r.status_code == 201, r.text
-    version = _windowed_version(chaos, job, root, out)
+    version = windowed_version(chaos.client, job, root, out)
     submitted = chaos.operate(job, "submit", {"version": version})
     assert submitted["state"] == "succeeded", submitted
     run_id = submitted["run_id"]
@@ -151,8 +102,8 @@ def test_killed_driver_restarts_on_schedule_exactly_once(chaos: Chaos, tmp_path:
         # Not before its time, nor long after (the bound leaves room for a loaded machine).
         assert 2**n <= gap < 2**n + 30, schedule
 
-    wait_until(lambda: _committed_windows(out), lambda rows: rows == _expected(root), 120)
+    wait_until(lambda: committed_windows(out), lambda rows: rows == expected_windows(root), 120)
     stop = chaos.operate(job, "stop")
     assert stop["state"] == "succeeded", stop
     chaos.assert_one_driver_per_attempt(run_id)
-    assert _committed_windows(out) == _expected(root)
+    assert committed_windows(out) == expected_windows(root)

@@ -63,10 +63,11 @@ class Stack:
             **extra,
         }
 
-    def start_worker(self, **env: str) -> subprocess.Popen[bytes]:
+    def start_worker(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
+        """A worker process (the real CLI entry point); ``args``: more worker options."""
         log = open(self.tmp / f"worker-{len(self.workers)}.log", "ab")  # noqa: SIM115
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "worker", "--poll-seconds", "0.5"],
+            [sys.executable, "-m", "app.cli", "worker", "--poll-seconds", "0.5", *args],
             env=self.worker_env(**env),
             cwd=ROOT,
             stdout=log,
@@ -120,17 +121,38 @@ def running_stack(
     """The API in a thread and a fresh database; workers are started by the caller.
     ``first_id`` starts run ids elsewhere than 1: a runner shared by several stacks (one per
     test database) names batches by run id, and two stacks must not adopt each other's."""
+    with (
+        fresh_database(tmp, first_id=first_id, server=server) as database_url,
+        _api_thread(tmp, database_url, pool_size) as result,
+    ):
+        yield result
+
+
+@contextmanager
+def fresh_database(tmp: Path, *, first_id: int = 1, server: str | None = None) -> Iterator[str]:
+    """A migrated database of its own (dropped at the end) and ``tmp/checkpoints``; its URL."""
     server = server or _server_url(tmp)  # another server: a test's own, which it may crash
     name = f"tidegate_e2e_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
     database_url = _with_db(server, name)
-    migrate.upgrade(database_url)
-    if first_id > 1:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute("select setval('runs_id_seq', %s, false)", (first_id,))
+    try:
+        migrate.upgrade(database_url)
+        if first_id > 1:
+            with psycopg.connect(database_url, autocommit=True) as conn:
+                conn.execute("select setval('runs_id_seq', %s, false)", (first_id,))
+        (tmp / "checkpoints").mkdir()
+        yield database_url
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+            )
+
+
+@contextmanager
+def _api_thread(tmp: Path, database_url: str, pool_size: int) -> Iterator[Stack]:
     checkpoint_root = tmp / "checkpoints"
-    checkpoint_root.mkdir()
     port = find_free_port()
     settings = Settings(
         database_url=database_url,
@@ -164,10 +186,6 @@ def running_stack(
         api.should_exit = True
         thread.join(10)
         engine.dispose()
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-            )
 
 
 @pytest.fixture(scope="session")

@@ -5,17 +5,15 @@ state entirely, starts exactly at the drained offsets: nothing lost, nothing twi
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from app.runtime.eventlog import EventLog, NewRecord, Stream
+from app.runtime.eventlog import EventLog, NewRecord
 from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich, expected_windowed_counts
 from tests.chaos.harness import enrich_rows
+from tests.chaos.windowed import producing
 from tests.e2e.fixtures import APPS, SPARK_TEST_CONF, runner_cluster
 from tests.e2e.stack import ROOT, Stack, wait_until
 from tests.e2e.test_tidegate import _job, _operate, _output, _windowed_version
@@ -71,27 +69,6 @@ def _enrich_version(stack: Stack, job: str, root: Path, out: Path) -> int:
     r = stack.client.post(f"/jobs/{job}/versions", json=body)
     assert r.status_code == 201, r.text
     return int(r.json()["number"])
-
-
-@contextmanager
-def producing(stream: Stream, first_ts: int, every: float = 0.1) -> Iterator[None]:
-    """Events keep arriving in both partitions (bounded: at most 3000 each) for the block."""
-    stop = threading.Event()
-
-    def produce_until_stopped() -> None:
-        ts, n = first_ts, 0
-        while not stop.wait(every) and n < 3000:
-            for p in range(2):
-                stream.append(p, [NewRecord(ts, f"k{n % 5}", str(n % 97))])
-            ts, n = ts + 400, n + 1
-
-    thread = threading.Thread(target=produce_until_stopped, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _json_rows(out: Path) -> list[tuple[int, int, float]]:
