@@ -16,6 +16,7 @@ from app.operations.models import Operation
 from app.operations.schemas import SnapshotBody, SubmitBody, UpdateBody
 from app.operations.service import enqueue, find_replay
 from app.resume_points import service as resume_points
+from app.resume_points.plan import fresh
 from app.resume_points.restore_guards import require_restorable
 from app.runs.models import Run
 from app.runs.service import active_run, current_run
@@ -56,6 +57,12 @@ def submit(
         what = f"snapshot '{body.snapshot}'" if body.snapshot else "the resume point"
         resume_points.require_compatible(plan, what)
         require_restorable(session, settings, job, plan)
+        origin: dict[str, object] = (
+            {"kind": "snapshot", "job": body.snapshot_job or job.name, "snapshot": body.snapshot}
+            if body.snapshot
+            else {"kind": "resume_point"}
+        )
+        return enqueue(session, job, "submit", params, actor, key, plan=plan.stored(origin))
     return enqueue(session, job, "submit", params, actor, key)
 
 
@@ -196,7 +203,8 @@ def _update_fresh(
             + ".",
             errors=errors,
         )
-    return enqueue(session, job, "update", params, actor, key, run_id=run.id)
+    planned = fresh(version.number, [q["name"] for q in version.queries])
+    return enqueue(session, job, "update", params, actor, key, run_id=run.id, plan=planned)
 
 
 def snapshot(
@@ -241,7 +249,12 @@ def update(
     plan = resume_points.plan_from_run(session, settings, version, run)
     resume_points.require_compatible(plan, f"the state of run {run.id}")
     require_restorable(session, settings, job, plan)
-    op, created = enqueue(session, job, "update", params, actor, key, run_id=run.id)
+    # Planned by name from the run's live checkpoints; the worker binds it to the snapshot the
+    # update saves of that run (resume_points.plan.bind_to_snapshot) and checks it again.
+    origin = {"kind": "run", "job": job.name, "run": run.id}
+    op, created = enqueue(
+        session, job, "update", params, actor, key, run_id=run.id, plan=plan.stored(origin)
+    )
     if created:
         name = body.snapshot_name or (
             f"update-v{run.version.number}-v{body.version}-{op.created_at:%Y%m%dT%H%M%S}-{op.id}"

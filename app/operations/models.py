@@ -42,6 +42,9 @@ class Operation(Base):
     steps: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
     error: Mapped[str | None] = mapped_column(Text)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # The resume plan the API computed and checked (app/resume_points/plan.py, Plan.stored());
+    # the worker re-validates it and never re-decides it. None: a kind that starts nothing.
+    plan: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(128))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -70,9 +70,11 @@ def enqueue(
     actor: Principal,
     idempotency_key: str | None,
     run_id: int | None = None,
+    plan: dict[str, Any] | None = None,
 ) -> tuple[Operation, bool]:
-    """Record the operation and wake a worker. Returns (operation, created). The same
-    Idempotency-Key returns the same operation; a conflicting active one is a 409."""
+    """Record the operation (with the plan the caller checked, if it starts a version) and wake
+    a worker. Returns (operation, created). The same Idempotency-Key returns the same
+    operation, with its original plan; a conflicting active one is a 409."""
     digest = _request_hash(kind, params)
     if idempotency_key is not None:
         existing = _by_key(session, job, idempotency_key)
@@ -90,6 +92,7 @@ def enqueue(
         request_hash=digest,
         created_by=actor.name,
         run_id=run_id,
+        plan=plan,
         steps=[],
     )
     try:

@@ -101,6 +101,12 @@ class Plan:
             for q in self.queries
         }
 
+    def stored(self, origin: dict[str, Any]) -> dict[str, Any]:
+        """What the API keeps on the operation (``operations.plan``): the JSON form below plus
+        where it was planned from, ``{"kind": "snapshot" | "resume_point" | "run" | "fresh",
+        ...}``. The worker binds and re-validates it (service.revalidate); it never re-plans."""
+        return {**self.to_json(), "origin": origin}
+
     def to_json(self) -> dict[str, Any]:
         """What the worker needs to materialise the run's checkpoints."""
         return {
@@ -122,3 +128,48 @@ class Plan:
                 for q in self.queries
             ],
         }
+
+
+def fresh(version: int, queries: list[str]) -> dict[str, Any]:
+    """The stored form of a plan where every query starts on a new, empty checkpoint (an update
+    by drain or stateless: the startpoints carry the hand-off, not a checkpoint)."""
+    return {
+        "version": version,
+        "queries": [{"query": q, "parts": [], "fresh_id": False, "source": None} for q in queries],
+        "origin": {"kind": "fresh"},
+    }
+
+
+def bind_to_latest(stored: dict[str, Any], run_id: int) -> dict[str, Any]:
+    """The stored plan with every source from run ``run_id`` moved to that run's latest
+    committed batch (the dry run of an update: the run went on committing since the API
+    planned)."""
+    queries = []
+    for q in stored["queries"]:
+        source = q.get("source")
+        if source is not None and source.get("run") == run_id:
+            q = {**q, "source": {**source, "batch_id": None}}
+        queries.append(q)
+    return {**stored, "queries": queries}
+
+
+def bind_to_snapshot(
+    stored: dict[str, Any], run_id: int, snapshot: str, held: set[str]
+) -> dict[str, Any]:
+    """The stored plan with every source from run ``run_id`` moved to the same query of
+    ``snapshot``, the snapshot the update saved of that run (``held``: the queries it holds).
+    A plan by name means "resume what the source holds": a query it initialized only because
+    the run had not committed it yet resumes too once the snapshot holds it."""
+    by_name = stored.get("origin", {}).get("kind") == "run"
+    queries = []
+    for q in stored["queries"]:
+        source = q.get("source")
+        if source is not None and source.get("run") == run_id:
+            source = {"mode": "resume", "job": source["job"], "query": source["query"]}
+            q = {**q, "source": {**source, "snapshot": snapshot}}
+        elif source is None and by_name and q["query"] in held:
+            job = stored["origin"]["job"]
+            resumed = {"mode": "resume", "job": job, "query": q["query"], "snapshot": snapshot}
+            q = {**q, "parts": [OFFSETS, STATE], "source": resumed}
+        queries.append(q)
+    return {**stored, "queries": queries}

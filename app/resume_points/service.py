@@ -6,6 +6,7 @@ the worker, which materialises it. Services take the session first and never com
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -236,6 +237,42 @@ def plan_for_request(
         return plan_from_resume_point(session, settings, version, job.name, resume_point)
     assert snapshot is not None
     return plan_from_snapshot(session, version, snapshot_job or job.name, snapshot)
+
+
+def revalidate(
+    session: Session, settings: Settings, version: JobVersion, stored: dict[str, Any]
+) -> Plan:
+    """A stored plan (Plan.stored(), bound by plan.bind_to_*) checked again on the worker:
+    each source is resolved again (the snapshot still ready, the run's batch still in its
+    checkpoint) and the version checked against what it holds now. Which query resumes from
+    what, and which parts, stay as the API decided them."""
+    if int(stored["version"]) != version.number:
+        raise Unprocessable(
+            f"The stored plan is for version {stored['version']}, not {version.number}."
+        )
+    specs = {q["name"]: q for q in version.queries}
+    resolved: dict[SourceRef, Source] = {}
+    plans: list[QueryPlan] = []
+    for q in stored["queries"]:
+        spec, source = specs[q["query"]], q.get("source")
+        if source is None:
+            plans.append(QueryPlan(q["query"], compat.is_stateful(spec), None))
+            continue
+        ref = SourceRef(
+            source["job"],
+            source["query"],
+            snapshot=source.get("snapshot"),
+            run=source.get("run"),
+            batch_id=None if source.get("snapshot") else source.get("batch_id"),
+        )
+        if ref not in resolved:
+            resolved[ref] = resolve(session, settings, ref)
+        found = resolved[ref]
+        stateful = compat.is_stateful(spec) or compat.has_state(found.info)
+        plans.append(
+            QueryPlan(q["query"], stateful, found, tuple(q["parts"]), bool(q.get("fresh_id")))
+        )
+    return Plan(version.number, plans, [], _check(version, plans))
 
 
 def require_compatible(plan: Plan, what: str) -> None:

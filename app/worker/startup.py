@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text, update
+from sqlalchemy.orm import Session
 
 from app.core import run_states as states
 from app.core.db import transaction
@@ -39,6 +41,32 @@ log = logging.getLogger(__name__)
 FIRST_BATCH_SECONDS = 600.0
 
 
+def checked_plan(
+    ctx: WorkerContext,
+    op: Operation,
+    version_number: int,
+    what: str,
+    bind: Callable[[Session, dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any] | None:
+    """The plan the API computed and stored on the operation, bound to the checkpoints it will
+    use now (resume_points.plan.bind_to_*) and re-validated: every source resolved again and
+    the version checked against it, without re-deciding which query resumes from what.
+    None for an operation enqueued before plans were stored (the caller plans as it used to)."""
+    if op.plan is None:
+        return None
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        try:
+            version = get_version(session, job.name, version_number)
+            stored = bind(session, op.plan) if bind is not None else op.plan
+            plan = resume_points.revalidate(session, ctx.settings, version, stored)
+            resume_points.require_compatible(plan, what)
+        except TidegateError as exc:
+            raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
+        return plan.to_json()
+
+
 def replan(
     ctx: WorkerContext,
     op: Operation,
@@ -48,7 +76,8 @@ def replan(
     snapshot_job: str | None = None,
     resume_point: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The plan again, on the worker: the catalog may have changed since the API checked."""
+    """A plan computed on the worker: for a rollback (the API never planned the old version's
+    return) and for operations stored before plans were (checked_plan returns None)."""
 
     with ctx.factory() as session:
         job = session.get(Job, op.job_id)
@@ -75,7 +104,8 @@ def replan(
 def live_plan(
     ctx: WorkerContext, op: Operation, version_number: int, run_id: int
 ) -> dict[str, Any]:
-    """The plan by name from a run's live checkpoints (its latest committed batches)."""
+    """The plan by name from a run's live checkpoints (its latest committed batches), for an
+    update stored before plans were (checked_plan returns None)."""
 
     with ctx.factory() as session:
         job = session.get(Job, op.job_id)

@@ -14,6 +14,7 @@ from app.worker.runctl import (
     await_submitted,
 )
 from app.worker.startup import (
+    checked_plan,
     dry_run,
     replan,
     sources,
@@ -53,15 +54,24 @@ def do_submit(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
 
 def submit_from_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     version_number = int(op.params["version"])
+    snapshot = op.params.get("snapshot")
     steps.run(
         "plan",
-        lambda: replan(
-            ctx,
-            op,
-            version_number,
-            snapshot=op.params.get("snapshot"),
-            snapshot_job=op.params.get("snapshot_job"),
-            resume_point=op.params.get("resume_point"),
+        lambda: (
+            checked_plan(
+                ctx,
+                op,
+                version_number,
+                f"snapshot '{snapshot}'" if snapshot else "the resume point",
+            )
+            or replan(
+                ctx,
+                op,
+                version_number,
+                snapshot=snapshot,
+                snapshot_job=op.params.get("snapshot_job"),
+                resume_point=op.params.get("resume_point"),
+            )
         ),
     )
     plan = detail(steps, "plan")

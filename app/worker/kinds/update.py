@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from app.core import run_states as states
 from app.operations.models import Operation
+from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.runs.models import Run
 from app.snapshots import transfer as snapshot_worker
 from app.snapshots.models import Snapshot
@@ -19,6 +22,7 @@ from app.worker.runctl import (
     stop_run,
 )
 from app.worker.startup import (
+    checked_plan,
     dry_run,
     live_plan,
     replan,
@@ -28,6 +32,13 @@ from app.worker.startup import (
     verify_bounds,
 )
 from app.worker.steps import OperationFailed, Steps, detail
+
+
+def held_queries(session: Session, snapshot_id: int) -> set[str]:
+    """The queries a saved snapshot holds a committed batch of."""
+    snapshot = session.get(Snapshot, snapshot_id)
+    assert snapshot is not None
+    return {q for q, info in (snapshot.queries or {}).items() if info.get("batch_id") is not None}
 
 
 def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
@@ -52,7 +63,19 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
     # and a refusal must leave the old run as it was.
     if not steps.load().step_done("request_stop"):
         try:
-            steps.run("dry_run_plan", lambda: live_plan(ctx, op, new_version, old_run_id))
+            steps.run(
+                "dry_run_plan",
+                lambda: (
+                    checked_plan(
+                        ctx,
+                        op,
+                        new_version,
+                        f"the state of run {old_run_id}",
+                        lambda _, stored: bind_to_latest(stored, old_run_id),
+                    )
+                    or live_plan(ctx, op, new_version, old_run_id)
+                ),
+            )
             dry_run(ctx, op, steps, new_version, detail(steps, "dry_run_plan"))
         except OperationFailed as exc:
             snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
@@ -73,6 +96,8 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
             if active or steps.load().step_done("rollback_request_stop"):
                 stop_run(ctx, failed_run, "rollback", steps, 60.0, prefix="rollback_")
         try:
+            # The one plan the API never made (it planned the new version, not the way back):
+            # by name, the old version from its own snapshot.
             steps.run("rollback_plan", lambda: replan(ctx, op, old_version, snapshot=name))
             back = start_planned(
                 ctx, op, steps, detail(steps, "rollback_plan"), old_version, "rollback_"
@@ -97,7 +122,21 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         )
 
     try:
-        steps.run("plan", lambda: replan(ctx, op, new_version, snapshot=name))
+        steps.run(
+            "plan",
+            lambda: (
+                checked_plan(
+                    ctx,
+                    op,
+                    new_version,
+                    f"snapshot '{name}'",
+                    lambda session, stored: bind_to_snapshot(
+                        stored, old_run_id, name, held_queries(session, snapshot_id)
+                    ),
+                )
+                or replan(ctx, op, new_version, snapshot=name)
+            ),
+        )
     except OperationFailed as exc:
         raise rollback(str(exc), None) from None
     plan = detail(steps, "plan")

@@ -73,7 +73,10 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))
 
     def start(version_number: int, prefix: str = "") -> dict[str, Any]:
-        steps.run(f"{prefix}plan", lambda: fresh_plan(ctx, op, version_number))
+        # The API stored the new version's fresh plan (nothing in it to re-validate: no
+        # sources); the way back to the old version is planned here.
+        stored = op.plan if not prefix and op.plan is not None else None
+        steps.run(f"{prefix}plan", lambda: stored or fresh_plan(ctx, op, version_number))
         plan = detail(steps, f"{prefix}plan")
         started = start_planned(ctx, op, steps, plan, version_number, prefix)
         steps.run(
