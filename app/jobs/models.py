@@ -27,6 +27,8 @@ class Job(Base):
     # The run the job's state follows (no FK: runs reference jobs, and a run row only goes
     # away with its job).
     current_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    # Mirrored from the current run with its state (app/runs/service.py) for the job's response.
+    next_restart_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # Optimistic locking: PATCH with If-Match compares this, concurrent writers get 409.
     revision: Mapped[int] = mapped_column(Integer, nullable=False)
     created_by: Mapped[str] = mapped_column(String(128))

@@ -114,9 +114,7 @@ def job_response(session: Session, job: Job) -> JobResponse:
 
 
 def job_responses(session: Session, jobs: list[Job]) -> list[JobResponse]:
-    """Responses for a page of jobs in two queries, whatever its size."""
-    from app.runs.models import Run
-
+    """Responses for a page of jobs in two statements, whatever its size."""
     ids = [job.id for job in jobs]
     latest: dict[int, int] = {
         job_id: number
@@ -126,20 +124,11 @@ def job_responses(session: Session, jobs: list[Job]) -> list[JobResponse]:
             .group_by(JobVersion.job_id)
         )
     }
-    run_ids = [job.current_run_id for job in jobs if job.current_run_id]
-    restarts = {
-        run_id: at
-        for run_id, at in (
-            session.execute(select(Run.id, Run.next_restart_at).where(Run.id.in_(run_ids)))
-            if run_ids
-            else []
-        )
-    }
     return [
         JobResponse.model_validate(
             {
                 "current_run_id": job.current_run_id,
-                "next_restart_at": restarts.get(job.current_run_id or 0),
+                "next_restart_at": job.next_restart_at,
                 **{
                     k: getattr(job, k)
                     for k in (

@@ -21,6 +21,7 @@ from app.resume_points.restore_guards import require_restorable
 from app.runs.models import Run
 from app.runs.service import active_run, current_run
 from app.snapshots import service as snapshots
+from app.snapshots.pins import pin
 
 
 def submit(
@@ -62,7 +63,14 @@ def submit(
             if body.snapshot
             else {"kind": "resume_point"}
         )
-        return enqueue(session, job, "submit", params, actor, key, plan=plan.stored(origin))
+        op, created = enqueue(session, job, "submit", params, actor, key, plan=plan.stored(origin))
+        if created:  # the snapshots it starts from stay until it ends
+            pin(
+                session,
+                op.id,
+                [q.source.snapshot_id for q in plan.queries if q.source and q.source.snapshot_id],
+            )
+        return op, created
     return enqueue(session, job, "submit", params, actor, key)
 
 
@@ -221,7 +229,7 @@ def snapshot(
     op, created = enqueue(session, job, "snapshot", params, actor, key, run_id=run.id)
     if created:
         snapshots.reserve(
-            session, job, body.name, run=run, operation=op, actor=actor, stop=body.stop
+            session, job, body.name, run=run, operation_id=op.id, actor=actor, stop=body.stop
         )
     return op, created
 
@@ -259,5 +267,5 @@ def update(
         name = body.snapshot_name or (
             f"update-v{run.version.number}-v{body.version}-{op.created_at:%Y%m%dT%H%M%S}-{op.id}"
         )
-        snapshots.reserve(session, job, name, run=run, operation=op, actor=actor, stop=True)
+        snapshots.reserve(session, job, name, run=run, operation_id=op.id, actor=actor, stop=True)
     return op, created

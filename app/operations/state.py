@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.db import transaction, utcnow
 from app.operations.models import Operation
+from app.snapshots import pins
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,11 @@ def _locked_if_mine(session: Session, op_id: int, worker_id: str) -> Operation |
     return op if op.lease_owner == worker_id else None
 
 
-def _end(op: Operation, state: str, error: str | None, result: dict[str, Any] | None) -> None:
+def _end(
+    session: Session, op: Operation, state: str, error: str | None, result: dict[str, Any] | None
+) -> None:
     op.state, op.error, op.result = state, error, result
+    pins.release(session, op.id)  # its snapshots may be deleted or expired again
     op.finished_at = utcnow()
     op.lease_owner, op.lease_expires_at = None, None
 
@@ -108,7 +112,7 @@ def finish(
         op = _locked_if_mine(session, op_id, worker_id)
         if op is None:
             return
-        _end(op, state, error, result)
+        _end(session, op, state, error, result)
     log.info("operation %s %s%s", op_id, state, f": {error}" if error else "")
 
 
@@ -134,7 +138,7 @@ def retry_later(
                     f"the worker kept failing with an unexpected error ({op.attempts} attempts "
                     f"with backoff): {type(exc).__name__}: {exc}. See the worker's log."
                 )
-            _end(op, FAILED, error, op.result)
+            _end(session, op, FAILED, error, op.result)
             log.warning("operation %s failed for good: %s", op_id, exc)
             return
         delay = retry_delay(op.attempts)

@@ -42,6 +42,7 @@ def transition(
     if locked.state == to:
         for key, value in fields.items():
             setattr(locked, key, value)
+        _mirror_if_current(session, locked)
         return locked
     if to not in states.ALLOWED[locked.state]:
         raise IllegalTransition(f"Run {locked.id} is {locked.state}; it cannot become {to}.")
@@ -60,18 +61,22 @@ def transition(
         revoke_run_tokens(session, locked.id)
     elif to == states.SUBMITTING:
         locked.ended_at = None
-    job = session.get(Job, locked.job_id, with_for_update=True, populate_existing=True)
-    if job is not None and job.current_run_id == locked.id:
-        job.state = to
+    _mirror_if_current(session, locked)
     session.flush()
     return locked
 
 
+def _mirror_if_current(session: Session, run: Run) -> None:
+    job = session.get(Job, run.job_id, with_for_update=True, populate_existing=True)
+    if job is not None and job.current_run_id == run.id:
+        job.state, job.next_restart_at = run.state, run.next_restart_at
+
+
 def _mirror_on_job(session: Session, run: Run) -> None:
-    """``run`` becomes its job's current run, and the job shows its state."""
+    """``run`` becomes its job's current run, and the job shows its state (and next restart)."""
     job = session.get(Job, run.job_id)
     assert job is not None
-    job.current_run_id, job.state = run.id, run.state
+    job.current_run_id, job.state, job.next_restart_at = run.id, run.state, run.next_restart_at
 
 
 def create_run(

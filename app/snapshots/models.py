@@ -46,6 +46,21 @@ class Snapshot(Base):
     job: Mapped[Job] = relationship()
 
 
+class SnapshotPin(Base):
+    """An active operation that will start from (or is saving) this snapshot: it may not be
+    deleted or expired until the operation ends. Written where the operation is created
+    (operations/lifecycle.py), released where it ends (operations/state.py)."""
+
+    __tablename__ = "snapshot_pins"
+
+    snapshot_id: Mapped[int] = mapped_column(
+        ForeignKey("snapshots.id", ondelete="CASCADE"), primary_key=True
+    )
+    operation_id: Mapped[int] = mapped_column(
+        ForeignKey("operations.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
 class SnapshotUse(Base):
     """A run that started (some queries) from a snapshot: protects the snapshot while that
     run is active, and answers "which runs started from it"."""

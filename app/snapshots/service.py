@@ -18,11 +18,11 @@ from app.core.errors import Conflict, NotFound
 from app.core.pagination import keyset_page
 from app.jobs.models import Job
 from app.jobs.service import get_job
-from app.operations.models import ACTIVE_OPERATION_STATES, Operation
 from app.runs.models import Run
 from app.runs.service import current_run
 from app.snapshots.export import checkpoint_path, committed_batch
 from app.snapshots.models import CREATING, FAILED, Snapshot, SnapshotRetention, SnapshotUse
+from app.snapshots.pins import pin, pinned_by
 from app.snapshots.schemas import (
     Coordinates,
     CoordinatesResponse,
@@ -66,12 +66,12 @@ def reserve(
     name: str,
     *,
     run: Run,
-    operation: Operation,
+    operation_id: int,
     actor: Principal,
     stop: bool,
 ) -> Snapshot:
-    """Claim the name for an export: 409 if a usable or in-progress snapshot has it (a failed
-    one is replaced)."""
+    """Claim the name for an export by operation ``operation_id``, which pins it: 409 if a
+    usable or in-progress snapshot has it (a failed one is replaced)."""
     existing = session.scalar(
         select(Snapshot).where(Snapshot.job_id == job.id, Snapshot.name == name)
     )
@@ -91,7 +91,7 @@ def reserve(
         stop=stop,
         run_id=run.id,
         version_number=run.version.number,
-        operation_id=operation.id,
+        operation_id=operation_id,
         queries={},
         size_bytes=0,
         bytes_written=0,
@@ -100,6 +100,7 @@ def reserve(
     )
     session.add(snapshot)
     session.flush()
+    pin(session, operation_id, [snapshot.id])
     return snapshot
 
 
@@ -118,34 +119,6 @@ def active_users(session: Session, snapshot_ids: list[int]) -> dict[int, list[in
     return out
 
 
-def pending_operations(session: Session, snapshot: Snapshot) -> list[int]:
-    """Active submit/update operations that name this snapshot (their run does not exist
-    yet, so no SnapshotUse protects it)."""
-    ops = session.scalars(
-        select(Operation).where(
-            Operation.state.in_(ACTIVE_OPERATION_STATES),
-            Operation.kind.in_(("submit", "update")),
-        )
-    )
-    found = []
-    for op in ops:
-        params = op.params or {}
-        job = params.get("snapshot_job") or op.job.name
-        if params.get("snapshot") == snapshot.name and job == snapshot.job.name:
-            found.append(op.id)
-            continue
-        for entry in (params.get("resume_point") or {}).values():
-            specs = [entry.get("offsets"), entry.get("state")] if "offsets" in entry else [entry]
-            for spec in specs:
-                if (
-                    isinstance(spec, dict)
-                    and spec.get("snapshot") == snapshot.name
-                    and (spec.get("job") or op.job.name) == snapshot.job.name
-                ):
-                    found.append(op.id)
-    return sorted(set(found))
-
-
 def delete_snapshot(session: Session, job_name: str, name: str, actor: Principal) -> None:
     snapshot = get_snapshot(session, job_name, name, lock=True)
     if snapshot.state == CREATING:
@@ -161,7 +134,7 @@ def delete_snapshot(session: Session, job_name: str, name: str, actor: Principal
             "and are active. Stop them first (a run may need its snapshot to be started again).",
             runs=users,
         )
-    pending = pending_operations(session, snapshot)
+    pending = pinned_by(session, snapshot.id)
     if pending:
         raise Conflict(
             f"Snapshot '{name}' is about to be used by operation(s) "
@@ -334,7 +307,7 @@ def expired(
         kept_by_age = policy.max_age_seconds is not None and age < policy.max_age_seconds
         if kept_by_count or kept_by_age or snapshot.id in keep or snapshot.id in in_use:
             continue
-        if pending_operations(session, snapshot):
+        if pinned_by(session, snapshot.id):
             continue
         reasons = []
         if policy.keep_last is not None:

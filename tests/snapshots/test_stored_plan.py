@@ -9,10 +9,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from app.core.config import Settings
+from app.operations import state as op_state
 from app.operations.models import Operation
 from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.snapshots.models import Snapshot
+from app.snapshots.pins import pinned_by
 from app.worker.context import WorkerContext
+from app.worker.loop import Worker
 from tests.snapshots.test_snapshots_api import (
     API,
     COUNTS,
@@ -179,3 +182,47 @@ def test_binding_moves_only_the_runs_sources() -> None:
     assert held["new"]["source"] is None
     by_point = {**RUN_PLAN, "origin": {"kind": "resume_point"}}
     assert _by_query(bind_to_snapshot(by_point, 7, "snap", {"late"}))["late"]["source"] is None
+
+
+def test_a_pending_submit_pins_its_snapshot_until_it_ends(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    _running_job(client, ctx, settings)
+    assert _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": True})["state"] == (
+        "succeeded"
+    )
+    r = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "s1"})
+    assert r.status_code == 202, r.text
+    op_id = r.json()["id"]
+    refused = client.delete(f"{API}/jobs/j/snapshots/s1")
+    assert refused.status_code == 409, refused.text
+    assert f"about to be used by operation(s) {op_id}" in refused.json()["detail"]
+    with ctx.factory() as session:
+        assert pinned_by(session, _snapshot_id(ctx, "s1")) == [op_id]
+    assert _work(ctx, op_id)["state"] == "succeeded"
+    with ctx.factory() as session:  # released when it ended; the new run's use protects it now
+        assert pinned_by(session, _snapshot_id(ctx, "s1")) == []
+    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    assert client.delete(f"{API}/jobs/j/snapshots/s1").status_code == 204
+
+
+def test_an_update_pins_the_snapshot_it_saves_while_it_runs(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    _running_job(client, ctx, settings)
+    v2 = _version(client, "j", COUNTS, ENRICH)
+    r = client.post(f"{API}/jobs/j/update", json={"version": v2, "snapshot_name": "u1"})
+    assert r.status_code == 202, r.text
+    op_id = r.json()["id"]
+    with ctx.factory() as session:
+        assert pinned_by(session, _snapshot_id(ctx, "u1")) == [op_id]
+    assert Worker(ctx, concurrency=1).claim() == op_id
+    op_state.finish(ctx.factory, op_id, ctx.worker_id, op_state.FAILED, "ended by the test")
+    with ctx.factory() as session:  # released when it ended, however it ended
+        assert pinned_by(session, _snapshot_id(ctx, "u1")) == []
+
+
+def _snapshot_id(ctx: WorkerContext, name: str) -> int:
+    with ctx.factory() as session:
+        snapshot = session.query(Snapshot).filter_by(name=name).one()
+        return snapshot.id

@@ -22,17 +22,7 @@ APP = Path(__file__).resolve().parents[2] / "app"
 #
 # The layers, bottom up: core < backends < auth < audit < clusters < jobs < runs < startpoints
 # < channel < snapshots < resume_points < operations < tokens, metrics, ui < worker < api < cli.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    # job_responses reads the current run's next_restart_at (JobResponse shows it), so jobs
-    # (below runs) reads a runs table. Fix: compose the job's response above runs, or mirror
-    # next_restart_at onto the job where runs/ writes the job's mirrored state.
-    ("app.jobs.service", "app.runs.models"): "job response shows the run's next restart",
-    # pending_operations: a snapshot that an active submit/update names (in its params) may
-    # not be deleted or expired. Fix: operations pin the snapshots they name (a row the
-    # snapshots domain owns), written where operations are created (operations/lifecycle.py,
-    # the other helper's) and released where they finish.
-    ("app.snapshots.service", "app.operations.models"): "snapshot pins by pending operations",
-}
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # What runs in production must not need developer tooling (app.devtools).
 PRODUCTION = ("app.api", "app.worker", "app.runtime", "app.core")

@@ -122,6 +122,8 @@ def test_failures_restart_on_pstl_schedule_then_fail_for_good(
         if run.state != states.RESTARTING:
             break
         delays.append(round((run.next_restart_at - run.updated_at).total_seconds()))  # type: ignore[operator]
+        with ctx.factory() as session:  # the job shows its current run's next restart
+            assert session.get(Job, job_id).next_restart_at == run.next_restart_at  # type: ignore[union-attr]
         with transaction(ctx.factory) as session:  # let the backoff elapse
             session.execute(update(Run).values(next_restart_at=utcnow() - timedelta(seconds=1)))
         for _ in range(4):
@@ -133,6 +135,7 @@ def test_failures_restart_on_pstl_schedule_then_fail_for_good(
     assert fake.submits == 3
     with ctx.factory() as session:
         assert session.get(Job, job_id).state == states.FAILED  # type: ignore[union-attr]
+        assert session.get(Job, job_id).next_restart_at is None  # type: ignore[union-attr]
         moves = session.scalars(
             select(RunTransition.to_state)
             .where(RunTransition.run_id == run_id)
