@@ -8,8 +8,7 @@ from app.auth.deps import Operator, Reader
 from app.core.deps import AppSettings, DbSession
 from app.core.pagination import Cursor, Limit, Page
 from app.core.params import JobName, SnapshotPath
-from app.snapshots import service
-from app.snapshots import transfer as worker
+from app.snapshots import retention, service
 from app.snapshots.schemas import (
     CoordinatesResponse,
     RetentionBody,
@@ -52,7 +51,7 @@ def get_snapshot(
 
 
 def _collect(request: Request) -> None:
-    worker.collect_garbage(request.app.state.sessionmaker, request.app.state.settings)
+    retention.collect_garbage(request.app.state.sessionmaker, request.app.state.settings)
 
 
 @router.delete(

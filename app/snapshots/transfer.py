@@ -1,7 +1,7 @@
-"""The worker's side of snapshots: export a run's checkpoints into the store, restore them into
-a new run's checkpoints, apply retention and collect garbage. File IO happens between short
-transactions; every function is safe to run again after a crash (blobs are content-addressed,
-manifests and restored checkpoints appear by an atomic rename).
+"""The worker's side of snapshots, exporting: a run's checkpoints into the store (restoring is
+``restore.py``, retention and garbage collection ``retention.py``). File IO happens between
+short transactions; every function is safe to run again after a crash (blobs are
+content-addressed, manifests appear by an atomic rename).
 
 Garbage collection must not delete a blob an export has just written but not yet named in a
 manifest: exports hold a shared PostgreSQL advisory lock while they write, and gc runs only
@@ -12,65 +12,33 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.audit import service as audit
 from app.core.config import Settings
-from app.core.db import advisory_lock, transaction, utcnow
-from app.jobs.models import Job
+from app.core.db import transaction, utcnow
 from app.runs.models import Run
-from app.runtime.checkpoint import CheckpointError, hadoop_crc
-from app.snapshots import service
 from app.snapshots.export import (
     RESTORED_HINTS,
-    ExportError,
     checkpoint_path,
     committed_batch,
     describe,
     select_files,
 )
-from app.snapshots.models import FAILED, READY, Snapshot, SnapshotUse
-from app.snapshots.store import FileKey, SnapshotStore, StoreError, copy_tree_files, known_hashes
+from app.snapshots.models import FAILED, READY, Snapshot
+from app.snapshots.store import FileKey, SnapshotStore, StoreError, known_hashes
+from app.snapshots.store_access import SnapshotFailed, store_for, store_lock
 
 log = logging.getLogger(__name__)
 
-LOCK_NAMESPACE, STORE_LOCK, RETENTION_LOCK = 7306, 1, 2
-RETENTION_ACTOR = "tidegate-retention"
 ERROR_LIMIT = 4000
 # An export reports its interim figures (bytes and files copied so far) at most this often.
 PROGRESS_SECONDS = 0.5
-
-
-class SnapshotFailed(Exception):
-    """The export or restore cannot succeed as asked (permanent: retrying will not help)."""
-
-
-@contextmanager
-def _store_lock(factory: sessionmaker[Session], *, exclusive: bool) -> Iterator[bool]:
-    """Session-level advisory lock on its own connection (released if the worker dies)."""
-    with advisory_lock(
-        factory, LOCK_NAMESPACE, STORE_LOCK, shared=not exclusive, wait=not exclusive
-    ) as got:
-        yield got
-
-
-def store_for(settings: Settings) -> SnapshotStore:
-    try:
-        return SnapshotStore(
-            settings.resolved_snapshot_root, settings.snapshot_storage_options_dict
-        )
-    except StoreError as exc:  # misconfigured (e.g. an unknown option): not worth a retry
-        raise SnapshotFailed(str(exc)) from None
 
 
 def snapshot_for_operation(factory: sessionmaker[Session], op_id: int) -> int:
@@ -219,7 +187,7 @@ def export(
     manifest_queries: dict[str, Any] = {}
     totals = {"size_bytes": 0, "bytes_written": 0, "files": 0, "files_written": 0, "hashed": 0}
     figures = ExportProgress(progress)
-    with _store_lock(factory, exclusive=False):
+    with store_lock(factory, exclusive=False):
         # First what there is to copy (so the figures have a total), then the copying.
         planned: list[tuple[dict[str, Any], Path, int, tuple[str, ...], int]] = []
         for spec in specs:
@@ -307,215 +275,3 @@ def export(
         "batches": {q: i.get("batch_id") for q, i in queries.items()},
         "manifest": manifest,
     }
-
-
-def _apply_retention(session: Session, job_id: int, keep: frozenset[int]) -> list[str]:
-    deleted = []
-    for snapshot, reason in service.expired(session, job_id, keep=keep):
-        deleted.append(snapshot.name)
-        audit.record(
-            session,
-            RETENTION_ACTOR,
-            "snapshot.delete",
-            job=snapshot.job.name,
-            target=f"snapshot {snapshot.name}",
-            detail={"reason": f"retention: {reason}"},
-        )
-        session.delete(snapshot)
-    return deleted
-
-
-def retention_and_gc(
-    factory: sessionmaker[Session], settings: Settings, job_id: int, keep: int
-) -> dict[str, Any]:
-    """Apply the job's retention (never to ``keep``, the snapshot just made), then gc."""
-    with transaction(factory) as session:
-        deleted = _apply_retention(session, job_id, frozenset({keep}))
-    return {"deleted": deleted, "gc": collect_garbage(factory, settings)}
-
-
-def retention_sweep(factory: sessionmaker[Session], settings: Settings) -> dict[str, Any] | None:
-    """Every job's retention, between exports too (``max_age`` expires snapshots while no
-    export runs); then gc when something went. The worker loop calls it now and then; None
-    when another worker is sweeping (one at a time: a transaction-level advisory lock)."""
-    from sqlalchemy import func
-
-    from app.snapshots.models import SnapshotRetention
-
-    deleted: dict[str, list[str]] = {}
-    with transaction(factory) as session:
-        got = session.scalar(select(func.pg_try_advisory_xact_lock(LOCK_NAMESPACE, RETENTION_LOCK)))
-        if not got:
-            return None
-        job_ids = list(
-            session.scalars(
-                select(SnapshotRetention.job_id).where(
-                    (SnapshotRetention.keep_last.is_not(None))
-                    | (SnapshotRetention.max_age_seconds.is_not(None))
-                )
-            )
-        )
-        for job_id in job_ids:
-            names = _apply_retention(session, job_id, frozenset())
-            if names:
-                job = session.get(Job, job_id)
-                deleted[job.name if job else str(job_id)] = names
-    if not deleted:
-        return {"deleted": {}}
-    log.info("retention deleted %s", deleted)
-    return {"deleted": deleted, "gc": collect_garbage(factory, settings)}
-
-
-def collect_garbage(factory: sessionmaker[Session], settings: Settings) -> dict[str, Any] | None:
-    """Delete manifests of snapshots the catalog no longer has, then unreferenced blobs.
-    None when an export holds the store (it will collect afterwards)."""
-    with _store_lock(factory, exclusive=True) as got:
-        if not got:
-            return None
-        with factory() as session:
-            # A failed export's manifest (its PUT may have landed after the client gave up)
-            # names nothing anyone may restore: collected with its blobs.
-            live = {
-                (str(job), str(name))
-                for job, name in session.execute(
-                    select(Job.name, Snapshot.name)
-                    .join(Job, Job.id == Snapshot.job_id)
-                    .where(Snapshot.state != FAILED)
-                )
-            }
-        result = store_for(settings).gc(live)
-    return {
-        "manifests_deleted": result.manifests_deleted,
-        "blobs_deleted": result.blobs_deleted,
-        "bytes_freed": result.bytes_freed,
-    }
-
-
-# ---- restoring into a new run ----------------------------------------------------------------
-
-
-def _fresh_query_id(directory: Path) -> None:
-    data = json.dumps({"id": str(uuid.uuid4())}).encode()
-    (directory / "metadata").write_bytes(data)
-    (directory / ".metadata.crc").write_bytes(hadoop_crc(data))
-
-
-def materialise(
-    factory: sessionmaker[Session],
-    settings: Settings,
-    plan: dict[str, Any],
-    job_name: str,
-    run_id: int,
-    queries: list[dict[str, Any]],
-    *,
-    scratch: Path | None = None,
-) -> dict[str, Any]:
-    """Build each resumed query's checkpoint for run ``run_id`` from the plan's sources
-    (with ``scratch``: into ``scratch/<query>`` instead, never a fixed checkpoint_location;
-    a dry run's copy).
-
-    Each is assembled beside its final place and renamed into it, so a query's checkpoint is
-    either complete or absent; one already in place is left alone (a retried step)."""
-    store = store_for(settings)
-    specs = {q["name"]: q for q in queries}
-    done: dict[str, Any] = {}
-    for item in plan["queries"]:
-        source = item.get("source")
-        if source is None:
-            continue
-        spec = specs[item["query"]]
-        dest = (
-            scratch / str(spec["name"])
-            if scratch is not None
-            else checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
-        )
-        if dest.exists() and any(dest.iterdir()):
-            if (
-                scratch is None
-                and spec.get("checkpoint_location")
-                and not (dest / RESTORED_HINTS).exists()
-            ):
-                raise SnapshotFailed(
-                    f"query '{item['query']}': its fixed checkpoint_location {dest} is not "
-                    "empty; a snapshot can only be restored into an empty checkpoint"
-                )
-            done[item["query"]] = {"already": True}
-            continue
-        with_state = "state" in item["parts"]
-        staging = dest.with_name(f".{dest.name}.tidegate-restoring")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        try:
-            if source.get("snapshot") is not None:
-                files = _snapshot_files(factory, store, source)
-                if not with_state:
-                    files = {k: v for k, v in files.items() if not k.startswith("state/")}
-                hints = store.restore(files, staging)
-            else:
-                checkpoint = Path(source["checkpoint"])
-                selected = select_files(checkpoint, int(source["batch_id"])).files
-                files_list = [f for f in selected if with_state or not f.startswith("state/")]
-                copy_tree_files(checkpoint, files_list, staging)
-                hints = {}
-                files = {f: {"size": (staging / f).stat().st_size} for f in files_list}
-            if item.get("fresh_id"):
-                _fresh_query_id(staging)
-                hints.pop("metadata", None)
-                hints.pop(".metadata.crc", None)
-            (staging / RESTORED_HINTS).write_text(json.dumps(hints))
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.exists():
-                dest.rmdir()  # an empty fixed checkpoint_location
-            os.replace(staging, dest)
-        except (StoreError, ExportError, CheckpointError, OSError) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise SnapshotFailed(
-                f"restoring query '{item['query']}' from "
-                f"{source.get('snapshot') or 'run ' + str(source.get('run'))}: {exc}"
-            ) from exc
-        done[item["query"]] = {
-            "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
-            "files": len(files),
-            "bytes": sum(int(e.get("size") or 0) for e in files.values()),
-            "checkpoint": str(dest),
-        }
-    return done
-
-
-def _snapshot_files(
-    factory: sessionmaker[Session], store: SnapshotStore, source: dict[str, Any]
-) -> dict[str, Any]:
-    with factory() as session:
-        snapshot = session.get(Snapshot, source.get("snapshot_id"))
-        if snapshot is None or snapshot.state != READY:
-            raise SnapshotFailed(
-                f"snapshot '{source['snapshot']}' of job '{source['job']}' was deleted or is not "
-                "ready any more"
-            )
-    manifest = store.read_manifest(source["job"], source["snapshot"])
-    if manifest is None:
-        raise SnapshotFailed(
-            f"the manifest of snapshot '{source['snapshot']}' is missing from the store"
-        )
-    query = (manifest.get("queries") or {}).get(source["query"])
-    if query is None:
-        raise SnapshotFailed(f"snapshot '{source['snapshot']}' has no query '{source['query']}'")
-    files: dict[str, Any] = query["files"]
-    return files
-
-
-def record_uses(session: Session, run_id: int, plan: dict[str, Any]) -> None:
-    """Which snapshots this run started from (protects them while it is active)."""
-    for item in plan["queries"]:
-        source = item.get("source") or {}
-        if source.get("snapshot_id") is None:
-            continue
-        session.add(
-            SnapshotUse(
-                snapshot_id=source["snapshot_id"],
-                run_id=run_id,
-                query=item["query"],
-                source_query=source["query"],
-                parts="+".join(item["parts"]),
-            )
-        )

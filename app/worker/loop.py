@@ -20,7 +20,7 @@ from app.audit import service as audit
 from app.core.db import transaction
 from app.operations import state as op_state
 from app.operations.service import NOTIFY_CHANNEL
-from app.snapshots.transfer import retention_sweep
+from app.snapshots.retention import retention_sweep
 from app.worker.context import WorkerContext
 from app.worker.execute import execute
 from app.worker.reconcile import due_runs, reconcile_run

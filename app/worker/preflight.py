@@ -45,7 +45,8 @@ from typing import Any
 from app.backends.base import SubmitSpec
 from app.runtime import trial_batch as runtime_dryrun
 from app.runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
-from app.snapshots import transfer as snapshot_worker
+from app.snapshots import restore
+from app.snapshots.store_access import SnapshotFailed
 from app.worker.context import WorkerContext
 from app.worker.reconcile import QUERY_CONF_KEYS
 
@@ -149,11 +150,11 @@ def prepare(
     for attempt in range(3):
         shutil.rmtree(scratch, ignore_errors=True)
         try:
-            snapshot_worker.materialise(
+            restore.materialise(
                 ctx.factory, ctx.settings, scratch_plan, job_name, 0, queries, scratch=scratch
             )
             break
-        except snapshot_worker.SnapshotFailed:
+        except SnapshotFailed:
             # From a live run, Spark's maintenance may remove an old file while it is copied
             # (the files of the committed batch never go): copy again.
             if attempt == 2:

@@ -25,7 +25,8 @@ from app.resume_points.schemas import ResumePointModel
 from app.runs import service as runs
 from app.runs.models import Run
 from app.runtime.checkpoint import latest_commit_batch
-from app.snapshots import transfer as snapshot_worker
+from app.snapshots import restore
+from app.snapshots.store_access import SnapshotFailed
 from app.worker import preflight
 from app.worker.context import WorkerContext
 from app.worker.reconcile import reconcile_run
@@ -177,7 +178,7 @@ def _dry_run_attempt(
     def prepare() -> dict[str, Any]:
         try:
             return preflight.prepare(ctx, plan, job_name, list(version.queries), scratch)
-        except snapshot_worker.SnapshotFailed as exc:
+        except SnapshotFailed as exc:
             raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
 
     steps.run(_step("dry_run_prepare", attempt), prepare)
@@ -258,7 +259,7 @@ def create_planned_run(
         assert job is not None
         version = session.query(JobVersion).filter_by(job_id=job.id, number=version_number).one()
         runs.create_run(session, job, version, created_by=op.created_by, run_id=run_id)
-        snapshot_worker.record_uses(session, run_id, plan)
+        restore.record_uses(session, run_id, plan)
         session.execute(update(Operation).where(Operation.id == op.id).values(run_id=run_id))
         return {"run_id": run_id, "version": version_number}
 
@@ -289,10 +290,10 @@ def start_planned(
             job_name = job.name
             queries = list(get_version(session, job_name, version_number).queries)
         try:
-            restored = snapshot_worker.materialise(
+            restored = restore.materialise(
                 ctx.factory, ctx.settings, plan, job_name, run_id, queries
             )
-        except snapshot_worker.SnapshotFailed as exc:
+        except SnapshotFailed as exc:
             raise OperationFailed(str(exc)) from None
         return {"run_id": run_id, "queries": restored}
 

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.config import Settings
-from app.snapshots import transfer as snapshot_worker
+from app.snapshots import retention
 from app.snapshots.export import select_files
 from app.snapshots.store import SnapshotStore
 from app.worker.context import WorkerContext
@@ -117,7 +117,7 @@ def test_a_store_failing_mid_export_fails_the_snapshot(
     # Had the manifest's PUT landed after the client gave up, gc would still drop it: a failed
     # snapshot names nothing anyone may restore. Its orphan blobs go with it.
     store.write_manifest("j", "broken", {"queries": {}})
-    assert snapshot_worker.collect_garbage(ctx.factory, settings) is not None
+    assert retention.collect_garbage(ctx.factory, settings) is not None
     assert store.manifests() == [] and store.total_blob_bytes() == 0
 
     # The name can be taken again.

@@ -11,10 +11,12 @@ from app.core.errors import TidegateError
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.runtime.checkpoint import CheckpointError
+from app.snapshots import retention as snapshot_retention
 from app.snapshots import transfer as snapshot_worker
 from app.snapshots.export import ExportError
 from app.snapshots.models import Snapshot
 from app.snapshots.store import StoreError
+from app.snapshots.store_access import SnapshotFailed
 from app.worker.context import WorkerContext
 from app.worker.runctl import (
     stop_run,
@@ -25,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 SNAPSHOT_ERRORS = (
-    snapshot_worker.SnapshotFailed,
+    SnapshotFailed,
     ExportError,
     StoreError,
     CheckpointError,
@@ -63,7 +65,9 @@ def save_snapshot(
 
     def retention() -> dict[str, Any]:
         try:
-            return snapshot_worker.retention_and_gc(ctx.factory, ctx.settings, job_id, snapshot_id)
+            return snapshot_retention.retention_and_gc(
+                ctx.factory, ctx.settings, job_id, snapshot_id
+            )
         except SNAPSHOT_ERRORS as exc:  # the snapshot is made; tidy up next time
             log.warning("snapshot retention/gc failed: %s", exc)
             return {"error": str(exc)}
@@ -76,7 +80,7 @@ def save_snapshot(
 def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     try:
         snapshot_id = snapshot_worker.snapshot_for_operation(ctx.factory, op.id)
-    except snapshot_worker.SnapshotFailed as exc:
+    except SnapshotFailed as exc:
         raise OperationFailed(str(exc)) from None
     try:
         return save_snapshot(

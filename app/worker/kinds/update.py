@@ -14,6 +14,7 @@ from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.runs.models import Run
 from app.snapshots import transfer as snapshot_worker
 from app.snapshots.models import Snapshot
+from app.snapshots.store_access import SnapshotFailed
 from app.worker.context import WorkerContext
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
@@ -48,7 +49,7 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         return update_on_fresh_state(ctx, op, steps)
     try:
         snapshot_id = snapshot_worker.snapshot_for_operation(ctx.factory, op.id)
-    except snapshot_worker.SnapshotFailed as exc:
+    except SnapshotFailed as exc:
         raise OperationFailed(str(exc)) from None
     with ctx.factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)

@@ -1,0 +1,36 @@
+"""What every worker-side snapshot module shares: the store, its lock, and the failure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.core.config import Settings
+from app.core.db import advisory_lock
+from app.snapshots.store import SnapshotStore, StoreError
+
+LOCK_NAMESPACE, STORE_LOCK, RETENTION_LOCK = 7306, 1, 2
+
+
+class SnapshotFailed(Exception):
+    """The export or restore cannot succeed as asked (permanent: retrying will not help)."""
+
+
+@contextmanager
+def store_lock(factory: sessionmaker[Session], *, exclusive: bool) -> Iterator[bool]:
+    """Session-level advisory lock on its own connection (released if the worker dies)."""
+    with advisory_lock(
+        factory, LOCK_NAMESPACE, STORE_LOCK, shared=not exclusive, wait=not exclusive
+    ) as got:
+        yield got
+
+
+def store_for(settings: Settings) -> SnapshotStore:
+    try:
+        return SnapshotStore(
+            settings.resolved_snapshot_root, settings.snapshot_storage_options_dict
+        )
+    except StoreError as exc:  # misconfigured (e.g. an unknown option): not worth a retry
+        raise SnapshotFailed(str(exc)) from None
