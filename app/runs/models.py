@@ -33,6 +33,10 @@ class Run(Base):
     # The attempt whose submission may have reached the backend: recorded before the call, so
     # a resumed worker looks the attempt up first and never submits it twice.
     submit_intent_attempt: Mapped[int | None] = mapped_column(Integer)
+    # A kill an operation asked for (runs.service.request_kill) and the reconciler carries
+    # out: only for this attempt, so a request never reaches the attempt after it.
+    kill_attempt: Mapped[int | None] = mapped_column(Integer)
+    kill_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     observed_state: Mapped[str | None] = mapped_column(String(16))
     observed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     unknown_since: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -61,6 +61,7 @@ def transition(
         revoke_run_tokens(session, locked.id)
     elif to == states.SUBMITTING:
         locked.ended_at = None
+        locked.kill_attempt = locked.kill_requested_at = None  # a new attempt: no old request
     _mirror_if_current(session, locked)
     session.flush()
     return locked
@@ -70,6 +71,17 @@ def _mirror_if_current(session: Session, run: Run) -> None:
     job = session.get(Job, run.job_id, with_for_update=True, populate_existing=True)
     if job is not None and job.current_run_id == run.id:
         job.state, job.next_restart_at = run.state, run.next_restart_at
+
+
+def request_kill(session: Session, run: Run, reason: str) -> Run:
+    """Ask the reconciler to kill the driver of a stopping run's current attempt (what an
+    operation does when a graceful stop did not come); it never calls the backend itself."""
+    locked = lock_run(session, run.id)
+    assert locked is not None
+    if locked.state == states.STOPPING and locked.kill_attempt != locked.attempt:
+        locked.kill_attempt, locked.kill_requested_at = locked.attempt, utcnow()
+        log.info("run %s: kill of attempt %s requested (%s)", locked.id, locked.attempt, reason)
+    return locked
 
 
 def _mirror_on_job(session: Session, run: Run) -> None:

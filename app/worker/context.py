@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,6 +36,8 @@ class WorkerContext:
     poll_seconds: float = 1.0
     # How long a backend may not know an app before the run counts as lost.
     lost_after_seconds: float = 60.0
+    # The process's one reconciler thread (app/worker/reconcile.py::reconciler starts it).
+    reconciler: Any = None
     _backends: dict[tuple[int, str], Backend] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

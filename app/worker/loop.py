@@ -23,7 +23,7 @@ from app.operations.service import NOTIFY_CHANNEL
 from app.snapshots.retention import retention_sweep
 from app.worker.context import WorkerContext
 from app.worker.execute import execute
-from app.worker.reconcile import due_runs, reconcile_run
+from app.worker.reconcile import due_runs, reconciler
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +95,8 @@ class Worker:
             self.active[op_id] = self.pool.submit(self._run_op, op_id)
 
     def supervise(self) -> None:
-        for run_id in due_runs(self.ctx):
-            if self.stopping.is_set():
-                return
-            try:
-                reconcile_run(self.ctx, run_id)
-            except Exception:
-                log.exception("run %s: reconcile failed; will retry", run_id)
+        """One pass over every due run, by the reconciler thread (the one actor on runs)."""
+        reconciler(self.ctx).sweep(due_runs(self.ctx))
 
     def retention(self, *, force: bool = False) -> None:
         """Every ``retention_every`` seconds: snapshot retention of every job, then gc; then
@@ -159,6 +154,8 @@ class Worker:
                 conn = None
                 self.stopping.wait(2.0)
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.ctx.reconciler is not None:
+            self.ctx.reconciler.stop()
         self._quietly(self.mark_stopped)
         if conn is not None:
             conn.close()

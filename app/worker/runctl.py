@@ -16,7 +16,7 @@ from app.runs import service as runs
 from app.runs.models import Run
 from app.runs.service import lock_run, transition
 from app.worker.context import WorkerContext
-from app.worker.reconcile import reconcile_run
+from app.worker.reconcile import pass_now
 from app.worker.steps import OperationFailed, Steps, set_result
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.
@@ -26,10 +26,11 @@ RUNTIME_HELLO_SECONDS = 60.0
 def wait_for_run(
     ctx: WorkerContext, run_id: int, done: Callable[[Run], bool], timeout: float, what: str
 ) -> Run:
-    """Reconcile the run until ``done`` says so; the supervisor may be doing the same."""
+    """Observe the run until ``done`` says so, asking the reconciler for a pass each time (it
+    alone acts on the run)."""
     deadline = time.monotonic() + timeout
     while True:
-        reconcile_run(ctx, run_id)
+        pass_now(ctx, run_id)
         with ctx.factory() as session:
             run = session.get(Run, run_id)
             assert run is not None
@@ -117,19 +118,14 @@ def stop_run(
     steps.run(f"{prefix}graceful_stop", graceful)
 
     def kill() -> dict[str, Any]:
-        with ctx.factory() as session:
-            run = session.get(Run, run_id)
+        # Not a stop at a batch boundary after all: the reconciler kills the driver.
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
             assert run is not None
-            backend_id, state = run.backend_id, run.state
-            backend = ctx.backend(run.version.cluster)
-        if state == states.STOPPING:
-            if backend_id is None:
-                reconcile_run(ctx, run_id)  # it may have been submitted meanwhile
-                with ctx.factory() as session:
-                    backend_id = session.get(Run, run_id).backend_id  # type: ignore[union-attr]
-            if backend_id is not None:
-                backend.kill(backend_id)
-        return {"backend_id": backend_id, "killed": state == states.STOPPING}
+            wanted = run.state == states.STOPPING
+            if wanted:
+                runs.request_kill(session, run, reason)
+            return {"kill_requested": wanted, "attempt": run.attempt, "run_state": run.state}
 
     steps.run(f"{prefix}kill", kill)
     run = wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "stop")

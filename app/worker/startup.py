@@ -29,7 +29,7 @@ from app.snapshots import restore
 from app.snapshots.store_access import SnapshotFailed
 from app.worker import preflight
 from app.worker.context import WorkerContext
-from app.worker.reconcile import reconcile_run
+from app.worker.reconcile import pass_now
 from app.worker.runctl import (
     await_started,
     await_submitted,
@@ -360,7 +360,7 @@ def verify(
     begin = time.monotonic()
     deadline = begin + max(first_batch, seconds)
     while True:
-        reconcile_run(ctx, run_id)
+        pass_now(ctx, run_id)
         with ctx.factory() as session:
             run = session.get(Run, run_id)
             assert run is not None

@@ -230,3 +230,34 @@ def test_the_circle_finder_finds_circles() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
     assert _cycles(edges) == [(["a", "b", "c", "a"], ["a", "b", "c"])]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The one actor on a run: only the reconciler calls the backend about a run. The dry run's
+# own driver (app/worker/preflight.py) is not a run: the operation owns it from start to end.
+RUN_ACTOR = "app/worker/reconcile.py"
+NOT_A_RUN = {"app/worker/preflight.py": "the dry run's driver belongs to its operation"}
+BACKEND_CALLS = {"submit", "kill", "find", "status", "log_tail"}
+
+
+def test_only_the_reconciler_acts_on_a_run() -> None:
+    offenders = []
+    for path in sorted((APP / "worker").rglob("*.py")):
+        rel = path.relative_to(APP.parent).as_posix()
+        if rel == RUN_ACTOR or rel in NOT_A_RUN:
+            continue
+        tree = ast.parse(path.read_text(), rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "app.worker.reconcile":
+                names = {a.name for a in node.names}
+                if "reconcile_run" in names:
+                    offenders.append(f"{rel}:{node.lineno} imports reconcile_run")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in BACKEND_CALLS
+                and "backend" in ast.unparse(node.func.value)
+            ):
+                offenders.append(f"{rel}:{node.lineno} calls {ast.unparse(node.func)}")
+    assert offenders == [], "operations state what they want; reconcile.py acts:\n" + "\n".join(
+        offenders
+    )

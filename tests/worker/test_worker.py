@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from app.jobs.models import Job
 from app.operations import state as op_state
 from app.operations.models import Operation
 from app.operations.service import enqueue
+from app.runs import service as runs_service
 from app.runs.models import Run, RunTransition
 from app.runs.service import IllegalTransition, transition
 from app.worker import execute as ops
@@ -244,16 +246,19 @@ def test_temporary_backend_errors_back_off_then_succeed(
 
     job_id = make_job(ctx)
     run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    # A step of the operation that meets a temporary backend error is retried with backoff
+    # (the kill request stands in for any step: only the reconciler calls the backend for a
+    # run, see the next test).
     outage = {"left": 2}
-    real_kill = fake.kill
+    real_request = runs_service.request_kill
 
-    def flaky_kill(backend_id: str) -> None:
+    def flaky_request(*args: object, **kwargs: object) -> Run:
         if outage["left"] > 0:
             outage["left"] -= 1
             raise TemporaryBackendError("master answered 503")
-        real_kill(backend_id)
+        return real_request(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(fake, "kill", flaky_kill)
+    monkeypatch.setattr(runs_service, "request_kill", flaky_request)
     op_id = _enqueue(ctx, job_id, "cancel", {}, run_id)
     worker = Worker(ctx, concurrency=1)
     for attempt, delay in ((1, 1), (2, 2)):
@@ -281,17 +286,81 @@ def test_temporary_backend_errors_back_off_then_succeed(
     assert fake.alive() == []
 
 
+def test_the_reconciler_alone_kills_and_retries_a_kill_the_backend_refused_for_a_while(
+    ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel states what it wants (the run stopping, a kill requested for its attempt);
+    the reconciler thread calls the backend, retrying the kill on its next passes."""
+    from app.backends.base import TemporaryBackendError
+
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    assert run_id is not None
+    attempt = _run(ctx, run_id).attempt
+    outage = {"left": 2}
+    callers: list[str] = []
+    real_kill = fake.kill
+
+    def flaky_kill(backend_id: str) -> None:
+        callers.append(threading.current_thread().name)
+        if outage["left"] > 0:
+            outage["left"] -= 1
+            raise TemporaryBackendError("master answered 503")
+        real_kill(backend_id)
+
+    monkeypatch.setattr(fake, "kill", flaky_kill)
+    op = _run_op(ctx, _enqueue(ctx, job_id, "cancel", {}, run_id))
+    assert op.state == "succeeded", op.error
+    assert [s["name"] for s in op.steps][:3] == ["request_stop", "graceful_stop", "kill"]
+    assert op.steps[2]["detail"] == {
+        "kill_requested": True,
+        "attempt": attempt,
+        "run_state": states.STOPPING,
+    }
+    run = _run(ctx, run_id)
+    assert run.state == states.CANCELLED and run.kill_attempt == attempt
+    assert callers == ["reconciler"] * 3 and fake.alive() == []
+
+
+def test_a_kill_requested_for_one_attempt_never_reaches_the_next(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    assert run_id is not None
+    with transaction(ctx.factory) as session:  # stopping, a kill asked for attempt 0 ...
+        run = session.get(Run, run_id)
+        assert run is not None
+        transition(session, run, states.STOPPING, reason="test", stop_reason="stop")
+        runs_service.request_kill(session, run, "test")
+    with transaction(ctx.factory) as session:  # ... which ended before the kill went out
+        run = session.get(Run, run_id)
+        assert run is not None and run.kill_attempt == 0
+        transition(session, run, states.STOPPED, reason="test")
+        runs_service.resubmit(session, run, reason="test")
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None and run.attempt == 1 and run.kill_attempt is None
+    for _ in range(10):  # fence attempt 0's driver, submit attempt 1, see it run
+        reconcile_run(ctx, run_id)
+        if _run(ctx, run_id).state == states.RUNNING:
+            break
+    run = _run(ctx, run_id)
+    assert run.state == states.RUNNING and run.attempt == 1
+    assert [fake.apps[i].spec.tag for i in fake.alive()] == [f"tidegate-run-{run_id}-a1"]
+
+
 def test_a_backend_that_never_recovers_fails_the_operation_with_the_reason(
     ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from app.backends.base import TemporaryBackendError
 
-    def down(backend_id: str) -> None:
+    def down(*args: object, **kwargs: object) -> None:
         raise TemporaryBackendError("master answered 503")
 
     job_id = make_job(ctx)
     run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
-    monkeypatch.setattr(fake, "kill", down)
+    monkeypatch.setattr(runs_service, "request_kill", down)
     worker = Worker(ctx, concurrency=1)
     op_id = _enqueue(ctx, job_id, "cancel", {}, run_id)
     with transaction(ctx.factory) as session:
@@ -317,10 +386,10 @@ def test_an_unexpected_error_is_retried_with_backoff_then_fails_the_operation(
     job_id = make_job(ctx)
     run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
 
-    def broken(backend_id: str) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug in a step")
 
-    monkeypatch.setattr(fake, "kill", broken)
+    monkeypatch.setattr(runs_service, "request_kill", broken)
     worker = Worker(ctx, concurrency=1)
     op_id = _enqueue(ctx, job_id, "cancel", {}, run_id)
     assert worker.claim() == op_id
