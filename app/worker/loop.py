@@ -23,7 +23,8 @@ from app.operations.service import NOTIFY_CHANNEL
 from app.snapshots.retention import retention_sweep
 from app.worker.context import WorkerContext
 from app.worker.execute import execute
-from app.worker.reconcile import due_runs, reconciler
+from app.worker.reconcile import due_runs
+from app.worker.reconciler import reconciler
 
 log = logging.getLogger(__name__)
 

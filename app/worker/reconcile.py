@@ -6,15 +6,13 @@ first.
 The reconciler is the one actor on runs (the observe -> reconcile shape of the Flink
 Kubernetes operator): operations state what they want through app/runs/service.py (stopping,
 draining, a kill request, a new attempt) and wait; only this module calls the backend for a
-run. In a worker process one thread does it (``Reconciler``); across worker processes the
+run. In a worker process one thread does it (app/worker/reconciler.py); across processes the
 ``run_guard`` advisory lock lets one pass at a time act on a run."""
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 from datetime import datetime
 
 from sqlalchemy import or_, select
@@ -312,95 +310,6 @@ def _record_error(ctx: WorkerContext, run_id: int, message: str) -> None:
             _ended(session, run, fake)
         else:
             run.last_error = message[-ERROR_LIMIT:]
-
-
-class Reconciler:
-    """The thread that reconciles runs for one worker process: runs an operation waits on
-    first (``pass_now``), then the periodic sweep of every due run (``sweep``). Started on
-    first use, a daemon, stopped with the worker."""
-
-    def __init__(self, ctx: WorkerContext) -> None:
-        self.ctx = ctx
-        self._cond = threading.Condition()
-        self._urgent: list[int] = []
-        self._sweep: list[int] = []
-        self._passes: dict[int, int] = {}  # run id -> passes finished (waiters compare)
-        self._stopping = False
-        self._died: BaseException | None = None
-        self._thread = threading.Thread(target=self._serve, name="reconciler", daemon=True)
-        self._thread.start()
-
-    def pass_now(self, run_id: int, timeout: float) -> None:
-        """Ask for a pass over ``run_id`` ahead of the sweep and wait (up to ``timeout``) for
-        it to finish: what an operation does before it reads the run again."""
-        with self._cond:
-            target = self._passes.get(run_id, 0) + 1
-            if run_id not in self._urgent:
-                self._urgent.append(run_id)
-            self._cond.notify_all()
-            self._cond.wait_for(
-                lambda: self._passes.get(run_id, 0) >= target or self._stopping, timeout
-            )
-            if self._died is not None:  # e.g. a chaos test's exit: the waiter stops too
-                raise self._died
-
-    def sweep(self, run_ids: list[int], timeout: float = 600.0) -> None:
-        """One pass over each of ``run_ids`` (behind any urgent one); waits for them."""
-        with self._cond:
-            targets = {r: self._passes.get(r, 0) + 1 for r in run_ids}
-            self._sweep.extend(r for r in run_ids if r not in self._sweep)
-            self._cond.notify_all()
-            self._cond.wait_for(
-                lambda: (
-                    self._stopping or all(self._passes.get(r, 0) >= n for r, n in targets.items())
-                ),
-                timeout,
-            )
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-
-    def _next(self) -> int | None:
-        with self._cond:
-            self._cond.wait_for(lambda: self._urgent or self._sweep or self._stopping)
-            if self._stopping:
-                return None
-            return (self._urgent or self._sweep).pop(0)
-
-    def _serve(self) -> None:
-        while (run_id := self._next()) is not None:
-            try:
-                reconcile_run(self.ctx, run_id)
-            except Exception:
-                log.exception("run %s: reconcile failed; will retry", run_id)
-                time.sleep(0.1)  # a failing store: do not spin
-            except BaseException as exc:  # the thread ends: say so to whoever waits on it
-                with self._cond:
-                    self._died, self._stopping = exc, True
-                    self._cond.notify_all()
-                raise
-            with self._cond:
-                self._passes[run_id] = self._passes.get(run_id, 0) + 1
-                if run_id in self._sweep:  # an urgent pass serves a queued sweep too
-                    self._sweep.remove(run_id)
-                self._cond.notify_all()
-
-
-def reconciler(ctx: WorkerContext) -> Reconciler:
-    """This worker process's reconciler (context.py cannot import this module: it is above)."""
-    with ctx._lock:
-        current = ctx.reconciler
-        if current is None or current.ctx is not ctx or current._stopping:
-            ctx.reconciler = Reconciler(ctx)
-        found: Reconciler = ctx.reconciler
-        return found
-
-
-def pass_now(ctx: WorkerContext, run_id: int) -> None:
-    """An operation waiting on a run asks the reconciler for a pass and waits for it."""
-    reconciler(ctx).pass_now(run_id, timeout=max(ctx.poll_seconds, 1.0) * 30)
 
 
 def due_runs(ctx: WorkerContext, now: datetime | None = None) -> list[int]:

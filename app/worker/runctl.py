@@ -16,7 +16,7 @@ from app.runs import service as runs
 from app.runs.models import Run
 from app.runs.service import lock_run, transition
 from app.worker.context import WorkerContext
-from app.worker.reconcile import pass_now
+from app.worker.reconciler import pass_now
 from app.worker.steps import OperationFailed, Steps, set_result
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.

@@ -5,18 +5,14 @@ its checkpoints, creating the run, awaiting its start, and verifying its first b
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text, update
 from sqlalchemy.orm import Session
 
-from app.core import run_states as states
 from app.core.db import transaction
 from app.core.errors import TidegateError
-from app.core.paths import checkpoint_path
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_version
 from app.operations.models import Operation
@@ -24,12 +20,10 @@ from app.resume_points import service as resume_points
 from app.resume_points.schemas import ResumePointModel
 from app.runs import service as runs
 from app.runs.models import Run
-from app.runtime.checkpoint import latest_commit_batch
 from app.snapshots import restore
 from app.snapshots.store_access import SnapshotFailed
 from app.worker import preflight
 from app.worker.context import WorkerContext
-from app.worker.reconcile import pass_now
 from app.worker.runctl import (
     await_started,
     await_submitted,
@@ -37,9 +31,6 @@ from app.worker.runctl import (
 from app.worker.steps import OperationFailed, Steps, detail
 
 log = logging.getLogger(__name__)
-
-# How long an update waits for every query of the new run to commit its first batch.
-FIRST_BATCH_SECONDS = 600.0
 
 
 def checked_plan(
@@ -314,100 +305,3 @@ def sources(plan: dict[str, Any]) -> dict[str, Any]:
         )
         for q in plan["queries"]
     }
-
-
-def committed_batches(ctx: WorkerContext, run_id: int) -> dict[str, int | None]:
-    """Each query's latest committed batch, from its checkpoint (the runtime's progress when
-    the checkpoint is not on this machine)."""
-
-    with ctx.factory() as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        job_name, queries = run.job.name, list(run.version.queries)
-        progress = dict(run.progress or {})
-    root = ctx.settings.resolved_checkpoint_root
-    batches: dict[str, int | None] = {}
-    for spec in queries:
-        path = checkpoint_path(root, job_name, run_id, spec)
-        if path.is_dir():
-            batches[spec["name"]] = latest_commit_batch(str(path))
-        else:
-            batch = (progress.get(spec["name"]) or {}).get("batch_id")
-            batches[spec["name"]] = int(batch) if batch is not None else None
-    return batches
-
-
-def verify(
-    ctx: WorkerContext, run_id: int, plan: dict[str, Any], seconds: float, first_batch: float
-) -> dict[str, Any]:
-    """The new run is verified once every query has committed its first batch past the one
-    it was restored at (a fresh query: its batch 0) or, with no new input, reported itself
-    idle, and it has kept running for ``seconds``.
-    A failing batch kills the driver; no commit within ``first_batch`` seconds fails too, so
-    the caller rolls back. ``seconds`` = 0: only that it started (no batch is awaited)."""
-    if seconds <= 0:
-        return {"verified": "not verified (verify_seconds = 0)"}
-    restored: dict[str, int] = {
-        q["query"]: int(q["source"]["batch_id"])
-        if q.get("source") and q["source"].get("batch_id") is not None
-        else -1
-        for q in plan["queries"]
-    }
-    with ctx.factory() as session:
-        started = session.get(Run, run_id)
-        assert started is not None
-        attempt = started.attempt
-    begin = time.monotonic()
-    deadline = begin + max(first_batch, seconds)
-    while True:
-        pass_now(ctx, run_id)
-        with ctx.factory() as session:
-            run = session.get(Run, run_id)
-            assert run is not None
-            state, error, now_attempt = run.state, run.last_error, run.attempt
-            idle = idle_since_start(run)
-        if state != states.RUNNING or now_attempt != attempt:
-            raise OperationFailed(
-                f"run {run_id} stopped running after it started ({state}), before every query "
-                f"committed its first batch: {error or 'no error'}",
-                {"run_id": run_id, "run_state": state},
-            )
-        committed = committed_batches(ctx, run_id)
-        batches = {q: committed.get(q) for q in restored}
-        waiting = sorted(q for q, b in batches.items() if b is None or b <= restored[q])
-        elapsed = time.monotonic() - begin
-        # A query with no new input runs no batch: Spark's idle event says it started fine.
-        if elapsed >= seconds and set(waiting) <= idle:
-            return {
-                "verified": "every query committed its first batch past the restored one"
-                + (f", or runs idle with no new input ({', '.join(waiting)})" if waiting else ""),
-                "restored": restored,
-                "batches": batches,
-            }
-        if time.monotonic() >= deadline:
-            raise OperationFailed(
-                f"run {run_id}: {', '.join(waiting)} did not commit a first batch past the "
-                f"restored one within {max(first_batch, seconds):.0f}s (committed: {batches}, "
-                f"restored at: {restored})",
-                {"run_id": run_id, "run_state": state, "batches": batches},
-            )
-        time.sleep(ctx.poll_seconds)
-
-
-def idle_since_start(run: Run) -> set[str]:
-    """Queries whose runtime reported Spark's idle event since this attempt started."""
-    if run.running_since is None:
-        return set()
-    idle = set()
-    for query, progress in (run.progress or {}).items():
-        at = (progress or {}).get("idle_at")
-        if at and datetime.fromisoformat(at) >= run.running_since:
-            idle.add(query)
-    return idle
-
-
-def verify_bounds(op: Operation) -> tuple[float, float]:
-    return (
-        float(op.params.get("verify_seconds", 20)),
-        float(op.params.get("first_batch_seconds") or FIRST_BATCH_SECONDS),
-    )

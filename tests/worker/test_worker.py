@@ -22,7 +22,7 @@ from app.runs.models import Run, RunTransition
 from app.runs.service import IllegalTransition, transition
 from app.worker import execute as ops
 from app.worker import reconcile as rec
-from app.worker import startup
+from app.worker import verify
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from app.worker.reconcile import reconcile_run
@@ -514,16 +514,16 @@ def test_a_new_run_is_verified_by_its_first_batch_or_by_spark_saying_it_is_idle(
         query = session.get(Run, run_id).version.queries[0]["name"]  # type: ignore[union-attr]
     plan = {"queries": [{"query": query, "source": None, "parts": []}]}
     with pytest.raises(ops.OperationFailed, match="did not commit a first batch"):
-        startup.verify(ctx, run_id, plan, 0.05, 0.5)
+        verify.verify(ctx, run_id, plan, 0.05, 0.5)
     with transaction(ctx.factory) as session:
         run = session.get(Run, run_id)
         assert run is not None
         run.progress = {query: {"idle_at": utcnow().isoformat()}}  # no batch yet
-    verified = startup.verify(ctx, run_id, plan, 0.05, 0.5)
+    verified = verify.verify(ctx, run_id, plan, 0.05, 0.5)
     assert "runs idle with no new input" in verified["verified"], verified
     with transaction(ctx.factory) as session:  # idle before this attempt started: not proof
         run = session.get(Run, run_id)
         assert run is not None
         run.running_since = utcnow() + timedelta(seconds=5)
     with pytest.raises(ops.OperationFailed):
-        startup.verify(ctx, run_id, plan, 0.05, 0.5)
+        verify.verify(ctx, run_id, plan, 0.05, 0.5)

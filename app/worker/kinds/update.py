@@ -29,10 +29,9 @@ from app.worker.startup import (
     replan,
     sources,
     start_planned,
-    verify,
-    verify_bounds,
 )
 from app.worker.steps import OperationFailed, Steps, detail
+from app.worker.verify import verify, verify_bounds
 
 
 def held_queries(session: Session, snapshot_id: int) -> set[str]:

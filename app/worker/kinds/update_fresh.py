@@ -26,10 +26,9 @@ from app.worker.runctl import (
 from app.worker.startup import (
     fresh_plan,
     start_planned,
-    verify,
-    verify_bounds,
 )
 from app.worker.steps import OperationFailed, Steps, detail
+from app.worker.verify import verify, verify_bounds
 
 
 def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
