@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from app.client import admin, lifecycle, snapshots
+from app.client import admin, lifecycle, operations, snapshots
 from app.client.base import command
 from app.client.clusters import clusters_app
 from app.client.jobs import jobs_app, versions_app
@@ -33,7 +33,7 @@ def register(cli: typer.Typer) -> None:
         ("versions", versions_app, "Jobs"),
         ("clusters", clusters_app, "Jobs"),
         ("runs", runs_app, "Inspect"),
-        ("operations", lifecycle.operations_app, "Inspect"),
+        ("operations", operations.operations_app, "Inspect"),
         ("startpoints", startpoints_app, "Startpoints and snapshots"),
         ("snapshots", snapshots.snapshots_app, "Startpoints and snapshots"),
         ("resume-points", snapshots.resume_points_app, "Startpoints and snapshots"),

@@ -1,6 +1,6 @@
 """Lifecycle commands (each a 202 and an operation the worker carries out), named as in
-hz-cli, flink and gcloud dataflow: submit, stop, cancel, drain, restart, update; and the
-operations they create: ``operations list|show``, ``wait``.
+hz-cli, flink and gcloud dataflow: submit, stop, cancel, drain, restart, update, compat (the
+operations they create are in ``operations.py``: ``operations list|show``, ``wait``).
 
 Every one sends an ``Idempotency-Key``: a fresh one per invocation unless given, so the
 CLI's retries after a lost answer never start a second submission, and a script that
@@ -16,10 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from app.client.api import new_idempotency_key, seg
-from app.client.base import All, Ctx, DefaultListGroup, Limit, command, exclusive, load_document
+from app.client.base import Ctx, command, exclusive, load_document
 from app.client.errors import CliError, Exit
-from app.client.output import Column, human_time
-from app.client.wait import KeyOption, TimeoutOption, WaitOption, accepted, follow, report
+from app.client.operations import wait_command
+from app.client.wait import KeyOption, TimeoutOption, WaitOption, accepted
 
 JobArg = Annotated[str, typer.Argument(help="The job's name.", show_default=False)]
 VersionOption = Annotated[
@@ -31,14 +31,6 @@ class Strategy(StrEnum):
     snapshot = "snapshot"
     drain = "drain"
     stateless = "stateless"
-
-
-operations_app = typer.Typer(
-    cls=DefaultListGroup,
-    help="Operations: what submit, stop, drain, … asked for and how far the worker got. "
-    "'tidegate operations JOB' lists a job's.",
-    no_args_is_help=True,
-)
 
 
 def operate(
@@ -65,7 +57,7 @@ def register(cli: typer.Typer) -> None:
     command(cli, "restart", rich_help_panel="Lifecycle")(restart)
     command(cli, "update", rich_help_panel="Lifecycle")(update)
     command(cli, "compat", rich_help_panel="Lifecycle")(compat)
-    command(cli, "wait", rich_help_panel="Lifecycle")(wait_command)
+    command(cli, "wait", rich_help_panel="Lifecycle")(wait_command)  # (app/client/operations.py)
 
 
 GraceOption = Annotated[
@@ -352,83 +344,3 @@ def compat(
             + (f": {_problem(problems[0])}" if problems else ""),
             Exit.CONFLICT,
         )
-
-
-# ---- operations -------------------------------------------------------------------------
-
-OP_COLUMNS: list[Column] = [
-    ("ID", "id"),
-    ("KIND", "kind"),
-    ("STATE", "state"),
-    ("RUN", "run_id"),
-    ("STEPS", lambda o: ", ".join(str(s.get("name")) for s in o.get("steps") or []) or None),
-    ("CREATED", lambda o: human_time(o.get("created_at"))),
-    ("BY", "created_by"),
-    ("ERROR", "error"),
-]
-
-
-def show_operation(ctx: Ctx, op: dict[str, Any]) -> None:
-    def table() -> None:
-        ctx.out.fields(
-            op,
-            [
-                ("ID", "id"),
-                ("JOB", "job"),
-                ("KIND", "kind"),
-                ("STATE", "state"),
-                ("PARAMS", "params"),
-                ("RUN", "run_id"),
-                ("ERROR", "error"),
-                ("RESULT", "result"),
-                ("IDEMPOTENCY KEY", "idempotency_key"),
-                (
-                    "CREATED",
-                    lambda o: f"{human_time(o.get('created_at'))} by {o.get('created_by')}",
-                ),
-                ("STARTED", lambda o: human_time(o.get("started_at"))),
-                ("FINISHED", lambda o: human_time(o.get("finished_at"))),
-            ],
-        )
-        if op.get("steps"):
-            ctx.out.line("")
-            ctx.out.table(
-                op["steps"],
-                [
-                    ("STEP", "name"),
-                    ("AT", lambda s: human_time(s.get("at"))),
-                    ("DETAIL", "detail"),
-                ],
-            )
-
-    ctx.out.emit(op, table)
-
-
-@command(operations_app, "list")
-def operations_list(ctx: Ctx, job: JobArg, limit: Limit = 20, all_: All = False) -> None:
-    """List a job's operations, newest first.
-
-    Example: tidegate operations list clicks-per-minute
-    """
-    rows = ctx.list(f"/jobs/{seg(job)}/operations", limit, all_)
-    ctx.out.emit(rows, lambda: ctx.out.table(rows, OP_COLUMNS, f"No operations for {job}."))
-
-
-OpIdArg = Annotated[int, typer.Argument(min=1, help="The operation id.", show_default=False)]
-
-
-@command(operations_app, "show")
-def operations_show(ctx: Ctx, op_id: OpIdArg) -> None:
-    """Show one operation: state, steps done, error, result.
-
-    Example: tidegate operations show 42
-    """
-    show_operation(ctx, ctx.api.get(f"/operations/{op_id}"))
-
-
-def wait_command(ctx: Ctx, op_id: OpIdArg, timeout: TimeoutOption = None) -> None:
-    """Follow an operation to its end with live progress; exit 1 if it failed.
-
-    Example: tidegate wait 42 --timeout 600
-    """
-    report(ctx, follow(ctx, ctx.api.get(f"/operations/{op_id}"), timeout))
