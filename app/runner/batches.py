@@ -10,7 +10,6 @@ wrapper's pid and create time, so a reused pid is never mistaken for the batch.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -25,6 +24,16 @@ import psutil
 
 from app.core.redaction import redact
 from app.devtools.spark_local import spark_home
+from app.runner.driver_io import (
+    ENV_KEY,
+    driver_environment,
+    local_path,
+    mtime,
+    properties_escape,
+    slice_lines,
+    tail_lines,
+    terminate,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -35,25 +44,6 @@ _STARTED = re.compile(rb"SparkContext: Running Spark version")
 _APP_ID = re.compile(rb"app ID (app-[\w-]+)|(application_\d+_\d+)|Submitted application (\S+)")
 _SCAN_LIMIT = 8 * 1024 * 1024  # stop looking for the start marker after this much log
 _WRAPPER = 'f=$1; shift; "$@"; c=$?; echo $c > "$f.tmp" && mv "$f.tmp" "$f"; exit $c'
-_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# What a driver inherits from the runner's environment: what spark-submit, Java and Python
-# need, nothing else. The runner's own environment may hold tidegate's secrets (under
-# `tidegate run`: the admin token, the database URL, the runner token).
-_INHERITED = frozenset(
-    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "JAVA_HOME", "PYTHONPATH"}
-)
-_INHERITED_PREFIXES = ("SPARK_", "PYSPARK_", "LC_", "HADOOP_", "YARN_")
-_NEVER_INHERITED = ("TIDEGATE_",)
-
-
-def driver_environment(parent: dict[str, str]) -> dict[str, str]:
-    """The allow-listed part of ``parent`` a driver starts with."""
-    return {
-        key: value
-        for key, value in parent.items()
-        if (key in _INHERITED or key.startswith(_INHERITED_PREFIXES))
-        and not key.startswith(_NEVER_INHERITED)
-    }
 
 
 class BatchError(Exception):
@@ -176,7 +166,7 @@ class BatchManager:
             self._save(batch)
             tree = self._tree(batch)
         logger.info("batch %s: killing %d process(es)", batch_id, len(tree))
-        _terminate(tree, self.kill_grace)
+        terminate(tree, self.kill_grace)
         with self._lock:
             child = self._children.pop(batch_id, None)
             if child is not None:
@@ -194,11 +184,11 @@ class BatchManager:
         size = total if size < 0 else size
         if start is None or start < 0:
             start = max(0, total - size)
-            return start, total, _tail(path, min(size, total - start))
-        return start, total, _slice(path, start, size)
+            return start, total, tail_lines(path, min(size, total - start))
+        return start, total, slice_lines(path, start, size)
 
     def tail(self, batch_id: int, lines: int) -> list[str]:
-        return _tail(self._folder(batch_id) / "log", lines)
+        return tail_lines(self._folder(batch_id) / "log", lines)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -211,7 +201,7 @@ class BatchManager:
             ("archives", req.archives),
         ):
             for path in paths:
-                local = _local_path(path)
+                local = local_path(path)
                 if local is None:
                     continue
                 if not local.is_absolute():
@@ -219,9 +209,7 @@ class BatchManager:
                 if not local.exists():
                     raise BatchError(f"{what}: {path!r} does not exist")
         for key in req.conf:
-            if key.startswith(APP_MASTER_ENV) and not _ENV_KEY.fullmatch(
-                key[len(APP_MASTER_ENV) :]
-            ):
+            if key.startswith(APP_MASTER_ENV) and not ENV_KEY.fullmatch(key[len(APP_MASTER_ENV) :]):
                 raise BatchError(f"conf: {key!r} does not name an environment variable")
 
     def _allocate(self) -> tuple[int, Path]:
@@ -246,7 +234,7 @@ class BatchManager:
         fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for key, value in conf.items():
-                f.write(f"{_escape(key, key=True)}={_escape(value)}\n")
+                f.write(f"{properties_escape(key, key=True)}={properties_escape(value)}\n")
 
         cmd = [self.spark_submit, "--master", self.master, "--properties-file", str(props)]
         if req.name:
@@ -327,7 +315,7 @@ class BatchManager:
         if code is not None:
             batch.exit_code = code
             batch.state = "success" if code == 0 else "dead"
-            batch.ended_at = _mtime(self._folder(batch.id) / "exit_code") or time.time()
+            batch.ended_at = mtime(self._folder(batch.id) / "exit_code") or time.time()
         self._scan_log(batch)
         if (batch.state, batch.app_id) != before:
             logger.info("batch %s: %s -> %s", batch.id, before[0], batch.state)
@@ -416,81 +404,3 @@ class BatchManager:
             return 0
         self._lines[batch_id] = (offset, newlines)
         return newlines + (1 if partial else 0)
-
-
-def _local_path(path: str) -> Path | None:
-    """The local file a Spark path names, or None for a remote URL (hdfs:, s3a:, …)."""
-    if path.startswith(("file://", "local://")):
-        return Path(path.split("://", 1)[1])
-    if path.startswith(("file:", "local:")):
-        return Path(path.split(":", 1)[1])
-    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", path):
-        return None
-    return Path(path)
-
-
-def _escape(text: str, *, key: bool = False) -> str:
-    """Java ``.properties`` escaping (Spark reads the file as UTF-8)."""
-    out = []
-    for i, ch in enumerate(text):
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch in "\n\r\t\f":
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[ch])
-        elif ch in "=:#!" or (ch == " " and (key or i == 0)):
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _terminate(procs: list[psutil.Process], grace: float) -> None:
-    for proc in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for proc in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.kill()
-    psutil.wait_procs(alive, timeout=5)
-
-
-def _tail(path: Path, lines: int) -> list[str]:
-    """The last ``lines`` lines, reading backwards from the end (logs of streams grow big)."""
-    if lines <= 0:
-        return []
-    try:
-        with path.open("rb") as f:
-            f.seek(0, 2)
-            pos = f.tell()
-            data = b""
-            while pos > 0 and data.count(b"\n") <= lines:
-                step = min(pos, 64 * 1024)
-                pos -= step
-                f.seek(pos)
-                data = f.read(step) + data
-    except OSError:
-        return []
-    text = data.decode("utf-8", errors="replace")
-    return text.splitlines()[-lines:]
-
-
-def _slice(path: Path, start: int, size: int) -> list[str]:
-    out: list[str] = []
-    try:
-        with path.open("rb") as f:
-            for i, raw in enumerate(f):
-                if i >= start + size:
-                    break
-                if i >= start:
-                    out.append(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-    except OSError:
-        return []
-    return list(out)
-
-
-def _mtime(path: Path) -> float | None:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return None
