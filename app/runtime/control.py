@@ -22,8 +22,6 @@ import os
 import queue
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,11 +30,19 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from app.runtime import checkpoint as cp
 from app.runtime import startpoints as sp
 from app.runtime import trial_batch
-from app.runtime.chain import drain_stages
-from app.runtime.source import MARKER_PARTITION
+from app.runtime.channel_client import (
+    TOKEN_ENV,
+    ControlClient,
+    ControlPlaneRefused,
+    TidegateRuntimeError,
+    UndeclaredQuery,
+    progress_report,
+    pstl_to_spark_interval,
+)
+from app.runtime.drain import Drainer
+from app.runtime.stopping import has_commit, stop_at_batch_boundary
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -46,118 +52,6 @@ _FRESH_FILE_SOURCE = (
     '{{"logOffset": N}}), so the startpoint can only move a query that has a checkpoint. '
     "Withdraw it and start the query, then set it again and restart"
 )
-
-TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
-
-
-class TidegateRuntimeError(Exception):
-    """The control plane refused us or the job asked for something its version does not
-    declare: the driver should fail with this message."""
-
-
-class UndeclaredQuery(TidegateRuntimeError):
-    pass
-
-
-class ControlPlaneRefused(TidegateRuntimeError):
-    pass
-
-
-def pstl_to_spark_interval(trigger: str) -> str:
-    """'15 SECONDS' -> '15 seconds' (Spark's processingTime format)."""
-    number, unit = trigger.split()
-    return f"{int(number)} {unit.lower()}"
-
-
-@dataclass
-class ControlClient:
-    api_url: str
-    run_id: int
-    token: str
-    timeout: float = 10.0
-
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            f"{self.api_url.rstrip('/')}/api/v1/runs/{self.run_id}{path}",
-            data=data,
-            method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
-                return json.loads(raw) if raw else None
-        except urllib.error.HTTPError as exc:
-            detail = _problem_detail(exc)
-            if exc.code in (401, 403):
-                raise ControlPlaneRefused(
-                    f"tidegate refused this run's token ({exc.code}): {detail}. The driver must "
-                    f"be started by tidegate, with {TOKEN_ENV} set for run {self.run_id}."
-                ) from None
-            raise
-
-    def directives(self, attempt: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/directives?attempt={attempt}")
-        return result
-
-    def progress(self, report: dict[str, Any]) -> None:
-        self._call("POST", "/progress", report)
-
-    def startpoints_applied(self, reports: list[dict[str, Any]]) -> None:
-        self._call("POST", "/startpoints/applied", reports)
-
-    def drain_state(self, state: dict[str, Any]) -> None:
-        self._call("POST", "/drain", state)
-
-
-def _problem_detail(exc: urllib.error.HTTPError) -> str:
-    try:
-        return str(json.loads(exc.read()).get("detail", exc.reason))
-    except Exception:
-        return str(exc.reason)
-
-
-def progress_report(name: str, progress: Any) -> dict[str, Any]:
-    """Listener progress -> the API's ProgressReport."""
-    data = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
-
-    def offsets(value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except ValueError:
-                return value
-        return value
-
-    return {
-        "query": name,
-        "batch_id": int(data.get("batchId", 0)),
-        "timestamp": data.get("timestamp"),
-        "num_input_rows": int(data.get("numInputRows") or 0),
-        "watermark": (data.get("eventTime") or {}).get("watermark"),
-        "sources": [
-            {
-                "description": (s.get("description") or "")[:2000],
-                "start_offset": offsets(s.get("startOffset")),
-                "end_offset": offsets(s.get("endOffset")),
-                "latest_offset": offsets(s.get("latestOffset")),
-                "num_input_rows": s.get("numInputRows"),
-            }
-            for s in data.get("sources") or []
-        ],
-        "state_operators": [
-            {
-                "operator_name": op.get("operatorName"),
-                "num_rows_total": op.get("numRowsTotal"),
-                "memory_used_bytes": op.get("memoryUsedBytes"),
-            }
-            for op in data.get("stateOperators") or []
-        ],
-        "durations_ms": {k: int(v) for k, v in (data.get("durationMs") or {}).items()},
-        # e.g. "FileSink[/out]": a file sink skips batch ids it holds (restores check it).
-        "sink": ((data.get("sink") or {}).get("description") or "")[:2000] or None,
-    }
 
 
 class _Reporter(StreamingQueryListener):
@@ -190,7 +84,7 @@ class _Reporter(StreamingQueryListener):
 
 
 @dataclass
-class Runtime:
+class Runtime(Drainer):
     spark: SparkSession
     client: ControlClient | None = None
     attempt: int = 0
@@ -319,7 +213,7 @@ class Runtime:
             for name, spec in self.declared.items()
             if any(s.get("name") == source for s in spec.get("sources", []))
         ]
-        fresh = [name for name in readers if not _has_commit(self.checkpoint_for(name))]
+        fresh = [name for name in readers if not has_commit(self.checkpoint_for(name))]
         if not fresh:
             return None
         decl = self.sources[source]
@@ -360,9 +254,9 @@ class Runtime:
                 continue
             checkpoint = self.checkpoint_for(name)
             assert checkpoint is not None
-            if not _has_commit(checkpoint) and source.get("kind") == "file":
+            if not has_commit(checkpoint) and source.get("kind") == "file":
                 raise TidegateRuntimeError(_FRESH_FILE_SOURCE.format(source=source["name"]))
-            if not _has_commit(checkpoint) and source["name"] not in self._given_starting:
+            if not has_commit(checkpoint) and source["name"] not in self._given_starting:
                 raise TidegateRuntimeError(
                     f"source '{source['name']}' of query '{name}' has startpoints but no "
                     "checkpoint yet, and the job did not pass "
@@ -486,212 +380,6 @@ class Runtime:
             if q.exception() is not None:
                 raise q.exception()  # type: ignore[misc]
 
-    def _follow_directives(self) -> None:
-        assert self.client is not None
-        try:
-            directives = self.client.directives(self.attempt)
-        except ControlPlaneRefused:
-            raise
-        except Exception as exc:  # the control plane may be restarting: keep running
-            log.warning("directives unavailable: %s", exc)
-            return
-        if directives.get("stop") and self._drain_marker and not self._drain_done:
-            # The marker has moved the watermark past every window: stopping now would leave
-            # a checkpoint that drops all later input as late. Finish the drain (a batch or
-            # two) instead; the run ends stopped with its drain complete.
-            self._drain(self._drain_request or {})
-            return
-        if directives.get("stop"):
-            self.stop_reason = directives.get("reason") or "stop"
-            log.info("stop directive (%s): stopping queries at a batch boundary", self.stop_reason)
-            self.stop_all()
-        elif directives.get("drain") is not None:
-            self._drain_request = directives["drain"]
-            self._drain(directives["drain"])
-
-    @property
-    def _draining(self) -> bool:
-        """A drain has begun and not finished (its queries may be between two runs)."""
-        return self._drain_request is not None and not self._drain_done
-
-    def _eventlog_sources(self) -> dict[str, list[tuple[str, int]]]:
-        """Source name -> [(query, source index)] for every eventlog source."""
-        out: dict[str, list[tuple[str, int]]] = {}
-        for name, spec in self.declared.items():
-            for index, source in enumerate(spec.get("sources", [])):
-                if source.get("kind") == "eventlog":
-                    out.setdefault(str(source["name"]), []).append((name, index))
-        return out
-
-    def _drain(self, request: dict[str, Any]) -> None:
-        """One step of a drain, each poll. Queries drain stage by stage, upstream first
-        (their ``upstream`` in the version). In a stage, a query reading only eventlog
-        sources drains natively: fix its sources' end offsets, catch up to them, read the
-        marker that closes every window, stop at a batch boundary. Any other query is
-        stopped at a batch boundary and run again on its checkpoint with AvailableNow."""
-        assert self.client is not None
-        if self._stages is None:
-            self._stages = drain_stages(self.declared.values())
-            self._drain_end = dict(request.get("end_offsets") or {})
-            if self._drain_end:  # a driver restarted mid-drain: the same ends as before
-                self._write_controls(set(self._drain_end) & set(self._eventlog_sources()))
-        while self._stage < len(self._stages):
-            if not self._drain_stage([n for n in self._stages[self._stage] if n in self.queries]):
-                return
-            log.info("drain: stage %s done (%s)", self._stage, ", ".join(self._stages[self._stage]))
-            self._stage, self._stage_marker, self._marker_batches = self._stage + 1, False, {}
-        if self._drain_done:
-            return
-        self.stop_all()
-        self.client.drain_state({"end_offsets": self._drain_end, "drained": True})
-        self._drain_done, self.stop_reason = True, "drained"
-        log.info("drain: complete at %s", self._drain_end)
-
-    def _native(self, name: str) -> bool:
-        return all(s.get("kind") == "eventlog" for s in self.declared[name].get("sources", []))
-
-    def _drain_stage(self, names: list[str]) -> bool:
-        """True once every query of the stage has drained and stopped."""
-        assert self.client is not None and self._drain_end is not None
-        native = [n for n in names if self._native(n)]
-        refs = [
-            (n, i, str(s["name"]))
-            for n in native
-            for i, s in enumerate(self.declared[n].get("sources", []))
-        ]
-        fresh = {src for _, _, src in refs} - set(self._drain_end)
-        if fresh:
-            fixed = {
-                src: {
-                    str(p): o
-                    for p, o in sp.EventLogPositions(self.sources[src]["options"]).latest().items()
-                }
-                for src in sorted(fresh)
-            }
-            self._drain_end.update(fixed)
-            self.client.drain_state({"end_offsets": fixed, "drained": False})
-            self._write_controls(fresh)
-            log.info("drain: end offsets fixed at %s", fixed)
-            return False
-        done = self._drain_native(native, refs) if native else True
-        for name in names:
-            if name not in native:
-                done = self._drain_bounded(name) and done
-        return done
-
-    def _drain_native(self, names: list[str], refs: list[tuple[str, int, str]]) -> bool:
-        if not self._stage_marker:
-            if all(self._caught_up(q, i, src) for q, i, src in refs):
-                self._write_controls({src for _, _, src in refs}, marker=True)
-                self._stage_marker = self._drain_marker = True
-                log.info("drain: %s caught up; marker sent to flush open windows", names)
-            return False
-        for name in names:
-            if name not in self._marker_batches:
-                batch = self._marker_batch(name)
-                if batch is not None:
-                    self._marker_batches[name] = batch
-        if any(name not in self._marker_batches for name in names):
-            return False
-        # Stateful queries emit their last windows in the no-data batch after the marker.
-        for name in names:
-            latest = cp.latest_commit_batch(str(self.checkpoint_for(name)))
-            stateful = bool(self.declared[name].get("stateful"))
-            if stateful and (latest is None or latest <= self._marker_batches[name]):
-                return False
-        for name in names:
-            stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
-        return True
-
-    def _drain_bounded(self, name: str) -> bool:
-        """A source that cannot be capped: stop at a batch boundary, then AvailableNow on the
-        same checkpoint reads what is there now and ends; its last offsets are the end."""
-        assert self.client is not None and self._drain_end is not None
-        if name not in self._bounded:
-            stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
-            writer = self._writers[name]
-            self.queries[name] = writer.trigger(availableNow=True).start()
-            self._bounded.add(name)
-            log.info("drain: %s restarted with AvailableNow on its checkpoint", name)
-            return False
-        query = self.queries[name]
-        if query.isActive:
-            return False
-        if query.exception() is not None:
-            raise query.exception()  # type: ignore[misc]
-        ends = {}
-        for index, source in enumerate(self.declared[name].get("sources", [])):
-            if source["name"] not in self._drain_end:
-                ends[str(source["name"])] = self._committed_position(name, index) or {}
-        if ends:
-            self._drain_end.update(ends)
-            self.client.drain_state({"end_offsets": ends, "drained": False})
-        return True
-
-    def _clear_controls(self) -> None:
-        for source in self._eventlog_sources():
-            path = self.control_file(source)
-            if path is not None and os.path.exists(path):
-                os.remove(path)
-                log.info("removed the drain cap %s left by an earlier attempt", path)
-
-    def _write_controls(
-        self, names: set[str] | None = None, *, marker: bool = False, hold: bool = False
-    ) -> None:
-        """Eventlog sources' control files (default: all of them): the drain's cap (and
-        marker), or ``hold``: no new data, so the query idles between batches and stops at a
-        boundary soon."""
-        sources = self._drain_end if self._drain_end is not None else {}
-        for source in set(self._eventlog_sources()) if names is None else names:
-            path = self.control_file(source)
-            if path is None:
-                continue
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"end": sources.get(source), "marker": marker, "hold": hold}, f)
-            os.replace(tmp, path)
-
-    def _committed_position(self, query: str, index: int) -> dict[str, Any] | None:
-        checkpoint = self.checkpoint_for(query)
-        if not _has_commit(checkpoint):
-            return None
-        batch = cp.latest_commit_batch(str(checkpoint))
-        assert batch is not None
-        _, lines = cp.read_offsets(str(checkpoint), batch)
-        line = lines[index] if index < len(lines) else None
-        return json.loads(line) if line and line != "-" else None
-
-    def _caught_up(self, query: str, index: int, source: str) -> bool:
-        assert self._drain_end is not None
-        end = self._drain_end.get(source, {})
-        position = self._committed_position(query, index) or {}
-        return all(int(position.get(p, 0)) >= int(o) for p, o in end.items())
-
-    def _marker_batch(self, query: str) -> int | None:
-        """The first committed batch that read the marker, if one has."""
-        checkpoint = self.checkpoint_for(query)
-        if not _has_commit(checkpoint):
-            return None
-        latest = cp.latest_commit_batch(str(checkpoint))
-        assert latest is not None
-
-        def has_marker(batch: int) -> bool:
-            try:
-                _, lines = cp.read_offsets(str(checkpoint), batch)
-            except (OSError, cp.CheckpointError):
-                return False  # purged by Spark's retention: older than the marker
-            return any(
-                line and line != "-" and str(MARKER_PARTITION) in json.loads(line) for line in lines
-            )
-
-        if not has_marker(latest):
-            return None
-        first = latest
-        while first > 0 and has_marker(first - 1):
-            first -= 1
-        return first
-
     def stop_all(self, timeout: float = 120.0) -> None:
         """Stop each query between batches, never in the middle of one, so offsets/N and
         commits/N stay paired and the next start re-runs nothing. Eventlog sources are held
@@ -711,41 +399,3 @@ class Runtime:
             time.sleep(0.05)
         while self._outbox.unfinished_tasks and time.monotonic() < deadline:
             time.sleep(0.05)
-
-
-def _batches_paired(checkpoint: str | None) -> bool:
-    """No batch planned but not committed (true when there is nothing to tell)."""
-    if not checkpoint or not os.path.isdir(checkpoint):
-        return True
-    try:
-        return cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
-    except (OSError, cp.CheckpointError):
-        return True
-
-
-def _has_commit(checkpoint: str | None) -> bool:
-    return (
-        bool(checkpoint)
-        and os.path.isdir(str(checkpoint))
-        and (cp.latest_commit_batch(str(checkpoint)) is not None)
-    )
-
-
-def stop_at_batch_boundary(
-    query: StreamingQuery, timeout: float = 120.0, checkpoint: str | None = None
-) -> None:
-    """Stop ``query`` between batches. Spark has no graceful stop: ``stop()`` interrupts a
-    running batch, so wait until no trigger is active and, given the checkpoint, until the
-    latest planned batch (``offsets/N``) is committed (``commits/N``)."""
-    deadline = time.monotonic() + timeout
-    while query.isActive and time.monotonic() < deadline:
-        status = query.status
-        if not status.get("isTriggerActive", False) and _batches_paired(checkpoint):
-            query.stop()
-            return
-        time.sleep(0.05)
-    if query.isActive:
-        log.warning(
-            "query %s still in a batch after %.0fs; stopping it anyway", query.name, timeout
-        )
-        query.stop()

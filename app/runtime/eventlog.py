@@ -31,13 +31,11 @@ import json
 import os
 import re
 import struct
-import time
-import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 
 from app.runtime.files import fsync_dir, write_atomic
 
@@ -406,40 +404,3 @@ class Stream:
                 if rec.timestamp_ms >= ts_ms:
                     return rec.offset
         return index.end
-
-
-def partition_for_key(key: str, partitions: int) -> int:
-    """Stable key → partition mapping (CRC32), identical in every process."""
-    return zlib.crc32(key.encode()) % partitions
-
-
-class Producer:
-    """Buffers records per partition (by key hash) and appends them in batches."""
-
-    def __init__(self, stream: Stream, batch_records: int = 5_000) -> None:
-        self.stream = stream
-        self.batch_records = batch_records
-        self._partitions = stream.partitions
-        self._buffer: dict[int, list[NewRecord]] = {}
-        self._buffered = 0
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.flush()
-
-    def send(self, key: str, value: str, timestamp_ms: int | None = None) -> int:
-        """Buffer one record (event time defaults to now); returns its partition."""
-        ts = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
-        partition = partition_for_key(key, self._partitions)
-        self._buffer.setdefault(partition, []).append(NewRecord(ts, key, value))
-        self._buffered += 1
-        if self._buffered >= self.batch_records:
-            self.flush()
-        return partition
-
-    def flush(self) -> None:
-        buffer, self._buffer, self._buffered = self._buffer, {}, 0
-        for partition in sorted(buffer):
-            self.stream.append(partition, buffer[partition])

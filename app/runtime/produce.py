@@ -9,13 +9,52 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections.abc import Sequence
+from typing import Self
 
-from app.runtime.eventlog import EventLog, Producer
+from app.runtime.eventlog import EventLog, NewRecord, Stream
 
 DEFAULT_KEYS = tuple(f"k{i}" for i in range(10))
 # Shortest pause between two appends when rate-limited: batches appends at high rates.
 _MIN_TICK_S = 0.02
+
+
+def partition_for_key(key: str, partitions: int) -> int:
+    """Stable key → partition mapping (CRC32), identical in every process."""
+    return zlib.crc32(key.encode()) % partitions
+
+
+class Producer:
+    """Buffers records per partition (by key hash) and appends them in batches."""
+
+    def __init__(self, stream: Stream, batch_records: int = 5_000) -> None:
+        self.stream = stream
+        self.batch_records = batch_records
+        self._partitions = stream.partitions
+        self._buffer: dict[int, list[NewRecord]] = {}
+        self._buffered = 0
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.flush()
+
+    def send(self, key: str, value: str, timestamp_ms: int | None = None) -> int:
+        """Buffer one record (event time defaults to now); returns its partition."""
+        ts = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
+        partition = partition_for_key(key, self._partitions)
+        self._buffer.setdefault(partition, []).append(NewRecord(ts, key, value))
+        self._buffered += 1
+        if self._buffered >= self.batch_records:
+            self.flush()
+        return partition
+
+    def flush(self) -> None:
+        buffer, self._buffer, self._buffered = self._buffer, {}, 0
+        for partition in sorted(buffer):
+            self.stream.append(partition, buffer[partition])
 
 
 def produce(

@@ -16,14 +16,12 @@ from app.runtime.eventlog import (
     EventLog,
     NewRecord,
     OffsetOutOfRangeError,
-    Producer,
     StreamExistsError,
     StreamNotFoundError,
     format_offsets,
     parse_offsets,
-    partition_for_key,
 )
-from app.runtime.produce import produce
+from app.runtime.produce import Producer, partition_for_key, produce
 
 
 def test_append_and_read_every_range_across_segments(log: EventLog) -> None:

@@ -1,0 +1,122 @@
+"""The driver's side of the runtime channel: its HTTP client, the errors the runtime raises,
+and the progress report it posts for each batch. Standard library only (runs in drivers)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
+
+
+class TidegateRuntimeError(Exception):
+    """The control plane refused us or the job asked for something its version does not
+    declare: the driver should fail with this message."""
+
+
+class UndeclaredQuery(TidegateRuntimeError):
+    pass
+
+
+class ControlPlaneRefused(TidegateRuntimeError):
+    pass
+
+
+def pstl_to_spark_interval(trigger: str) -> str:
+    """'15 SECONDS' -> '15 seconds' (Spark's processingTime format)."""
+    number, unit = trigger.split()
+    return f"{int(number)} {unit.lower()}"
+
+
+@dataclass
+class ControlClient:
+    api_url: str
+    run_id: int
+    token: str
+    timeout: float = 10.0
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            f"{self.api_url.rstrip('/')}/api/v1/runs/{self.run_id}{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            detail = _problem_detail(exc)
+            if exc.code in (401, 403):
+                raise ControlPlaneRefused(
+                    f"tidegate refused this run's token ({exc.code}): {detail}. The driver must "
+                    f"be started by tidegate, with {TOKEN_ENV} set for run {self.run_id}."
+                ) from None
+            raise
+
+    def directives(self, attempt: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/directives?attempt={attempt}")
+        return result
+
+    def progress(self, report: dict[str, Any]) -> None:
+        self._call("POST", "/progress", report)
+
+    def startpoints_applied(self, reports: list[dict[str, Any]]) -> None:
+        self._call("POST", "/startpoints/applied", reports)
+
+    def drain_state(self, state: dict[str, Any]) -> None:
+        self._call("POST", "/drain", state)
+
+
+def _problem_detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        return str(json.loads(exc.read()).get("detail", exc.reason))
+    except Exception:
+        return str(exc.reason)
+
+
+def progress_report(name: str, progress: Any) -> dict[str, Any]:
+    """Listener progress -> the API's ProgressReport."""
+    data = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
+
+    def offsets(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
+
+    return {
+        "query": name,
+        "batch_id": int(data.get("batchId", 0)),
+        "timestamp": data.get("timestamp"),
+        "num_input_rows": int(data.get("numInputRows") or 0),
+        "watermark": (data.get("eventTime") or {}).get("watermark"),
+        "sources": [
+            {
+                "description": (s.get("description") or "")[:2000],
+                "start_offset": offsets(s.get("startOffset")),
+                "end_offset": offsets(s.get("endOffset")),
+                "latest_offset": offsets(s.get("latestOffset")),
+                "num_input_rows": s.get("numInputRows"),
+            }
+            for s in data.get("sources") or []
+        ],
+        "state_operators": [
+            {
+                "operator_name": op.get("operatorName"),
+                "num_rows_total": op.get("numRowsTotal"),
+                "memory_used_bytes": op.get("memoryUsedBytes"),
+            }
+            for op in data.get("stateOperators") or []
+        ],
+        "durations_ms": {k: int(v) for k, v in (data.get("durationMs") or {}).items()},
+        # e.g. "FileSink[/out]": a file sink skips batch ids it holds (restores check it).
+        "sink": ((data.get("sink") or {}).get("description") or "")[:2000] or None,
+    }

@@ -1,0 +1,258 @@
+"""The runtime following its directives: stop at a batch boundary, or drain — stage by stage,
+upstream first; a query reading only eventlog sources drains natively (end offsets fixed, a
+marker that closes every window), any other is restarted with AvailableNow on its checkpoint.
+
+``Drainer`` is a part of ``Runtime`` (app/runtime/control.py), kept apart to be read alone:
+it holds no state of its own; the annotations below name what it uses of the runtime's."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+from app.runtime import checkpoint as cp
+from app.runtime import startpoints as sp
+from app.runtime.chain import drain_stages
+from app.runtime.channel_client import ControlClient, ControlPlaneRefused
+from app.runtime.source import MARKER_PARTITION
+from app.runtime.stopping import has_commit, stop_at_batch_boundary
+
+log = logging.getLogger("tidegate.runtime")
+
+
+class Drainer:
+    client: ControlClient | None
+    attempt: int
+    declared: dict[str, dict[str, Any]]
+    queries: dict[str, StreamingQuery]
+    sources: dict[str, dict[str, Any]]
+    stop_reason: str | None
+    _drain_end: dict[str, dict[str, int]] | None
+    _drain_marker: bool
+    _marker_batches: dict[str, int]
+    _drain_request: dict[str, Any] | None
+    _drain_done: bool
+    _stages: list[list[str]] | None
+    _stage: int
+    _stage_marker: bool
+    _bounded: set[str]
+    _writers: dict[str, DataStreamWriter]
+
+    if TYPE_CHECKING:  # Runtime's
+
+        def checkpoint_for(self, name: str) -> str | None: ...
+
+        def control_file(self, source: str) -> str | None: ...
+
+        def stop_all(self, timeout: float = 120.0) -> None: ...
+
+    def _follow_directives(self) -> None:
+        assert self.client is not None
+        try:
+            directives = self.client.directives(self.attempt)
+        except ControlPlaneRefused:
+            raise
+        except Exception as exc:  # the control plane may be restarting: keep running
+            log.warning("directives unavailable: %s", exc)
+            return
+        if directives.get("stop") and self._drain_marker and not self._drain_done:
+            # The marker has moved the watermark past every window: stopping now would leave
+            # a checkpoint that drops all later input as late. Finish the drain (a batch or
+            # two) instead; the run ends stopped with its drain complete.
+            self._drain(self._drain_request or {})
+            return
+        if directives.get("stop"):
+            self.stop_reason = directives.get("reason") or "stop"
+            log.info("stop directive (%s): stopping queries at a batch boundary", self.stop_reason)
+            self.stop_all()
+        elif directives.get("drain") is not None:
+            self._drain_request = directives["drain"]
+            self._drain(directives["drain"])
+
+    @property
+    def _draining(self) -> bool:
+        """A drain has begun and not finished (its queries may be between two runs)."""
+        return self._drain_request is not None and not self._drain_done
+
+    def _eventlog_sources(self) -> dict[str, list[tuple[str, int]]]:
+        """Source name -> [(query, source index)] for every eventlog source."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for name, spec in self.declared.items():
+            for index, source in enumerate(spec.get("sources", [])):
+                if source.get("kind") == "eventlog":
+                    out.setdefault(str(source["name"]), []).append((name, index))
+        return out
+
+    def _drain(self, request: dict[str, Any]) -> None:
+        """One step of a drain, each poll. Queries drain stage by stage, upstream first
+        (their ``upstream`` in the version). In a stage, a query reading only eventlog
+        sources drains natively: fix its sources' end offsets, catch up to them, read the
+        marker that closes every window, stop at a batch boundary. Any other query is
+        stopped at a batch boundary and run again on its checkpoint with AvailableNow."""
+        assert self.client is not None
+        if self._stages is None:
+            self._stages = drain_stages(self.declared.values())
+            self._drain_end = dict(request.get("end_offsets") or {})
+            if self._drain_end:  # a driver restarted mid-drain: the same ends as before
+                self._write_controls(set(self._drain_end) & set(self._eventlog_sources()))
+        while self._stage < len(self._stages):
+            if not self._drain_stage([n for n in self._stages[self._stage] if n in self.queries]):
+                return
+            log.info("drain: stage %s done (%s)", self._stage, ", ".join(self._stages[self._stage]))
+            self._stage, self._stage_marker, self._marker_batches = self._stage + 1, False, {}
+        if self._drain_done:
+            return
+        self.stop_all()
+        self.client.drain_state({"end_offsets": self._drain_end, "drained": True})
+        self._drain_done, self.stop_reason = True, "drained"
+        log.info("drain: complete at %s", self._drain_end)
+
+    def _native(self, name: str) -> bool:
+        return all(s.get("kind") == "eventlog" for s in self.declared[name].get("sources", []))
+
+    def _drain_stage(self, names: list[str]) -> bool:
+        """True once every query of the stage has drained and stopped."""
+        assert self.client is not None and self._drain_end is not None
+        native = [n for n in names if self._native(n)]
+        refs = [
+            (n, i, str(s["name"]))
+            for n in native
+            for i, s in enumerate(self.declared[n].get("sources", []))
+        ]
+        fresh = {src for _, _, src in refs} - set(self._drain_end)
+        if fresh:
+            fixed = {
+                src: {
+                    str(p): o
+                    for p, o in sp.EventLogPositions(self.sources[src]["options"]).latest().items()
+                }
+                for src in sorted(fresh)
+            }
+            self._drain_end.update(fixed)
+            self.client.drain_state({"end_offsets": fixed, "drained": False})
+            self._write_controls(fresh)
+            log.info("drain: end offsets fixed at %s", fixed)
+            return False
+        done = self._drain_native(native, refs) if native else True
+        for name in names:
+            if name not in native:
+                done = self._drain_bounded(name) and done
+        return done
+
+    def _drain_native(self, names: list[str], refs: list[tuple[str, int, str]]) -> bool:
+        if not self._stage_marker:
+            if all(self._caught_up(q, i, src) for q, i, src in refs):
+                self._write_controls({src for _, _, src in refs}, marker=True)
+                self._stage_marker = self._drain_marker = True
+                log.info("drain: %s caught up; marker sent to flush open windows", names)
+            return False
+        for name in names:
+            if name not in self._marker_batches:
+                batch = self._marker_batch(name)
+                if batch is not None:
+                    self._marker_batches[name] = batch
+        if any(name not in self._marker_batches for name in names):
+            return False
+        # Stateful queries emit their last windows in the no-data batch after the marker.
+        for name in names:
+            latest = cp.latest_commit_batch(str(self.checkpoint_for(name)))
+            stateful = bool(self.declared[name].get("stateful"))
+            if stateful and (latest is None or latest <= self._marker_batches[name]):
+                return False
+        for name in names:
+            stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
+        return True
+
+    def _drain_bounded(self, name: str) -> bool:
+        """A source that cannot be capped: stop at a batch boundary, then AvailableNow on the
+        same checkpoint reads what is there now and ends; its last offsets are the end."""
+        assert self.client is not None and self._drain_end is not None
+        if name not in self._bounded:
+            stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
+            writer = self._writers[name]
+            self.queries[name] = writer.trigger(availableNow=True).start()
+            self._bounded.add(name)
+            log.info("drain: %s restarted with AvailableNow on its checkpoint", name)
+            return False
+        query = self.queries[name]
+        if query.isActive:
+            return False
+        if query.exception() is not None:
+            raise query.exception()  # type: ignore[misc]
+        ends = {}
+        for index, source in enumerate(self.declared[name].get("sources", [])):
+            if source["name"] not in self._drain_end:
+                ends[str(source["name"])] = self._committed_position(name, index) or {}
+        if ends:
+            self._drain_end.update(ends)
+            self.client.drain_state({"end_offsets": ends, "drained": False})
+        return True
+
+    def _clear_controls(self) -> None:
+        for source in self._eventlog_sources():
+            path = self.control_file(source)
+            if path is not None and os.path.exists(path):
+                os.remove(path)
+                log.info("removed the drain cap %s left by an earlier attempt", path)
+
+    def _write_controls(
+        self, names: set[str] | None = None, *, marker: bool = False, hold: bool = False
+    ) -> None:
+        """Eventlog sources' control files (default: all of them): the drain's cap (and
+        marker), or ``hold``: no new data, so the query idles between batches and stops at a
+        boundary soon."""
+        sources = self._drain_end if self._drain_end is not None else {}
+        for source in set(self._eventlog_sources()) if names is None else names:
+            path = self.control_file(source)
+            if path is None:
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"end": sources.get(source), "marker": marker, "hold": hold}, f)
+            os.replace(tmp, path)
+
+    def _committed_position(self, query: str, index: int) -> dict[str, Any] | None:
+        checkpoint = self.checkpoint_for(query)
+        if not has_commit(checkpoint):
+            return None
+        batch = cp.latest_commit_batch(str(checkpoint))
+        assert batch is not None
+        _, lines = cp.read_offsets(str(checkpoint), batch)
+        line = lines[index] if index < len(lines) else None
+        return json.loads(line) if line and line != "-" else None
+
+    def _caught_up(self, query: str, index: int, source: str) -> bool:
+        assert self._drain_end is not None
+        end = self._drain_end.get(source, {})
+        position = self._committed_position(query, index) or {}
+        return all(int(position.get(p, 0)) >= int(o) for p, o in end.items())
+
+    def _marker_batch(self, query: str) -> int | None:
+        """The first committed batch that read the marker, if one has."""
+        checkpoint = self.checkpoint_for(query)
+        if not has_commit(checkpoint):
+            return None
+        latest = cp.latest_commit_batch(str(checkpoint))
+        assert latest is not None
+
+        def has_marker(batch: int) -> bool:
+            try:
+                _, lines = cp.read_offsets(str(checkpoint), batch)
+            except (OSError, cp.CheckpointError):
+                return False  # purged by Spark's retention: older than the marker
+            return any(
+                line and line != "-" and str(MARKER_PARTITION) in json.loads(line) for line in lines
+            )
+
+        if not has_marker(latest):
+            return None
+        first = latest
+        while first > 0 and has_marker(first - 1):
+            first -= 1
+        return first
