@@ -38,6 +38,19 @@ def _by_query(plan: dict[str, Any]) -> dict[str, Any]:
     return {q["query"]: q for q in plan["queries"]}
 
 
+def _pending_submit_from_a_snapshot(
+    client: TestClient, ctx: WorkerContext, settings: Settings
+) -> Any:
+    """Job j ran, stopped with snapshot s1; a submit from s1 is accepted, not carried out."""
+    _running_job(client, ctx, settings)
+    assert _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": True})["state"] == (
+        "succeeded"
+    )
+    r = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "s1"})
+    assert r.status_code == 202, r.text
+    return r
+
+
 def test_an_update_stores_its_plan_and_the_worker_binds_it_to_the_live_batch_then_the_snapshot(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
@@ -98,12 +111,7 @@ def test_a_stateless_update_stores_the_fresh_plan_and_starts_from_it(
 def test_a_submit_whose_snapshot_was_deleted_after_the_api_checked_it_fails_clearly(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
-    _running_job(client, ctx, settings)
-    assert _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": True})["state"] == (
-        "succeeded"
-    )
-    r = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "s1"})
-    assert r.status_code == 202, r.text
+    r = _pending_submit_from_a_snapshot(client, ctx, settings)
     op_id = r.json()["id"]
     stored, _ = _stored(ctx, op_id)
     assert stored is not None
@@ -119,12 +127,7 @@ def test_a_submit_whose_snapshot_was_deleted_after_the_api_checked_it_fails_clea
 def test_a_submit_whose_snapshot_no_longer_fits_the_version_is_refused_by_the_worker(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
-    _running_job(client, ctx, settings)
-    assert _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": True})["state"] == (
-        "succeeded"
-    )
-    r = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "s1"})
-    assert r.status_code == 202, r.text
+    r = _pending_submit_from_a_snapshot(client, ctx, settings)
     with ctx.factory.begin() as session:  # what the snapshot recorded differs now
         snapshot = session.query(Snapshot).filter_by(name="s1").one()
         queries = {q: {**info, "sources": []} for q, info in snapshot.queries.items()}
@@ -187,12 +190,7 @@ def test_binding_moves_only_the_runs_sources() -> None:
 def test_a_pending_submit_pins_its_snapshot_until_it_ends(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
-    _running_job(client, ctx, settings)
-    assert _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": True})["state"] == (
-        "succeeded"
-    )
-    r = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "s1"})
-    assert r.status_code == 202, r.text
+    r = _pending_submit_from_a_snapshot(client, ctx, settings)
     op_id = r.json()["id"]
     refused = client.delete(f"{API}/jobs/j/snapshots/s1")
     assert refused.status_code == 409, refused.text
