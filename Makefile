@@ -21,8 +21,8 @@ run: $(STAMP)
 	$(VENV)/bin/tidegate run
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check app tests migrations bench pipelines
-	$(VENV)/bin/ruff format --check app tests migrations bench pipelines
+	$(VENV)/bin/ruff check app tidegate_runtime tests migrations bench pipelines
+	$(VENV)/bin/ruff format --check app tidegate_runtime tests migrations bench pipelines
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -37,8 +37,6 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from bench.common import (
     ROOT,
     api_client,
@@ -50,6 +48,8 @@ from bench.common import (
     table,
     tidegate_env,
 )
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 PIPELINE = ROOT / "pipelines" / "windowed_counts.py"
 CONF = {
@@ -57,7 +57,6 @@ CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
-    "spark.executorEnv.PYTHONPATH": str(ROOT),
 }
 T0 = 1_767_225_600_000
 

@@ -41,10 +41,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.runtime.checkpoint import hadoop_crc
 from app.snapshots.export import committed_batch, select_files
 from app.snapshots.store import PutResult, SnapshotStore, known_hashes
 from bench.common import save
+from tidegate_runtime.checkpoint import hadoop_crc
 
 PARTITIONS = 4
 
@@ -88,10 +88,10 @@ def real_checkpoint(work: Path, records: int) -> tuple[Path, Any]:
     a function that runs a few more batches."""
     from pyspark.sql import SparkSession
 
-    from app.runtime.eventlog import EventLog
-    from app.runtime.produce import produce
-    from app.runtime.source import read_events
     from pipelines.windowed_counts import build_windowed_counts
+    from tidegate_runtime.eventlog import EventLog
+    from tidegate_runtime.produce import produce
+    from tidegate_runtime.source import read_events
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root, ck, out = work / "log", work / "ck", work / "out"

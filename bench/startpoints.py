@@ -20,7 +20,6 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.runtime.eventlog import EventLog
 from bench.common import (
     api_client,
     median,
@@ -32,6 +31,7 @@ from bench.common import (
     table,
     tidegate_env,
 )
+from tidegate_runtime.eventlog import EventLog
 
 
 def _copy(url: str, job_id: int, partitions: int) -> float:

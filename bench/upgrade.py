@@ -40,7 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.backends.base import SubmitSpec
 from app.backends.standalone import StandaloneBackend
 from app.devtools.spark_local import LocalStandaloneCluster, find_free_port
-from app.runtime.produce import produce
 from bench.common import (
     ROOT,
     api_client,
@@ -52,6 +51,7 @@ from bench.common import (
     table,
     tidegate_env,
 )
+from tidegate_runtime.produce import produce
 
 PIPELINE = ROOT / "pipelines" / "windowed_counts.py"
 CONF = {
@@ -62,7 +62,6 @@ CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.session.timeZone": "UTC",
-    "spark.executorEnv.PYTHONPATH": str(ROOT),
 }
 
 

@@ -12,8 +12,8 @@ import sys
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from app.runtime.control import Runtime
-from app.runtime.source import read_events, without_drain_marker
+from tidegate_runtime.control import Runtime
+from tidegate_runtime.source import read_events, without_drain_marker
 
 MIN_AMOUNT = 10.0
 LARGE_AMOUNT = 50.0

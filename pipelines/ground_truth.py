@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from app.runtime.eventlog import EventLog, Record
-from app.runtime.source import DRAIN_MARKER_TIMESTAMP
+from tidegate_runtime.eventlog import EventLog, Record
+from tidegate_runtime.source import DRAIN_MARKER_TIMESTAMP
 
 # Mirror pipelines.windowed_counts.WINDOW / WATERMARK_DELAY and pipelines.enrich.
 WINDOW_MS = 60_000

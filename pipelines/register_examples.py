@@ -32,8 +32,8 @@ from typing import Any
 import httpx
 import yaml
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOWED_JOB = "clicks-per-minute"
@@ -55,7 +55,6 @@ def _pipeline_version(
             # Fixed once a checkpoint exists: a later version must keep it to keep the state.
             "spark.sql.shuffle.partitions": "2",
             "spark.sql.session.timeZone": "UTC",
-            "spark.executorEnv.PYTHONPATH": str(ROOT),
         },
         "queries": [
             {

@@ -13,8 +13,8 @@ import sys
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from app.runtime.control import Runtime
-from app.runtime.source import read_events, with_event_time
+from tidegate_runtime.control import Runtime
+from tidegate_runtime.source import read_events, with_event_time
 
 WINDOW = "1 minute"
 WATERMARK_DELAY = "10 seconds"

@@ -22,7 +22,7 @@ ADMIN_TOKEN = "tg_test_admin_token_0123456789abcdef"
 
 # Session-wide Spark fixtures (standalone cluster, local runner, the e2e stack): one of each
 # per test session, whichever suite asks first.
-pytest_plugins = ["tests.e2e.fixtures"]
+pytest_plugins = ["tests.e2e.fixtures", "tests.e2e.backends"]
 
 
 def _server_url(tmp_root: Path) -> str:

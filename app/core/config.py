@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     checkpoint_root: Path | None = Field(
         default=None, description="Where run checkpoints live; default DATA_DIR/checkpoints."
     )
+    runtime_bundle_dir: Path | None = Field(
+        default=None,
+        description="Where the worker writes the runtime zip it adds to every submission; "
+        "drivers read it there, so on a multi-host cluster it lives on shared storage. "
+        "Default DATA_DIR/runtime.",
+    )
     snapshot_root: str | None = Field(
         default=None, description="Snapshot store (path or fsspec URL); default DATA_DIR/snapshots."
     )
@@ -149,6 +155,10 @@ class Settings(BaseSettings):
     @property
     def resolved_checkpoint_root(self) -> Path:
         return (self.checkpoint_root or self.data_dir / "checkpoints").absolute()
+
+    @property
+    def resolved_runtime_bundle_dir(self) -> Path:
+        return (self.runtime_bundle_dir or self.data_dir / "runtime").absolute()
 
     @property
     def resolved_snapshot_root(self) -> str:

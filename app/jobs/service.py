@@ -28,7 +28,7 @@ from app.jobs.schemas import (
     VersionCreate,
     VersionResponse,
 )
-from app.runtime.chain import drain_stages
+from tidegate_runtime.chain import drain_stages
 
 # Keys tidegate sets itself on every submission; a version may not override them.
 RESERVED_CONF_PREFIXES = ("spark.tidegate.",)

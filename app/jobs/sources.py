@@ -36,7 +36,7 @@ KINDS: dict[str, SourceKind] = {
             startpoints=["OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP"],
             drain="native",
             drain_handoff=True,
-            note="tidegate's partitioned event log (app/runtime/source.py).",
+            note="tidegate's partitioned event log (tidegate_runtime/source.py).",
         ),
         SourceKind(
             kind="kafka",

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
-from app.runtime.checkpoint import (
+from app.snapshots.safe_files import UnsafeFileError
+from tidegate_runtime.checkpoint import (
     CheckpointError,
     latest_commit_batch,
     read_commit,
     read_offsets,
     state_operators,
 )
-from app.snapshots.safe_files import UnsafeFileError
 
 # "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
 VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")

@@ -15,11 +15,11 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
-from app.runtime.checkpoint import CheckpointError, hadoop_crc
 from app.snapshots.export import RESTORED_HINTS, ExportError, checkpoint_path, select_files
 from app.snapshots.models import READY, Snapshot, SnapshotUse
 from app.snapshots.store import SnapshotStore, StoreError, copy_tree_files
 from app.snapshots.store_access import SnapshotFailed, store_for
+from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
 
 
 def _fresh_query_id(directory: Path) -> None:

@@ -24,11 +24,11 @@ from app.core.paths import PathOutsideRoot, checkpoint_path
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import active_run
-from app.runtime import checkpoint as cp
-from app.runtime import startpoints as rt
 from app.startpoints.models import Startpoint, StartpointApplication
 from app.startpoints.schemas import AppliedReport
 from app.startpoints.service import list_pending
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import startpoints as rt
 
 log = logging.getLogger(__name__)
 

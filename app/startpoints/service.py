@@ -20,8 +20,6 @@ from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import current_run
-from app.runtime import checkpoint as cp
-from app.runtime import startpoints as rt
 from app.startpoints.models import Startpoint, StartpointApplication
 from app.startpoints.schemas import (
     Preview,
@@ -29,6 +27,8 @@ from app.startpoints.schemas import (
     PreviewRow,
     StartpointSet,
 )
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import startpoints as rt
 
 log = logging.getLogger(__name__)
 

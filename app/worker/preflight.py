@@ -1,6 +1,7 @@
 """Preflight, before anything stops, where declarations are not enough: a dry run of the new
-version's app against a scratch copy of the state it would resume. (app/runtime/trial_batch.py is
-the part that runs inside that driver; app/worker/startup.py::dry_run drives these steps.)
+version's app against a scratch copy of the state it would resume.
+(tidegate_runtime/trial_batch.py is the part that runs inside that driver;
+app/worker/startup.py::dry_run drives these steps.)
 
 The declared checks (app/snapshots/compat.py) cannot see a change inside the app with the same
 declarations (``avg`` for ``sum``, a session window for a tumbling one, another grouping key).
@@ -12,7 +13,7 @@ the old run (and before a submit from a snapshot starts the new one):
    committed prefix), and one empty batch is planned in each copy that holds state:
    ``offsets/N+1`` = ``offsets/N``. Spark runs a planned batch on restart even without data;
    it loads state version N+1, which the copy holds, and checks the state schemas and the
-   operator metadata (see app/runtime/trial_batch.py for what was observed on Spark 4.3).
+   operator metadata (see tidegate_runtime/trial_batch.py for what was observed on Spark 4.3).
 2. ``dry_run_submit``: the new version's app is submitted on its cluster with
    ``spark.tidegate.dry_run=true`` under the tag ``tidegate-dryrun-<operation>``: no run
    has that tag, and a worker resuming after a crash finds the driver by it
@@ -43,12 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from app.backends.base import SubmitSpec
-from app.runtime import trial_batch as runtime_dryrun
-from app.runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
 from app.snapshots import restore
 from app.snapshots.store_access import SnapshotFailed
+from app.worker import submission
 from app.worker.context import WorkerContext
-from app.worker.reconcile import QUERY_CONF_KEYS
+from tidegate_runtime import trial_batch as runtime_dryrun
+from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
 
 log = logging.getLogger(__name__)
 
@@ -195,23 +196,12 @@ def submit(
         "spark.tidegate.job": job_name,
         "spark.tidegate.version": str(version.number),
         "spark.tidegate.checkpoint_dir": str(scratch),
-        "spark.tidegate.queries": json.dumps(
-            [
-                {
-                    **{k: q.get(k) for k in QUERY_CONF_KEYS},
-                    "checkpoint_location": None,
-                    "stateful": bool(q.get("stateful_operators")),
-                    "sources": [{"name": s["name"], "kind": s["kind"]} for s in q["sources"]],
-                }
-                for q in version.queries
-            ],
-            separators=(",", ":"),
-        ),
+        "spark.tidegate.queries": submission.queries_conf(version, scratch=True),
     }
     spec = SubmitSpec(
         tag=driver_tag,
         file=version.app["file"],
-        py_files=list(version.app.get("py_files", [])),
+        py_files=submission.py_files(ctx, version),
         args=list(version.app.get("args", [])),
         conf=conf,
     )

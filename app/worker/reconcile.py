@@ -11,7 +11,6 @@ run. In a worker process one thread does it (app/worker/reconciler.py); across p
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime
 
@@ -25,19 +24,12 @@ from app.core.db import transaction, utcnow
 from app.runs.models import Run
 from app.runs.policy import RestartPolicy
 from app.runs.service import lock_run, new_attempt, transition
+from app.worker import submission
 from app.worker.context import WorkerContext, fault_point, run_guard
 
 log = logging.getLogger(__name__)
 
 ERROR_LIMIT = 4000
-QUERY_CONF_KEYS = (
-    "name",
-    "trigger",
-    "output_mode",
-    "partitioned_on",
-    "checkpoint_location",
-    "upstream",
-)
 
 
 def reconcile_run(ctx: WorkerContext, run_id: int) -> str | None:
@@ -171,24 +163,12 @@ def _submit_spec(ctx: WorkerContext, run: Run, token: str) -> SubmitSpec:
         "spark.tidegate.attempt": str(run.attempt),
         "spark.tidegate.version": str(version.number),
         "spark.tidegate.checkpoint_dir": str(checkpoint_dir),
-        # Source options stay out of the Spark conf (it is shown in the UI): the runtime
-        # reads them through its directives.
-        "spark.tidegate.queries": json.dumps(
-            [
-                {
-                    **{k: q.get(k) for k in QUERY_CONF_KEYS},
-                    "stateful": bool(q.get("stateful_operators")),
-                    "sources": [{"name": s["name"], "kind": s["kind"]} for s in q["sources"]],
-                }
-                for q in version.queries
-            ],
-            separators=(",", ":"),
-        ),
+        "spark.tidegate.queries": submission.queries_conf(version),
     }
     return SubmitSpec(
         tag=run.tag,
         file=version.app["file"],
-        py_files=list(version.app.get("py_files", [])),
+        py_files=submission.py_files(ctx, version),
         args=list(version.app.get("args", [])),
         conf=conf,
         # The run token travels as an environment variable: not in the Spark UI's

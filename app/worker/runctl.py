@@ -220,7 +220,7 @@ def drain_run(
             if run.runtime_seen_at is None:
                 raise OperationFailed(
                     "this job does not run the tidegate runtime, which a drain needs "
-                    "(app.runtime.control.Runtime); use stop instead"
+                    "(tidegate_runtime.control.Runtime); use stop instead"
                 )
             if run.state == states.RUNNING:
                 transition(

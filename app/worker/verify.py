@@ -11,10 +11,10 @@ from app.core import run_states as states
 from app.core.paths import checkpoint_path
 from app.operations.models import Operation
 from app.runs.models import Run
-from app.runtime.checkpoint import latest_commit_batch
 from app.worker.context import WorkerContext
 from app.worker.reconciler import pass_now
 from app.worker.steps import OperationFailed
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 # How long an update waits for every query of the new run to commit its first batch.
 FIRST_BATCH_SECONDS = 600.0

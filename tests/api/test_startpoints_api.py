@@ -9,10 +9,10 @@ from sqlalchemy import Engine
 
 from app.core.db import make_sessionmaker, transaction
 from app.runs.models import Run
-from app.runtime import checkpoint as cp
-from app.runtime.eventlog import EventLog, NewRecord
 from tests.api.conftest import make_current_run, version_body
 from tests.startpoints.test_resolve import T0, write_checkpoint
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime.eventlog import EventLog, NewRecord
 
 URL = "/api/v1/jobs/j/startpoints"
 
@@ -145,8 +145,8 @@ def test_preview_apply_commit_and_revert(
     }
     assert client.get(URL).json()["pending"][0]["state"] == "pending"  # preview applies nothing
 
-    # The run starts; its runtime applies them (as app.runtime.control does) and reports.
-    from app.runtime import startpoints as rt
+    # The run starts; its runtime applies them (as tidegate_runtime.control does) and reports.
+    from tidegate_runtime import startpoints as rt
 
     with transaction(make_sessionmaker(db)) as session:
         session.get(Run, run_id).state = "running"  # type: ignore[union-attr]
@@ -231,7 +231,7 @@ def test_batch_commit_progress_deletes_applied_startpoints(
     ck = settings.resolved_checkpoint_root / "j" / str(run_id) / "q"
     write_checkpoint(ck, 3, '{"0": 50, "1": 50, "2": 50, "3": 50}')
     client.put(URL, json={"startpoints": [{"source": "events", "type": "OLDEST"}]})
-    from app.runtime import startpoints as rt
+    from tidegate_runtime import startpoints as rt
 
     directives = client.get(f"/api/v1/runs/{run_id}/directives", headers=auth).json()
     points = [rt.Startpoint.from_json(p) for p in directives["startpoints"]]

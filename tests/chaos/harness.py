@@ -18,7 +18,6 @@ import httpx
 import psycopg
 
 from app.core.config import Settings
-from app.runtime.eventlog import EventLog
 from tests.e2e.fixtures import (
     RUNNER_AUTH,
     SPARK_TEST_CONF,
@@ -26,6 +25,7 @@ from tests.e2e.fixtures import (
     spark_submit_processes,
 )
 from tests.e2e.stack import ROOT, Stack, running_stack, wait_until
+from tidegate_runtime.eventlog import EventLog
 
 WORKER = ROOT / "app" / "worker"
 # The HANDLERS table (kind -> handler) lives in the dispatcher; the handlers and the steps

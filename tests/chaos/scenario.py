@@ -7,11 +7,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich
 from tests.chaos.harness import Chaos, caught_up, enrich_rows, enrich_version
 from tests.waiting import wait_for
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 T0 = 1_767_225_600_000
 

@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from tests.chaos.harness import Chaos, enrich_version
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e.stack import wait_until
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

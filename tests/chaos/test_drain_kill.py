@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich
 from tests.chaos.harness import Chaos, caught_up, enrich_rows, enrich_version, step_names
 from tests.e2e.stack import wait_until
 from tests.sizes import FULL
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

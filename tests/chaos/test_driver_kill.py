@@ -14,13 +14,13 @@ from typing import Any
 import psutil
 import pytest
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from tests.chaos.harness import Chaos
 from tests.chaos.windowed import committed_windows, expected_windows, windowed_version
 from tests.e2e.fixtures import spark_submit_processes
 from tests.e2e.stack import wait_until
 from tests.sizes import pick
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

@@ -20,7 +20,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from app.runtime.eventlog import EventLog
 from tests.chaos.harness import Chaos, enrich_rows
 from tests.chaos.sampler import one_driver_per_run
 from tests.chaos.scenario import (
@@ -34,6 +33,7 @@ from tests.chaos.scenario import (
 )
 from tests.sizes import CHAOS_SEED, FULL, pick
 from tests.waiting import wait_for
+from tidegate_runtime.eventlog import EventLog
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

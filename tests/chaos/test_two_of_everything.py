@@ -22,8 +22,6 @@ from typing import Any
 
 import pytest
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from pipelines.ground_truth import WINDOW_MS
 from tests.chaos.fleet import Fleet, two_of_everything
 from tests.chaos.sampler import one_driver_per_run
@@ -36,6 +34,8 @@ from tests.chaos.windowed import (
 )
 from tests.sizes import CHAOS_SEED, FULL
 from tests.waiting import wait_for
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich
 from tests.chaos.harness import (
     Chaos,
@@ -25,6 +23,8 @@ from tests.chaos.harness import (
 )
 from tests.e2e.stack import wait_until
 from tests.sizes import FULL
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

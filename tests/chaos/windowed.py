@@ -12,11 +12,11 @@ from pathlib import Path
 import httpx
 import pyarrow.parquet as pq
 
-from app.runtime.eventlog import NewRecord, Stream
 from pipelines.ground_truth import WINDOW_MS, expected_windowed_counts
 from tests.chaos.harness import committed_files
 from tests.e2e.fixtures import SPARK_TEST_CONF
 from tests.e2e.stack import ROOT
+from tidegate_runtime.eventlog import NewRecord, Stream
 
 Window = tuple[int, str, int, float | None]  # (window start in ms, key, count, sum)
 

@@ -32,8 +32,6 @@ import pytest
 import yaml
 
 from app.devtools.spark_local import find_free_port
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from bench.fake_livy import FakeLivy
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e.fixtures import (
@@ -45,6 +43,8 @@ from tests.e2e.fixtures import (
 )
 from tests.e2e.stack import Stack, running_stack, wait_until
 from tests.e2e.test_tidegate import _windowed_version
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
 

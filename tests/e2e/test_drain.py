@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime.eventlog import EventLog, NewRecord
-from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich, expected_windowed_counts
 from tests.chaos.harness import enrich_rows
 from tests.chaos.windowed import producing
+from tests.e2e.backends import Target
 from tests.e2e.fixtures import APPS, SPARK_TEST_CONF, runner_cluster
-from tests.e2e.stack import ROOT, Stack, wait_until
+from tests.e2e.stack import Stack, wait_until
 from tests.e2e.test_tidegate import _job, _operate, _output, _windowed_version
+from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
 
@@ -33,10 +34,10 @@ def runner(stack: Stack, livy_runner: str) -> Stack:
 T0 = 1_767_225_600_000
 
 
-def _enrich_version(stack: Stack, job: str, root: Path, out: Path) -> int:
+def _enrich_version(stack: Stack, target: Target, job: str, root: Path, out: Path) -> int:
     body = {
         "app": {
-            "file": str(ROOT / "pipelines" / "enrich.py"),
+            "file": target.pipeline("enrich.py"),
             "args": [
                 "--root",
                 str(root),
@@ -48,8 +49,8 @@ def _enrich_version(stack: Stack, job: str, root: Path, out: Path) -> int:
                 "windowed_counts",
             ],
         },
-        "cluster": "runner",
-        "conf": {**SPARK_TEST_CONF, "spark.sql.session.timeZone": "UTC"},
+        "cluster": target.cluster,
+        "conf": target.conf(),
         "queries": [
             {
                 # Same name, another state entirely: only a drain makes this change safe.
@@ -81,7 +82,7 @@ def _json_rows(out: Path) -> list[tuple[int, int, float]]:
 
 
 def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
-    runner: Stack, tmp_path: Path
+    clusters: Stack, target: Target, tmp_path: Path
 ) -> None:
     """One call, while events keep arriving: the 1-minute windowed version drains (its last
     windows flushed) and a version with a changed aggregation (2-minute windows: state that
@@ -91,13 +92,13 @@ def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
     starts from startpoints set by hand at that drain's end offsets and reads exactly the
     records after them. (One job for both kinds of drain and both ways to continue: each
     start of a driver costs a JVM.)"""
-    stack, job = runner, "drain-update"
+    stack, job = clusters, f"drain-update-{target.cluster}"
     root, out, out2, out3 = (tmp_path / d for d in ("log", "out", "out2", "out3"))
     stream = EventLog(root).create_stream("clicks", 2)
     produce(str(root), "clicks", 2, rate=0, count=300, start_ts_ms=T0, ts_step_ms=400)
     _job(stack, job)
-    v1 = _windowed_version(stack, job, "runner", root, out)
-    v2 = _windowed_version(stack, job, "runner", root, out2, window="2 minutes")
+    v1 = _windowed_version(stack, job, target, root, out)
+    v2 = _windowed_version(stack, job, target, root, out2, window="2 minutes")
     submit = _operate(stack, job, "submit", {"version": v1})
     assert submit["state"] == "succeeded", submit
     old_run = submit["run_id"]
@@ -165,7 +166,7 @@ def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
 
     # An incompatible next version (another app, stateless), fresh checkpoint, from
     # startpoints set by hand at exactly the drained offsets.
-    v3 = _enrich_version(stack, job, root, out3)
+    v3 = _enrich_version(stack, target, job, root, out3)
     r = stack.client.put(
         f"/jobs/{job}/startpoints",
         json={
@@ -321,7 +322,7 @@ def test_a_chain_drains_upstream_first_and_a_file_source_drains_bounded(
 
 
 def test_a_stateless_update_continues_exactly_where_the_old_version_stopped(
-    runner: Stack, tmp_path: Path
+    runner: Stack, cluster_python: str, team_pipelines: Path, tmp_path: Path
 ) -> None:
     """A stateless version replaced by another with ``strategy: stateless``: stopped at a
     batch boundary, the next one starts on a fresh checkpoint at its committed offsets."""
@@ -330,8 +331,9 @@ def test_a_stateless_update_continues_exactly_where_the_old_version_stopped(
     stream = EventLog(root).create_stream("clicks", 2)
     produce(str(root), "clicks", 2, rate=0, count=200, start_ts_ms=T0, ts_step_ms=400)
     _job(stack, job)
-    v1 = _enrich_version(stack, job, root, out1)
-    v2 = _enrich_version(stack, job, root, out2)
+    on_runner = Target("runner", cluster_python, team_pipelines)
+    v1 = _enrich_version(stack, on_runner, job, root, out1)
+    v2 = _enrich_version(stack, on_runner, job, root, out2)
     submit = _operate(stack, job, "submit", {"version": v1})
     assert submit["state"] == "succeeded", submit
     wait_until(lambda: _json_rows(out1), bool, 180)

@@ -1,6 +1,7 @@
-"""Snapshots on real Spark (local runner): export a running windowed job, refuse incompatible
-versions before the run is touched, start a new version with an added query from the
-snapshot, and see the window state carried over: no gap, no duplicate."""
+"""Snapshots on real Spark (both backends: tests/e2e/backends.py): export a running
+windowed job, refuse incompatible versions before the run is touched, start a new version
+with an added query from the snapshot, and see the window state carried over: no gap, no
+duplicate."""
 
 from __future__ import annotations
 
@@ -14,28 +15,20 @@ from typing import Any
 
 import pytest
 
-from app.runtime import checkpoint as cp
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich
-from tests.e2e.fixtures import APPS, SPARK_TEST_CONF, runner_cluster
-from tests.e2e.stack import ROOT, Stack, wait_until
+from tests.e2e.backends import Target
+from tests.e2e.fixtures import APPS
+from tests.e2e.stack import Stack, wait_until
 from tests.e2e.test_tidegate import _expected, _job, _operate, _output
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 KEY_DDL = "window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, key STRING"
 VALUE_DDL = "count BIGINT, sum DOUBLE"
-
-
-@pytest.fixture(scope="module")
-def runner(stack: Stack, livy_runner: str) -> Stack:
-    r = stack.client.post("/clusters", json=runner_cluster(livy_runner))
-    assert r.status_code in (201, 409), r.text
-    if not stack.workers:
-        stack.start_worker()
-    return stack
 
 
 def _source(root: Path) -> dict[str, Any]:
@@ -61,6 +54,7 @@ def _windowed(root: Path, **over: Any) -> dict[str, Any]:
 
 def _version(
     stack: Stack,
+    target: Target,
     job: str,
     app: str,
     args: list[str],
@@ -69,13 +63,8 @@ def _version(
 ) -> int:
     body = {
         "app": {"file": app, "args": args},
-        "cluster": "runner",
-        "conf": {
-            **SPARK_TEST_CONF,
-            "spark.sql.session.timeZone": "UTC",
-            "spark.executorEnv.PYTHONPATH": str(ROOT),
-            **conf,
-        },
+        "cluster": target.cluster,
+        "conf": target.conf(**conf),
         "queries": queries,
     }
     r = stack.client.post(f"/jobs/{job}/versions", json=body)
@@ -113,15 +102,17 @@ def _trickle(root: Path, start_ts_ms: int) -> Iterator[list[int]]:
         thread.join(10)
 
 
-def test_new_version_from_a_snapshot_of_a_running_job(runner: Stack, tmp_path: Path) -> None:
-    stack, job = runner, "snapshots-windowed"
+def test_new_version_from_a_snapshot_of_a_running_job(
+    clusters: Stack, target: Target, tmp_path: Path
+) -> None:
+    stack, job = clusters, f"snapshots-windowed-{target.cluster}"
     root, out, enrich_out = tmp_path / "log", tmp_path / "out", tmp_path / "enrich"
     EventLog(root).create_stream("clicks", 2)
     produce(str(root), "clicks", 2, rate=0, count=600, start_ts_ms=T0, ts_step_ms=400)
     _job(stack, job)
     args = ["--root", str(root), "--stream", "clicks", "--output", str(out)]
     v1 = _version(
-        stack, job, str(ROOT / "pipelines" / "windowed_counts.py"), args, [_windowed(root)]
+        stack, target, job, target.pipeline("windowed_counts.py"), args, [_windowed(root)]
     )
     submit = _operate(stack, job, "submit", {"version": v1})
     assert submit["state"] == "succeeded", submit
@@ -193,12 +184,20 @@ def test_new_version_from_a_snapshot_of_a_running_job(runner: Stack, tmp_path: P
     ]
 
     # Incompatible versions are refused with the reason; the running job is not touched.
-    app = str(ROOT / "pipelines" / "windowed_counts.py")
+    app = target.pipeline("windowed_counts.py")
     incompatible = {
         "state_partitions": _version(
-            stack, job, app, args, [_windowed(root)], **{"spark.sql.shuffle.partitions": "4"}
+            stack,
+            target,
+            job,
+            app,
+            args,
+            [_windowed(root)],
+            **{"spark.sql.shuffle.partitions": "4"},
         ),
-        "renamed": _version(stack, job, app, args, [_windowed(root, name="counts_per_minute")]),
+        "renamed": _version(
+            stack, target, job, app, args, [_windowed(root, name="counts_per_minute")]
+        ),
         "operator_kind": _version(
             stack,
             job,
@@ -240,7 +239,7 @@ def test_new_version_from_a_snapshot_of_a_running_job(runner: Stack, tmp_path: P
     # A truly different app with the same declarations (avg instead of sum): only Spark can
     # tell. The update's dry run, on a scratch copy of the running run's state, is refused
     # by Spark before the old run is touched, and says which query and state differ.
-    averaging = _version(stack, job, str(APPS / "windowed_avg.py"), args, [_windowed(root)])
+    averaging = _version(stack, target, job, str(APPS / "windowed_avg.py"), args, [_windowed(root)])
     declared = stack.client.post(
         f"/jobs/{job}/compatibility", json={"version": averaging, "snapshot": "before-v2"}
     ).json()

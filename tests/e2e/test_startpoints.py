@@ -1,6 +1,7 @@
 """Startpoints on real Spark: set through the API, applied by the runtime at start (as
 starting offsets on a fresh query, by rewriting the committed offsets afterwards), window
-state kept, nothing applied twice. One job goes through every case, to keep it cheap."""
+state kept, nothing applied twice. One job goes through every case, to keep it cheap; the
+scenario runs on both backends (tests/e2e/backends.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from pipelines.ground_truth import log_records
+from tests.e2e.backends import Target
 from tests.e2e.stack import Stack, wait_until
-from tests.e2e.test_tidegate import _job, _operate, _output, _windowed_version, clusters  # noqa: F401
+from tests.e2e.test_tidegate import _job, _operate, _output, _windowed_version
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
 
@@ -52,14 +54,14 @@ def _end_offset(stack: Stack, run_id: int) -> Any:
     ).get("end_offset")
 
 
-def test_startpoints_end_to_end_keep_state(clusters: Stack, tmp_path: Path) -> None:  # noqa: F811
-    stack, job = clusters, "startpoints-windowed"
+def test_startpoints_end_to_end_keep_state(clusters: Stack, target: Target, tmp_path: Path) -> None:
+    stack, job = clusters, f"startpoints-windowed-{target.cluster}"
     root, out = tmp_path / "log", tmp_path / "out"
     stream = EventLog(root).create_stream("clicks", 3)
     produce(str(root), "clicks", 3, rate=0, count=400, start_ts_ms=T0, ts_step_ms=400)
     first_end = stream.latest_offsets()
     _job(stack, job)
-    version = _windowed_version(stack, job, "runner", root, out)
+    version = _windowed_version(stack, job, target, root, out)
     sp_url = f"/jobs/{job}/startpoints"
 
     # 1. A fresh query: every partition skips its first 20 records, but partition 1 (a
@@ -130,7 +132,7 @@ def test_startpoints_end_to_end_keep_state(clusters: Stack, tmp_path: Path) -> N
     assert len(view["applied"]) == 2  # each applied once
     assert _operate(stack, job, "stop")["state"] == "succeeded"
 
-    # 3. Rewinds on the stateful query (the semantic in app/runtime/startpoints.py): every
+    # 3. Rewinds on the stateful query (the semantic in tidegate_runtime/startpoints.py): every
     # partition back to 3:30, partition 1 to its oldest record. The replayed records go
     # into the kept state with the watermark lowered, so none is dropped as late: windows
     # emitted before are emitted again over the replayed records only (3:00 counts just

@@ -13,38 +13,19 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.devtools.spark_local import LocalStandaloneCluster
-from app.runtime import checkpoint as cp
-from app.runtime.control import ControlClient, ControlPlaneRefused
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from pipelines.ground_truth import expected_enrich, expected_windowed_counts
 from tests.chaos.harness import enrich_rows
-from tests.e2e.conftest import SPARK_TEST_CONF, app_path, runner_cluster
+from tests.e2e.backends import Target
+from tests.e2e.conftest import SPARK_TEST_CONF, app_path
 from tests.e2e.stack import ROOT, Stack, wait_until
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime.control import ControlClient, ControlPlaneRefused
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
 
 BACKENDS = ["runner", "standalone"]
-
-
-@pytest.fixture(scope="module")
-def clusters(stack: Stack, standalone_cluster: LocalStandaloneCluster, livy_runner: str) -> Stack:
-    for body in (
-        runner_cluster(livy_runner),
-        {
-            "name": "standalone",
-            "kind": "standalone",
-            "url": standalone_cluster.rest_url,
-            "master_url": standalone_cluster.master_url,
-            "ui_url": standalone_cluster.ui_url,
-        },
-    ):
-        r = stack.client.post("/clusters", json=body)
-        assert r.status_code in (201, 409), r.text
-        assert stack.client.get(f"/clusters/{body['name']}").json()["reachable"] is True
-    if not stack.workers:
-        stack.start_worker()
-    return stack
 
 
 def _job(stack: Stack, name: str, policy: dict[str, Any] | None = None) -> None:
@@ -55,26 +36,30 @@ def _job(stack: Stack, name: str, policy: dict[str, Any] | None = None) -> None:
 def _windowed_version(
     stack: Stack,
     job: str,
-    cluster: str,
+    cluster: str | Target,
     root: Path,
     out: Path,
     max_records_per_batch: int | None = None,
     window: str | None = None,
 ) -> int:
+    """Version of the windowed pipeline on ``cluster``: a Target runs the team's copy on the
+    bare cluster Python; a cluster name, the checkout's copy on the worker's Python."""
     limit = {"maxRecordsPerBatch": str(max_records_per_batch)} if max_records_per_batch else {}
+    if isinstance(cluster, Target):
+        app_file, conf = cluster.pipeline("windowed_counts.py"), cluster.conf()
+        cluster = cluster.cluster
+    else:
+        app_file = str(ROOT / "pipelines" / "windowed_counts.py")
+        conf = {**SPARK_TEST_CONF, "spark.sql.session.timeZone": "UTC"}
     body = {
         "app": {
-            "file": str(ROOT / "pipelines" / "windowed_counts.py"),
+            "file": app_file,
             "args": ["--root", str(root), "--stream", "clicks", "--output", str(out)]
             + (["--max-records-per-batch", str(max_records_per_batch)] if limit else [])
             + (["--window", window] if window else []),
         },
         "cluster": cluster,
-        "conf": {
-            **SPARK_TEST_CONF,
-            "spark.sql.session.timeZone": "UTC",
-            "spark.executorEnv.PYTHONPATH": str(ROOT),
-        },
+        "conf": conf,
         "queries": [
             {
                 "name": "windowed_counts",

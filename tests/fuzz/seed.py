@@ -12,7 +12,7 @@ from unittest import mock
 from sqlalchemy import Engine, text
 
 from app.core.db import make_sessionmaker, transaction
-from app.runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.eventlog import EventLog, NewRecord
 
 SEED_JOB = "fuzz-job"
 SEED_CLUSTER = "local"

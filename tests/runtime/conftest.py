@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from app.runtime.eventlog import EventLog, NewRecord, Stream
-from app.runtime.source import EventLogDataSource
+from tidegate_runtime.eventlog import EventLog, NewRecord, Stream
+from tidegate_runtime.source import EventLogDataSource
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from app.runtime.checkpoint import (
+from tidegate_runtime.checkpoint import (
     CheckpointError,
     hadoop_crc,
     latest_commit_batch,
@@ -21,8 +21,8 @@ from app.runtime.checkpoint import (
     state_operators,
     uncommitted_batches,
 )
-from app.runtime.eventlog import EventLog, format_offsets
-from app.runtime.source import read_events
+from tidegate_runtime.eventlog import EventLog, format_offsets
+from tidegate_runtime.source import read_events
 
 from .conftest import fill
 
@@ -137,7 +137,7 @@ def test_rewritten_offsets_rerun_from_there_with_state_kept(
 def test_revert_on_a_spark_checkpoint_until_a_later_batch_commits(
     spark: SparkSession, log: EventLog, tmp_path: Path
 ) -> None:
-    from app.runtime import startpoints as sp
+    from tidegate_runtime import startpoints as sp
 
     stream = log.create_stream("r", 1)
     fill(stream, 0, 100)

@@ -1,4 +1,5 @@
-"""app/runtime runs inside Spark drivers: it may import only the stdlib, pyspark and pyarrow."""
+"""tidegate_runtime runs inside Spark drivers and executors: it may import only the stdlib,
+pyspark and pyarrow."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ import ast
 import sys
 from pathlib import Path
 
-import app.runtime
+import tidegate_runtime
 
-RUNTIME = Path(app.runtime.__file__).parent
+RUNTIME = Path(tidegate_runtime.__file__).parent
 ALLOWED_THIRD_PARTY = {"pyspark", "pyarrow"}
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, absolute module) of every import of a module, relative ones resolved."""
-    package = ".".join(path.relative_to(RUNTIME.parent.parent).parent.parts)
+    package = ".".join(path.relative_to(RUNTIME.parent).parent.parts)
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -31,8 +32,8 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def _allowed(module: str) -> bool:
     top = module.split(".")[0]
-    if top == "app":
-        return module == "app.runtime" or module.startswith("app.runtime.")
+    if top == "tidegate_runtime":
+        return True
     return top in sys.stdlib_module_names or top in ALLOWED_THIRD_PARTY
 
 
@@ -40,14 +41,14 @@ def test_runtime_imports_only_stdlib_pyspark_and_pyarrow() -> None:
     modules = sorted(RUNTIME.rglob("*.py"))
     assert len(modules) >= 5
     bad = [
-        f"{path.relative_to(RUNTIME.parent.parent)}:{line}: {module}"
+        f"{path.relative_to(RUNTIME.parent)}:{line}: {module}"
         for path in modules
         for line, module in _imports(path)
         if not _allowed(module)
     ]
-    assert not bad, "forbidden imports in app/runtime:\n" + "\n".join(bad)
+    assert not bad, "forbidden imports in tidegate_runtime:\n" + "\n".join(bad)
 
 
 def test_the_rule_catches_violations() -> None:
-    assert _allowed("json") and _allowed("pyspark.sql") and _allowed("app.runtime.eventlog")
+    assert _allowed("json") and _allowed("pyspark.sql") and _allowed("tidegate_runtime.eventlog")
     assert not _allowed("typer") and not _allowed("app.core.db") and not _allowed("app")

@@ -7,9 +7,6 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from app.runtime.eventlog import EventLog, NewRecord
-from app.runtime.produce import produce
-from app.runtime.source import read_events
 from pipelines.enrich import build_enrich
 from pipelines.ground_truth import (
     DRAIN_MARKER_MS,
@@ -19,6 +16,9 @@ from pipelines.ground_truth import (
     expected_windowed_counts,
 )
 from pipelines.windowed_counts import build_windowed_counts
+from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.produce import produce
+from tidegate_runtime.source import read_events
 
 pytestmark = pytest.mark.spark
 

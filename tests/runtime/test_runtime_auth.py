@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from app.runtime.control import TOKEN_ENV, ControlPlaneRefused, Runtime
 from tests.e2e.stack import running_stack
+from tidegate_runtime.control import TOKEN_ENV, ControlPlaneRefused, Runtime
 
 pytestmark = pytest.mark.spark
 
@@ -68,9 +68,9 @@ def test_an_idle_query_says_so_through_the_api(
     from app.core.db import make_engine, make_sessionmaker, transaction
     from app.jobs.models import Job
     from app.runs.models import Run
-    from app.runtime.eventlog import EventLog
-    from app.runtime.source import read_events
     from tests.e2e.stack import wait_until
+    from tidegate_runtime.eventlog import EventLog
+    from tidegate_runtime.source import read_events
 
     root = tmp_path / "log"
     stream = EventLog(root).create_stream("quiet", 1)

@@ -18,9 +18,9 @@ from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
 from app.runs.models import Run
 from app.runs.service import transition
-from app.runtime import checkpoint as cp
 from tests.api.conftest import make_current_run, version_body
 from tests.startpoints.test_resolve import write_checkpoint
+from tidegate_runtime import checkpoint as cp
 
 SECRET = "tg_the-admin-token-on-disk"
 LINE = '{"0": 50}'

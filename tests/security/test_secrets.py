@@ -23,11 +23,11 @@ from psycopg import sql
 
 from app.core import migrate
 from app.devtools.spark_local import find_free_port
-from app.runtime.eventlog import EventLog
-from app.runtime.produce import produce
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
 from tests.e2e.fixtures import RUNNER_AUTH, SPARK_TEST_CONF, spark_submit_processes
 from tests.e2e.stack import ROOT, wait_until
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
 

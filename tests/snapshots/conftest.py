@@ -15,12 +15,12 @@ from sqlalchemy import Engine
 
 from app.core.config import Settings
 from app.core.db import make_sessionmaker
-from app.runtime.checkpoint import hadoop_crc
 from app.snapshots.store import SnapshotStore
 from app.worker.context import WorkerContext
 from tests.api.conftest import client, cluster, settings  # noqa: F401  (fixtures)
 from tests.snapshots.s3 import S3Store, create_bucket, fault_proxy, moto_server
 from tests.worker.conftest import FakeBackend
+from tidegate_runtime.checkpoint import hadoop_crc
 
 META = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
 KEY_SCHEMA = {
@@ -63,7 +63,7 @@ def _utf(text: str) -> bytes:
 
 
 def schema_file(key: dict[str, Any], value: dict[str, Any]) -> bytes:
-    """Spark's state schema file, format v2 (see app.runtime.checkpoint)."""
+    """Spark's state schema file, format v2 (see tidegate_runtime.checkpoint)."""
     return (
         _utf("v2")
         + struct.pack(">i", 1)

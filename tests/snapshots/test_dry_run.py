@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.runtime.checkpoint import hadoop_crc, latest_offsets_batch
-from app.runtime.trial_batch import describe_error
 from app.worker.preflight import infrastructure_error, plan_empty_batch, problems
+from tidegate_runtime.checkpoint import hadoop_crc, latest_offsets_batch
+from tidegate_runtime.trial_batch import describe_error
 
 VALUE_ERROR = (
     "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "

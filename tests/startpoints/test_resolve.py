@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime import checkpoint as cp
-from app.runtime import startpoints as sp
-from app.runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import startpoints as sp
+from tidegate_runtime.eventlog import EventLog, NewRecord
 
 T0 = 1_767_225_600_000
 
@@ -205,7 +205,7 @@ def test_revert_is_refused_once_a_later_batch_committed(
 
 
 def test_a_fresh_file_source_query_cannot_take_starting_offsets(tmp_path: Path) -> None:
-    from app.runtime.control import Runtime
+    from tidegate_runtime.control import Runtime
 
     runtime = Runtime(None, checkpoint_dir=str(tmp_path / "ck"))  # type: ignore[arg-type]
     runtime.declared = {"q": {"name": "q", "sources": [{"name": "f", "kind": "file"}]}}

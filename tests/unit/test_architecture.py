@@ -25,7 +25,8 @@ APP = Path(__file__).resolve().parents[2] / "app"
 KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # What runs in production must not need developer tooling (app.devtools).
-PRODUCTION = ("app.api", "app.worker", "app.runtime", "app.core")
+# (tidegate_runtime is its own package: tests/runtime/test_imports.py keeps it free of app.)
+PRODUCTION = ("app.api", "app.worker", "app.core")
 
 
 def _module_name(path: Path) -> str:

@@ -344,7 +344,11 @@ def test_shared_volume_is_mounted_at_the_same_path(
     # The control plane's roots are inside it.
     for name in ("api", "worker"):
         env = env_of(services[name])
-        for key in ("TIDEGATE_CHECKPOINT_ROOT", "TIDEGATE_SNAPSHOT_ROOT"):
+        for key in (
+            "TIDEGATE_CHECKPOINT_ROOT",
+            "TIDEGATE_SNAPSHOT_ROOT",
+            "TIDEGATE_RUNTIME_BUNDLE_DIR",  # drivers on any Spark worker read the zip
+        ):
             assert key in env, f"{name} lacks {key}"
             assert Path(env[key]).is_relative_to(shared), (
                 f"{name} {key}={env[key]} not under {shared}"

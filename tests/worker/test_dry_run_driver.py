@@ -14,12 +14,12 @@ import pytest
 from app.backends.base import AppState, SubmitSpec
 from app.core.db import transaction
 from app.operations.models import Operation
-from app.runtime import trial_batch as runtime_dryrun
 from app.worker import preflight as dryrun
 from app.worker import startup
 from app.worker.context import WorkerContext
 from app.worker.steps import OperationFailed, Steps
 from tests.worker.conftest import FakeBackend, make_job
+from tidegate_runtime import trial_batch as runtime_dryrun
 
 VERSION = SimpleNamespace(
     cluster=None,

@@ -10,7 +10,6 @@ from app.core import run_states as states
 from app.core.errors import TidegateError
 from app.operations.models import Operation
 from app.runs.models import Run
-from app.runtime.checkpoint import CheckpointError
 from app.snapshots import retention as snapshot_retention
 from app.snapshots import transfer as snapshot_worker
 from app.snapshots.export import ExportError
@@ -22,6 +21,7 @@ from app.worker.runctl import (
     stop_run,
 )
 from app.worker.steps import OperationFailed, Steps, detail, set_result
+from tidegate_runtime.checkpoint import CheckpointError
 
 log = logging.getLogger(__name__)
 

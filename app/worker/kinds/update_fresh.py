@@ -15,7 +15,6 @@ from app.jobs.models import Job
 from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.runs.models import Run
-from app.runtime.checkpoint import latest_commit_batch, read_offsets
 from app.startpoints import service as startpoints
 from app.worker.context import WorkerContext
 from app.worker.runctl import (
@@ -29,6 +28,7 @@ from app.worker.startup import (
 )
 from app.worker.steps import OperationFailed, Steps, detail
 from app.worker.verify import verify, verify_bounds
+from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
 
 
 def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:

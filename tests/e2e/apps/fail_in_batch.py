@@ -8,16 +8,17 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository: pipelines.*
+# The repository, after the py-files: pipelines.* from here, tidegate_runtime from the zip.
+sys.path.append(str(Path(__file__).resolve().parents[3]))
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from app.runtime.control import Runtime
-from app.runtime.source import read_events
 from pipelines.enrich import build_enrich
 from pipelines.windowed_counts import build_windowed_counts
+from tidegate_runtime.control import Runtime
+from tidegate_runtime.source import read_events
 
 
 def _boom(key: str) -> bool:

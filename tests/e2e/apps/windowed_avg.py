@@ -8,14 +8,15 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository: pipelines.*
+# The repository, after the py-files: pipelines.* from here, tidegate_runtime from the zip.
+sys.path.append(str(Path(__file__).resolve().parents[3]))
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from app.runtime.control import Runtime
-from app.runtime.source import DRAIN_MARKER_TIMESTAMP, read_events
 from pipelines.windowed_counts import WATERMARK_DELAY, WINDOW
+from tidegate_runtime.control import Runtime
+from tidegate_runtime.source import DRAIN_MARKER_TIMESTAMP, read_events
 
 
 def main(argv: list[str]) -> None:

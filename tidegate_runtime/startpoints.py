@@ -42,8 +42,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.runtime import checkpoint as cp
-from app.runtime.eventlog import EventLog, format_offsets, parse_offsets
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime.eventlog import EventLog, format_offsets, parse_offsets
 
 TYPES = ("OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP")
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.runtime.files import write_atomic
+from tidegate_runtime.files import write_atomic
 
 BYTES_PER_CHECKSUM = 512
 ORIGINAL_SUFFIX = ".tidegate-orig"

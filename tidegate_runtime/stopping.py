@@ -8,7 +8,7 @@ import time
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from app.runtime import checkpoint as cp
+from tidegate_runtime import checkpoint as cp
 
 log = logging.getLogger("tidegate.runtime")
 

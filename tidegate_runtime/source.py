@@ -1,7 +1,7 @@
-"""Spark streaming source ``eventlog`` over an :mod:`app.runtime.eventlog` stream.
+"""Spark streaming source ``eventlog`` over an :mod:`tidegate_runtime.eventlog` stream.
 
 Offsets are per-partition positions (next offset to read) serialised by
-:func:`~app.runtime.eventlog.format_offsets`, e.g. ``{"0": 123, "1": 45}``; Spark stores that
+:func:`~tidegate_runtime.eventlog.format_offsets`, e.g. ``{"0": 123, "1": 45}``; Spark stores that
 text verbatim as this source's line in ``offsets/N``.
 
 Options:
@@ -51,7 +51,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from app.runtime.eventlog import EventLog, Stream, parse_offsets
+from tidegate_runtime.eventlog import EventLog, Stream, parse_offsets
 
 SCHEMA = StructType(
     [

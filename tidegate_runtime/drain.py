@@ -2,7 +2,7 @@
 upstream first; a query reading only eventlog sources drains natively (end offsets fixed, a
 marker that closes every window), any other is restarted with AvailableNow on its checkpoint.
 
-``Drainer`` is a part of ``Runtime`` (app/runtime/control.py), kept apart to be read alone:
+``Drainer`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read alone:
 it holds no state of its own; the annotations below name what it uses of the runtime's."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from app.runtime import checkpoint as cp
-from app.runtime import startpoints as sp
-from app.runtime.chain import drain_stages
-from app.runtime.channel_client import ControlClient, ControlPlaneRefused
-from app.runtime.source import MARKER_PARTITION
-from app.runtime.stopping import has_commit, stop_at_batch_boundary
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import startpoints as sp
+from tidegate_runtime.chain import drain_stages
+from tidegate_runtime.channel_client import ControlClient, ControlPlaneRefused
+from tidegate_runtime.source import MARKER_PARTITION
+from tidegate_runtime.stopping import has_commit, stop_at_batch_boundary
 
 log = logging.getLogger("tidegate.runtime")
 

@@ -42,7 +42,7 @@ from typing import Any
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from app.runtime import checkpoint as cp
+from tidegate_runtime import checkpoint as cp
 
 log = logging.getLogger("tidegate.runtime.dryrun")
 

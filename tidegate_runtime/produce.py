@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Self
 
-from app.runtime.eventlog import EventLog, NewRecord, Stream
+from tidegate_runtime.eventlog import EventLog, NewRecord, Stream
 
 DEFAULT_KEYS = tuple(f"k{i}" for i in range(10))
 # Shortest pause between two appends when rate-limited: batches appends at high rates.

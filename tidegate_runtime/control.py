@@ -30,9 +30,9 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from app.runtime import startpoints as sp
-from app.runtime import trial_batch
-from app.runtime.channel_client import (
+from tidegate_runtime import startpoints as sp
+from tidegate_runtime import trial_batch
+from tidegate_runtime.channel_client import (
     TOKEN_ENV,
     ControlClient,
     ControlPlaneRefused,
@@ -41,8 +41,8 @@ from app.runtime.channel_client import (
     progress_report,
     pstl_to_spark_interval,
 )
-from app.runtime.drain import Drainer
-from app.runtime.stopping import has_commit, stop_at_batch_boundary
+from tidegate_runtime.drain import Drainer
+from tidegate_runtime.stopping import has_commit, stop_at_batch_boundary
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -111,7 +111,7 @@ class Runtime(Drainer):
     _bounded: set[str] = field(default_factory=set)  # restarted with AvailableNow
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
     _terminated: set[str] = field(default_factory=set)
-    # Dry run (see app/runtime/trial_batch.py): scratch checkpoints, noop sinks, no control plane.
+    # Dry run (see trial_batch.py): scratch checkpoints, noop sinks, no control plane.
     dry_run: bool = False
     _dry_targets: dict[str, int] = field(default_factory=dict)
     _dry_result: str = ""

@@ -1,0 +1,87 @@
+"""The runtime zip the worker adds to every submission (app/worker/runtime_bundle.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import tidegate_runtime
+from app.core.config import Settings
+from app.worker import runtime_bundle, submission
+from app.worker.context import WorkerContext
+
+RUNTIME = Path(tidegate_runtime.__file__).parent
+
+
+def test_the_zip_holds_the_whole_package_and_nothing_else(tmp_path: Path) -> None:
+    path = runtime_bundle.runtime_bundle(tmp_path)
+    names = zipfile.ZipFile(path).namelist()
+    expected = sorted(f"tidegate_runtime/{p.name}" for p in RUNTIME.glob("*.py"))
+    assert sorted(n for n in names if n.endswith(".py")) == expected
+    assert "tidegate_runtime/py.typed" in names
+    assert all(n.startswith("tidegate_runtime/") for n in names), names
+
+
+def test_same_content_same_name_and_bytes(tmp_path: Path) -> None:
+    """Deterministic: two workers (or two releases with the same runtime) write one file."""
+    assert runtime_bundle.build_zip() == runtime_bundle.build_zip()
+    first = runtime_bundle.runtime_bundle(tmp_path / "a")
+    second = runtime_bundle.runtime_bundle(tmp_path / "b")
+    assert first.name == second.name and first.read_bytes() == second.read_bytes()
+    assert first.name.startswith("tidegate_runtime-") and first.suffix == ".zip"
+    assert not [p for p in (tmp_path / "a").iterdir() if p != first], "temporary files left"
+
+
+def test_concurrent_builds_leave_one_complete_file(tmp_path: Path) -> None:
+    runtime_bundle._built.clear()
+    paths: list[Path] = []
+
+    def build() -> None:
+        paths.append(runtime_bundle.runtime_bundle(tmp_path))
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(paths)) == 1
+    assert zipfile.ZipFile(paths[0]).testzip() is None
+    assert list(tmp_path.iterdir()) == [paths[0]]
+
+
+def test_a_bundle_deleted_under_the_worker_is_written_again(tmp_path: Path) -> None:
+    path = runtime_bundle.runtime_bundle(tmp_path)
+    path.unlink()
+    assert runtime_bundle.runtime_bundle(tmp_path) == path and path.exists()
+
+
+def test_a_python_without_tidegate_imports_the_runtime_from_the_zip(tmp_path: Path) -> None:
+    """``-I`` (isolated) and ``-S`` (no site-packages): only the stdlib and the zip."""
+    path = runtime_bundle.runtime_bundle(tmp_path)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import tidegate_runtime.files as f;"
+        "print(f.__file__)\ntry:\n import app\nexcept ImportError:\n print('no app')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.split("\n")
+    assert out[0] == f"{path}/tidegate_runtime/files.py"
+    assert out[1] == "no app"
+
+
+def test_every_submission_carries_the_zip_first(tmp_path: Path) -> None:
+    ctx = cast(Any, SimpleNamespace(settings=Settings(data_dir=tmp_path)))
+    version = SimpleNamespace(app={"file": "/apps/job.py", "py_files": ["/apps/team_lib.zip"]})
+    files = submission.py_files(cast(WorkerContext, ctx), version)
+    assert files[1:] == ["/apps/team_lib.zip"]
+    assert Path(files[0]).parent == tmp_path.absolute() / "runtime"
+    assert zipfile.ZipFile(files[0]).getinfo("tidegate_runtime/control.py")
