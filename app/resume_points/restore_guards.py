@@ -40,10 +40,13 @@ def require_restorable(session: Session, settings: Settings, job: Job, plan: Pla
 _FILE_SINK = re.compile(r"^FileSink\[(?P<path>.+)\]$")
 
 
-def file_sink_batch(description: str | None) -> tuple[str, int] | None:
+# Spark's default spark.sql.streaming.fileSink.log.compactInterval.
+COMPACT_INTERVAL = 10
+
+
+def _sink_log(description: str | None) -> tuple[str, set[int]] | None:
     """A file sink (from its progress description, ``FileSink[<path>]``) on this machine and
-    the latest batch id in its ``_spark_metadata`` log: Spark's file sink skips every batch id
-    at or below it."""
+    the batch ids its ``_spark_metadata`` log holds (plain or compacted)."""
     match = _FILE_SINK.match(description or "")
     if match is None:
         return None
@@ -51,12 +54,39 @@ def file_sink_batch(description: str | None) -> tuple[str, int] | None:
     local = path[len("file:") :] if path.startswith("file:") else path
     if "://" in local:
         return None
-    batches = []
+    batches = set()
     with contextlib.suppress(OSError):
         for name in os.listdir(os.path.join(local, "_spark_metadata")):
             if (found := re.fullmatch(r"(\d+)(?:\.compact)?", name)) is not None:
-                batches.append(int(found.group(1)))
-    return (path, max(batches)) if batches else None
+                batches.add(int(found.group(1)))
+    return path, batches
+
+
+def file_sink_batch(description: str | None) -> tuple[str, int] | None:
+    """A local file sink and the latest batch id in its ``_spark_metadata`` log: Spark's file
+    sink skips every batch id at or below it."""
+    log = _sink_log(description)
+    return (log[0], max(log[1])) if log is not None and log[1] else None
+
+
+def sink_missing_for_compaction(
+    description: str | None, restored: int, interval: int = COMPACT_INTERVAL
+) -> tuple[str, int, list[int]] | None:
+    """(path, compaction batch, missing batch ids) when a local file sink cannot compact.
+
+    Spark's file sink compacts its log at every batch K with ``(K + 1) % interval == 0`` and
+    reads for it the previous compaction (``K - interval``) and every batch after it. A run
+    restored at batch ``restored`` writes ``restored + 1`` on, so the batches up to
+    ``restored`` must already be in the sink's log: in a new, empty output directory they are
+    not, and the run fails at K (BATCH_METADATA_NOT_FOUND) -- ten batches after it started."""
+    log = _sink_log(description)
+    if log is None or restored < 0 or interval < 1:
+        return None
+    first = restored + 1
+    compaction = first + (-(first + 1)) % interval
+    needed = range(max(0, compaction - interval), restored + 1)
+    missing = [b for b in needed if b not in log[1]]
+    return (log[0], compaction, missing) if missing else None
 
 
 def _sink_runs(session: Session, job: Job, q: QueryPlan) -> list[tuple[Run, str]]:
@@ -94,8 +124,8 @@ def require_sink_not_ahead(session: Session, job: Job, plan: Plan) -> None:
                     f"{q.source.ref.label}, but the file sink {sink[0]} that run {run.id} wrote "
                     f"already holds batches up to {sink[1]}: Spark's file sink skips batch ids it "
                     f"has written, so batches {restored + 1}..{sink[1]} of the new run would be "
-                    "lost. Start from a snapshot at or after that batch, or have the new version "
-                    "write to another (empty) path.",
+                    "lost. Start from a snapshot at or after that batch, or update by drain "
+                    "(the new version starts a fresh query, which may write to a new path).",
                     query=q.query,
                     restored_batch=restored,
                     sink=sink[0],

@@ -43,7 +43,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.backends.base import SubmitSpec
 from app.snapshots import restore
 from app.snapshots.store_access import SnapshotFailed
 from app.worker import submission
@@ -198,14 +197,7 @@ def submit(
         "spark.tidegate.checkpoint_dir": str(scratch),
         "spark.tidegate.queries": submission.queries_conf(version, scratch=True),
     }
-    spec = SubmitSpec(
-        tag=driver_tag,
-        file=version.app["file"],
-        py_files=submission.py_files(ctx, version),
-        args=list(version.app.get("args", [])),
-        conf=conf,
-    )
-    backend_id = backend.submit(spec)
+    backend_id = backend.submit(submission.spec(ctx, version, driver_tag, conf))
     log.info("operation %s: dry-run driver %s submitted as %s", op_id, driver_tag, backend_id)
     return {"tag": driver_tag, "backend_id": backend_id, "at": time.time()}
 

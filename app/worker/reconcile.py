@@ -165,16 +165,9 @@ def _submit_spec(ctx: WorkerContext, run: Run, token: str) -> SubmitSpec:
         "spark.tidegate.checkpoint_dir": str(checkpoint_dir),
         "spark.tidegate.queries": submission.queries_conf(version),
     }
-    return SubmitSpec(
-        tag=run.tag,
-        file=version.app["file"],
-        py_files=submission.py_files(ctx, version),
-        args=list(version.app.get("args", [])),
-        conf=conf,
-        # The run token travels as an environment variable: not in the Spark UI's
-        # environment page, and not in logs.
-        env={"TIDEGATE_RUN_TOKEN": token},
-    )
+    # The run token travels as an environment variable: not in the Spark UI's environment
+    # page, and not in logs.
+    return submission.spec(ctx, version, run.tag, conf, env={"TIDEGATE_RUN_TOKEN": token})
 
 
 def _observe(

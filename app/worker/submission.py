@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.backends.base import SubmitSpec
 from app.worker.context import WorkerContext
 from app.worker.runtime_bundle import runtime_bundle
 
@@ -29,6 +30,21 @@ def py_files(ctx: WorkerContext, version: Any) -> list[str]:
     return [str(bundle), *version.app.get("py_files", [])]
 
 
+def python_path_conf(files: list[str], conf: dict[str, str]) -> dict[str, str]:
+    """``spark.executorEnv.PYTHONPATH`` with ``files`` ahead of what the version set.
+
+    Py-files reach the driver and the executors' task workers, but not the Python processes
+    Spark starts to plan a Python data source (the streaming source runner unpickles the
+    event-log source, a ``tidegate_runtime`` class, before any task runs): those get only
+    the executor environment. Without this a cluster Python without tidegate fails with
+    "No module named 'tidegate_runtime'" at the first batch."""
+    key = "spark.executorEnv.PYTHONPATH"
+    paths = [f.removeprefix("file:") for f in files if "://" not in f]
+    if conf.get(key):
+        paths.append(conf[key])
+    return {key: ":".join(paths)} if paths else {}
+
+
 def queries_conf(version: Any, *, scratch: bool = False) -> str:
     """The version's queries for ``spark.tidegate.queries``. Source options stay out of the
     Spark conf (the UI shows it): the runtime reads them through its directives. A scratch
@@ -44,4 +60,23 @@ def queries_conf(version: Any, *, scratch: bool = False) -> str:
             for q in version.queries
         ],
         separators=(",", ":"),
+    )
+
+
+def spec(
+    ctx: WorkerContext,
+    version: Any,
+    tag: str,
+    conf: dict[str, str],
+    env: dict[str, str] | None = None,
+) -> SubmitSpec:
+    """The submission of ``version``'s app under ``tag``, the runtime shipped with it."""
+    files = py_files(ctx, version)
+    return SubmitSpec(
+        tag=tag,
+        file=version.app["file"],
+        py_files=files,
+        args=list(version.app.get("args", [])),
+        conf={**conf, **python_path_conf(files, conf)},
+        env=dict(env or {}),
     )

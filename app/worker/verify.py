@@ -10,6 +10,7 @@ from typing import Any
 from app.core import run_states as states
 from app.core.paths import checkpoint_path
 from app.operations.models import Operation
+from app.resume_points.restore_guards import COMPACT_INTERVAL, sink_missing_for_compaction
 from app.runs.models import Run
 from app.worker.context import WorkerContext
 from app.worker.reconciler import pass_now
@@ -76,6 +77,7 @@ def verify(
                 f"committed its first batch: {error or 'no error'}",
                 {"run_id": run_id, "run_state": state},
             )
+        _require_sinks_can_compact(ctx, run_id, restored)
         committed = committed_batches(ctx, run_id)
         batches = {q: committed.get(q) for q in restored}
         waiting = sorted(q for q, b in batches.items() if b is None or b <= restored[q])
@@ -96,6 +98,33 @@ def verify(
                 {"run_id": run_id, "run_state": state, "batches": batches},
             )
         time.sleep(ctx.poll_seconds)
+
+
+def _require_sinks_can_compact(ctx: WorkerContext, run_id: int, restored: dict[str, int]) -> None:
+    """A restored query whose file sink lacks the batch logs its next compaction reads would
+    fail about ten batches from now, after the update was called a success: refused here, so
+    the update rolls back while the previous version's state and output are intact."""
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        progress = dict(run.progress or {})
+        conf = dict(run.version.conf or {})
+    interval = int(conf.get("spark.sql.streaming.fileSink.log.compactInterval", COMPACT_INTERVAL))
+    for query, batch in restored.items():
+        sink = (progress.get(query) or {}).get("sink")
+        found = sink_missing_for_compaction(sink, batch, interval)
+        if found is None:
+            continue
+        path, compaction, missing = found
+        raise OperationFailed(
+            f"Query '{query}' resumed at batch {batch + 1} writes its file sink to {path}, "
+            f"whose _spark_metadata lacks batches {missing[0]}..{missing[-1]}: Spark's file "
+            f"sink compacts its log every {interval} batches and at batch {compaction} reads "
+            "them, so the new run would fail there. A query that resumes its state must keep "
+            "writing to the previous version's output path; to write elsewhere, update by "
+            "drain (the new version starts that query fresh).",
+            {"run_id": run_id, "query": query, "sink": path, "missing": missing},
+        )
 
 
 def idle_since_start(run: Run) -> set[str]:

@@ -91,6 +91,19 @@ def spark_submit_processes(text: str) -> list[psutil.Process]:
     return drivers
 
 
+def driver_jvms(tag: str) -> list[psutil.Process]:
+    """The driver JVM of the submission tagged ``tag`` on either backend: the runner's
+    ``spark-submit --name <tag>`` (local mode) or a standalone worker's ``DriverWrapper``
+    launched with ``-Dspark.app.name=<tag>`` (cluster deploy mode). Exact arguments, so
+    ``…-a1`` never matches ``…-a10``."""
+    found = []
+    for proc in spark_submit_processes(tag) + processes_mentioning("DriverWrapper"):
+        args = proc.info["cmdline"] or []
+        if tag in args or f"-Dspark.app.name={tag}" in args:
+            found.append(proc)
+    return found
+
+
 # The JVM flags of every spark-submit the tests start (the runner's drivers, dry runs, the
 # runtime tests' SparkSession) and of the standalone cluster's master and worker: the
 # client-only JIT and the serial collector. Test JVMs live for seconds to minutes on tiny

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from app.core.config import Settings
 from app.core.db import transaction
+from app.resume_points.restore_guards import sink_missing_for_compaction
 from app.runs.models import Run
 from app.worker.context import WorkerContext
+from app.worker.steps import OperationFailed
+from app.worker.verify import verify
 from tests.snapshots.test_snapshots_api import API, _operate, _running_job
 
 
@@ -46,3 +50,51 @@ def test_an_older_snapshot_onto_a_file_sink_ahead_of_it_is_refused(
     # The newer snapshot is at the sink's last batch: nothing would be skipped.
     ok = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "new"})
     assert ok.status_code == 202, ok.text
+
+
+def test_a_sink_log_that_cannot_compact_is_named() -> None:
+    """Spark compacts a file sink's log at batch K with (K + 1) % 10 == 0 and reads the
+    previous compaction and every batch after it: a run resumed at batch R + 1 needs those up
+    to R already in the log."""
+    assert sink_missing_for_compaction(None, 5) is None
+    assert sink_missing_for_compaction("ConsoleSink", 5) is None
+    assert sink_missing_for_compaction("FileSink[s3a://b/out]", 5) is None  # not read here
+
+
+def test_compaction_needs_the_batches_since_the_last_compaction(tmp_path: Path) -> None:
+    log = tmp_path / "out" / "_spark_metadata"
+    log.mkdir(parents=True)
+    sink = f"FileSink[file:{tmp_path / 'out'}]"
+    (log / "46").write_text("v1\n")  # the new run's first batch, in a new directory
+    assert sink_missing_for_compaction(sink, 45) == (
+        f"file:{tmp_path / 'out'}",
+        49,
+        [39, 40, 41, 42, 43, 44, 45],
+    )
+    for batch in range(39, 46):
+        (log / (f"{batch}.compact" if batch == 39 else str(batch))).write_text("v1\n")
+    assert sink_missing_for_compaction(sink, 45) is None  # the previous version's directory
+    assert sink_missing_for_compaction(sink, 3) == (sink[9:-1], 9, [0, 1, 2, 3])
+    assert sink_missing_for_compaction(sink, 49, interval=10) == (sink[9:-1], 59, [49])
+    assert sink_missing_for_compaction(sink, 47, interval=4) == (sink[9:-1], 51, [47])
+    assert sink_missing_for_compaction(sink, -1) is None  # a fresh query writes every batch
+
+
+def test_verify_refuses_a_resumed_query_whose_new_sink_cannot_compact(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, tmp_path: Path
+) -> None:
+    """The update's new run resumed at batch 3 but writes to an empty directory: it would
+    run fine until its batch 9 and fail there, so verify fails now and the update rolls back."""
+    run_id, _ck = _running_job(client, ctx, settings)
+    out = tmp_path / "elsewhere"
+    (out / "_spark_metadata").mkdir(parents=True)
+    (out / "_spark_metadata" / "3").write_text("v1\n")
+    with transaction(ctx.factory) as session:
+        progress = {"counts": {"batch_id": 3, "sink": f"FileSink[{out}]"}}
+        session.execute(update(Run).where(Run.id == run_id).values(progress=progress))
+    plan = {"queries": [{"query": "counts", "source": {"batch_id": 2}}]}
+    with pytest.raises(OperationFailed) as failed:
+        verify(ctx, run_id, plan, seconds=1, first_batch=5)
+    message = str(failed.value)
+    assert f"writes its file sink to {out}" in message and "lacks batches 0..2" in message
+    assert "at batch 9" in message and "update by drain" in message

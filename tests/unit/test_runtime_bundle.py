@@ -85,3 +85,21 @@ def test_every_submission_carries_the_zip_first(tmp_path: Path) -> None:
     assert files[1:] == ["/apps/team_lib.zip"]
     assert Path(files[0]).parent == tmp_path.absolute() / "runtime"
     assert zipfile.ZipFile(files[0]).getinfo("tidegate_runtime/control.py")
+
+
+def test_the_data_source_planners_get_the_zip_on_their_path(tmp_path: Path) -> None:
+    """Python processes that plan a data source see only the executor environment: the zip
+    goes ahead of a PYTHONPATH the version set, and a URL (not a local path) is left out."""
+    ctx = cast(Any, SimpleNamespace(settings=Settings(data_dir=tmp_path)))
+    version = SimpleNamespace(
+        app={"file": "/apps/job.py", "args": ["--x", "1"], "py_files": ["s3a://b/lib.zip"]}
+    )
+    conf = {"spark.executorEnv.PYTHONPATH": "/opt/team", "spark.sql.shuffle.partitions": "2"}
+    spec = submission.spec(cast(WorkerContext, ctx), version, "tag-1", conf)
+    bundle = spec.py_files[0]
+    assert spec.py_files == [bundle, "s3a://b/lib.zip"] and spec.args == ["--x", "1"]
+    assert spec.conf["spark.executorEnv.PYTHONPATH"] == f"{bundle}:/opt/team"
+    assert spec.conf["spark.sql.shuffle.partitions"] == "2"
+    assert submission.python_path_conf(["file:/z.zip"], {}) == {
+        "spark.executorEnv.PYTHONPATH": "/z.zip"
+    }
