@@ -200,6 +200,7 @@ def test_new_version_from_a_snapshot_of_a_running_job(
         ),
         "operator_kind": _version(
             stack,
+            target,
             job,
             app,
             args,
@@ -207,6 +208,7 @@ def test_new_version_from_a_snapshot_of_a_running_job(
         ),
         "value_schema": _version(
             stack,
+            target,
             job,
             app,
             args,
@@ -261,6 +263,7 @@ def test_new_version_from_a_snapshot_of_a_running_job(
 
     v2 = _version(
         stack,
+        target,
         job,
         str(APPS / "windowed_and_enrich.py"),
         [*args, "--enrich-output", str(enrich_out)],
@@ -310,6 +313,7 @@ def test_new_version_from_a_snapshot_of_a_running_job(
     queries_v2 = [_windowed(root), {**enrich, "trigger": "1 SECONDS"}]
     v3 = _version(
         stack,
+        target,
         job,
         str(APPS / "windowed_and_enrich.py"),
         [*args, "--enrich-output", str(enrich_out)],
@@ -334,6 +338,7 @@ def test_new_version_from_a_snapshot_of_a_running_job(
     # rolls back to v3 from the same snapshot.
     broken = _version(
         stack,
+        target,
         job,
         str(APPS / "fail_in_batch.py"),
         [*args, "--enrich-output", str(enrich_out)],
