@@ -3,6 +3,7 @@ on their own database. Spark drivers reach the API over loopback."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -27,7 +28,9 @@ from app.core import migrate
 from app.core.config import Settings
 from app.core.db import make_engine
 from app.devtools.spark_local import find_free_port
+from app.snapshots.store import SnapshotStore
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
+from tests.snapshots.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
 from tests.waiting import wait_for
 
 wait_until = wait_for  # the name most e2e and chaos tests import
@@ -41,6 +44,9 @@ class Stack:
     database_url: str
     checkpoint_root: Path
     tmp: Path
+    # Where snapshots go (TIDEGATE_SNAPSHOT_ROOT and its fsspec options); None: DATA_DIR's.
+    snapshot_root: str | None = None
+    snapshot_options: dict[str, Any] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     client: httpx.Client = field(init=False)
 
@@ -60,8 +66,22 @@ class Stack:
             "TIDEGATE_LOG_JSON": "false",
             "TIDEGATE_DATA_DIR": str(self.tmp / "data"),
             "SPARK_LOCAL_IP": "127.0.0.1",
+            **self._snapshot_env(),
             **extra,
         }
+
+    def _snapshot_env(self) -> dict[str, str]:
+        if self.snapshot_root is None:
+            return {}
+        return {
+            "TIDEGATE_SNAPSHOT_ROOT": self.snapshot_root,
+            "TIDEGATE_SNAPSHOT_STORAGE_OPTIONS": json.dumps(self.snapshot_options or {}),
+        }
+
+    def snapshot_store(self) -> SnapshotStore:
+        """The store this stack's API and workers write snapshots to."""
+        root = self.snapshot_root or str(self.tmp / "data" / "snapshots")
+        return SnapshotStore(root, self.snapshot_options)
 
     def start_worker(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
         """A worker process (the real CLI entry point); ``args``: more worker options."""
@@ -116,14 +136,19 @@ class Stack:
 
 @contextmanager
 def running_stack(
-    tmp: Path, *, first_id: int = 1, pool_size: int = 5, server: str | None = None
+    tmp: Path,
+    *,
+    first_id: int = 1,
+    pool_size: int = 5,
+    server: str | None = None,
+    snapshots: tuple[str, dict[str, Any]] | None = None,
 ) -> Iterator[Stack]:
     """The API in a thread and a fresh database; workers are started by the caller.
     ``first_id`` starts run ids elsewhere than 1: a runner shared by several stacks (one per
     test database) names batches by run id, and two stacks must not adopt each other's."""
     with (
         fresh_database(tmp, first_id=first_id, server=server) as database_url,
-        _api_thread(tmp, database_url, pool_size) as result,
+        _api_thread(tmp, database_url, pool_size, snapshots) as result,
     ):
         yield result
 
@@ -151,7 +176,12 @@ def fresh_database(tmp: Path, *, first_id: int = 1, server: str | None = None) -
 
 
 @contextmanager
-def _api_thread(tmp: Path, database_url: str, pool_size: int) -> Iterator[Stack]:
+def _api_thread(
+    tmp: Path,
+    database_url: str,
+    pool_size: int,
+    snapshots: tuple[str, dict[str, Any]] | None = None,
+) -> Iterator[Stack]:
     checkpoint_root = tmp / "checkpoints"
     port = find_free_port()
     settings = Settings(
@@ -164,6 +194,8 @@ def _api_thread(tmp: Path, database_url: str, pool_size: int) -> Iterator[Stack]
         log_json=False,
         host="127.0.0.1",
         port=port,
+        snapshot_root=snapshots[0] if snapshots else None,
+        snapshot_storage_options=json.dumps(snapshots[1]) if snapshots else None,  # type: ignore[arg-type]
     )
     engine = make_engine(database_url, pool_size=pool_size)
     api = uvicorn.Server(
@@ -178,7 +210,14 @@ def _api_thread(tmp: Path, database_url: str, pool_size: int) -> Iterator[Stack]
     thread = threading.Thread(target=api.run, name="tidegate-api", daemon=True)
     thread.start()
     wait_until(lambda: api.started, bool, 30, 0.05)
-    result = Stack(f"http://127.0.0.1:{port}", database_url, checkpoint_root, tmp)
+    result = Stack(
+        f"http://127.0.0.1:{port}",
+        database_url,
+        checkpoint_root,
+        tmp,
+        snapshot_root=snapshots[0] if snapshots else None,
+        snapshot_options=snapshots[1] if snapshots else None,
+    )
     try:
         yield result
     finally:
@@ -188,7 +227,26 @@ def _api_thread(tmp: Path, database_url: str, pool_size: int) -> Iterator[Stack]
         engine.dispose()
 
 
+@contextmanager
+def s3_snapshot_root() -> Iterator[tuple[str, dict[str, Any]]]:
+    """A bucket on a real S3-compatible server (moto's server mode, loopback): the snapshot
+    root and the fsspec options tidegate gets for it."""
+    with moto_server() as endpoint:
+        bucket = create_bucket(endpoint)
+        options = {
+            "endpoint_url": endpoint,
+            "key": ACCESS_KEY,
+            "secret": SECRET_KEY,
+            "client_kwargs": {"region_name": REGION},
+        }
+        yield f"s3://{bucket}/snapshots", options
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_stack(tmp_path_factory.mktemp("stack")) as result:
+    """The end-to-end tests' tidegate: its snapshots in S3, as in production."""
+    with (
+        s3_snapshot_root() as snapshots,
+        running_stack(tmp_path_factory.mktemp("stack"), snapshots=snapshots) as result,
+    ):
         yield result

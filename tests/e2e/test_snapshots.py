@@ -154,10 +154,12 @@ def test_new_version_from_a_snapshot_of_a_running_job(
     # (This small state is mostly offsets/commits, so the ratio is ~0.6 here; it falls with
     # the size of the state: bench/snapshots.py measures it on hundreds of MB.)
     assert 0 < snapshot["bytes_written"] < snapshot["size_bytes"], snapshot
-    manifests = stack.tmp / "data" / "snapshots" / "manifests" / job
+    store = stack.snapshot_store()  # S3 (tests/e2e/stack.py): read the manifests there
+    assert store.url.startswith("s3://"), store.url
 
     def blobs(name: str) -> dict[str, dict[str, Any]]:
-        doc = json.loads((manifests / f"{name}.json").read_text())
+        doc = store.read_manifest(job, name)
+        assert doc is not None, name
         files: dict[str, dict[str, Any]] = doc["queries"]["windowed_counts"]["files"]
         return files
 
