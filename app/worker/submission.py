@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.backends.base import SubmitSpec
+from app.backends.base import PermanentBackendError, SubmitSpec
 from app.worker.context import WorkerContext
 from app.worker.runtime_bundle import runtime_bundle
 
@@ -26,7 +26,15 @@ QUERY_CONF_KEYS = (
 
 def py_files(ctx: WorkerContext, version: Any) -> list[str]:
     """The runtime zip, then the version's own py-files (a team's own modules)."""
-    bundle = runtime_bundle(ctx.settings.resolved_runtime_bundle_dir)
+    directory = ctx.settings.resolved_runtime_bundle_dir
+    try:
+        bundle = runtime_bundle(directory)
+    except OSError as exc:  # a setting to fix, not something a retry mends
+        raise PermanentBackendError(
+            f"cannot write the runtime zip that every driver needs to {directory} "
+            f"({exc.strerror or type(exc).__name__}): make it writable by the worker and "
+            "readable by the Spark nodes, or set TIDEGATE_RUNTIME_BUNDLE_DIR"
+        ) from None
     return [str(bundle), *version.app.get("py_files", [])]
 
 

@@ -10,7 +10,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
+
 import tidegate_runtime
+from app.backends.base import PermanentBackendError
 from app.core.config import Settings
 from app.worker import runtime_bundle, submission
 from app.worker.context import WorkerContext
@@ -103,3 +106,14 @@ def test_the_data_source_planners_get_the_zip_on_their_path(tmp_path: Path) -> N
     assert submission.python_path_conf(["file:/z.zip"], {}) == {
         "spark.executorEnv.PYTHONPATH": "/z.zip"
     }
+
+
+def test_an_unwritable_bundle_folder_is_a_clear_permanent_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "runtime"
+    blocker.write_text("a file where the folder should be")
+    ctx = cast(Any, SimpleNamespace(settings=Settings(data_dir=tmp_path)))
+    version = SimpleNamespace(app={"file": "/apps/job.py"})
+    with pytest.raises(PermanentBackendError) as refused:
+        submission.py_files(cast(WorkerContext, ctx), version)
+    assert str(blocker) in str(refused.value)
+    assert "TIDEGATE_RUNTIME_BUNDLE_DIR" in str(refused.value)
