@@ -1,8 +1,14 @@
-"""Downtime of changing a running stream job: from the request to the new driver's first
-committed batch, on the windowed pipeline (pipelines/windowed_counts.py) and a local Spark
-standalone cluster (app/devtools/spark_local.py, LocalStandaloneCluster).
+"""Downtime of changing a running stream job, on the windowed pipeline
+(pipelines/windowed_counts.py) and a local Spark standalone cluster
+(app/devtools/spark_local.py, LocalStandaloneCluster). Two figures per switch:
 
-Strategies (each one repetition returns the downtime in seconds):
+  request→commit  from the request to the new driver's first committed batch;
+  stood still     from the old driver's last committed batch to the new one's first: how
+                  long the output stood still.
+
+Rounds are interleaved (every strategy once a round, the order turning each round, one app
+on the cluster at a time, a fresh job per switch), and each tidegate switch also prints
+when each operation step and run transition ended: where the seconds go. Strategies:
 
   bare      the bare Spark way, the baseline: kill the driver through the REST submission
             API, wait until it is gone, resubmit the same app on the same checkpoint
@@ -14,7 +20,7 @@ Strategies (each one repetition returns the downtime in seconds):
   update-drain     tidegate: POST /jobs/{job}/update strategy drain (drain: every window
             flushed; start the other version fresh at the drained offsets).
 
-Both use the same signal: the first ``commits/N`` file of the checkpoint written after the
+All use the same signal: the first ``commits/N`` file of the checkpoint written after the
 new driver was submitted. Input keeps arriving throughout, so every new driver has work.
 
     python bench/upgrade.py [--reps 3] [--strategies bare,restart,update-snapshot,update-drain]
@@ -23,6 +29,7 @@ new driver was submitted. Input keeps arriving throughout, so every new driver h
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import threading
@@ -54,6 +61,7 @@ from bench.common import (
 from tidegate_runtime.produce import produce
 
 PIPELINE = ROOT / "pipelines" / "windowed_counts.py"
+STEADY_SECONDS = 3.0  # a few batches in steady state before each switch
 CONF = {
     "spark.driver.memory": "512m",
     "spark.executor.memory": "512m",
@@ -103,40 +111,61 @@ def _args(ctx: Context, out: str, checkpoint: str | None = None) -> list[str]:
     return args
 
 
+@dataclass
+class Switch:
+    """One measured switch. Times are wall-clock seconds since the request (``t0``)."""
+
+    request_to_commit: float  # the request → the new driver's first committed batch
+    stood_still: float  # the old driver's last commit → the new driver's first commit
+    phases: dict[str, float] = field(default_factory=dict)  # what happened when, since t0
+    load: float = 0.0  # 1-minute load average when the switch began
+
+
+def last_commit_before(checkpoint: Path, until: float) -> float | None:
+    """mtime of the latest ``commits/N`` written before ``until``."""
+    commits = checkpoint / "commits"
+    times = [p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit()]
+    earlier = [t for t in times if t < until]
+    return max(earlier) if earlier else None
+
+
+def _at(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
 # ---- bare Spark -----------------------------------------------------------------------------
 
 
-def _bare_submit(ctx: Context, rep: int) -> tuple[str, float]:
+def _bare_submit(ctx: Context, tag: str, checkpoint: Path) -> tuple[str, float]:
     spec = SubmitSpec(
-        tag=f"bare-windowed-{rep}",
-        file=str(PIPELINE),
-        args=_args(ctx, "bare-out", str(ctx.tmp / "bare-checkpoint")),
-        conf=CONF,
+        tag=tag, file=str(PIPELINE), args=_args(ctx, f"{tag}-out", str(checkpoint)), conf=CONF
     )
     submitted = time.time()
     return ctx.backend.submit(spec), submitted
 
 
-def bare(ctx: Context, rep: int) -> float:
+def bare(ctx: Context, rep: int) -> Switch:
     """Kill through REST, wait until the driver is gone, resubmit on the same checkpoint."""
-    checkpoint = ctx.tmp / "bare-checkpoint"
-    if "bare" not in ctx.state:
-        driver, since = _bare_submit(ctx, 0)
-        _wait(lambda: first_commit_after(checkpoint, since), 240, "bare first commit")
-        ctx.state["bare"] = driver
-    time.sleep(3)  # a few batches in steady state
-    t0 = time.time()
-    ctx.backend.kill(ctx.state["bare"])
-    _wait(lambda: ctx.backend.status(ctx.state["bare"]).state.terminal, 120, "bare kill")
-    driver, since = _bare_submit(ctx, rep + 1)
+    checkpoint = ctx.tmp / f"bare-checkpoint-{rep}"
+    driver, since = _bare_submit(ctx, f"bare-{rep}-a", checkpoint)
+    ctx.state["bare"] = driver
+    _wait(lambda: first_commit_after(checkpoint, since), 240, "bare first commit")
+    time.sleep(STEADY_SECONDS)
+    load, t0 = os.getloadavg()[0], time.time()
+    ctx.backend.kill(driver)
+    _wait(lambda: ctx.backend.status(driver).state.terminal, 120, "bare kill")
+    gone = time.time()
+    driver, since = _bare_submit(ctx, f"bare-{rep}-b", checkpoint)
     ctx.state["bare"] = driver
     committed = _wait(lambda: first_commit_after(checkpoint, since), 240, "bare new commit")
-    return float(committed - t0)
+    last = last_commit_before(checkpoint, since) or t0
+    phases = {"old driver gone": gone - t0, "resubmitted": since - t0}
+    return Switch(committed - t0, committed - last, phases, load)
 
 
 def _bare_cleanup(ctx: Context) -> None:
     if "bare" in ctx.state:
-        ctx.backend.kill(ctx.state["bare"])
+        ctx.backend.kill(ctx.state.pop("bare"))
 
 
 # ---- tidegate ---------------------------------------------------------------------------------
@@ -185,94 +214,90 @@ def _checkpoint(ctx: Context, job: str, run_id: int) -> Path:
     return ctx.tmp / "checkpoints" / job / str(run_id) / "windowed_counts"
 
 
-def _output(job: str, strategy: str, version: int) -> str:
-    """The output directory of ``version`` (see _update)."""
-    return f"{job}-out" if strategy == "snapshot" else f"{job}-out-v{version}"
-
-
-def _start_job(ctx: Context, job: str, out: str | None = None) -> None:
+def _start_job(ctx: Context, job: str, out: str) -> int:
     """Create ``job`` with version 1 (writing to ``out``), submit it, wait for its first
-    batch."""
-    if job in ctx.state:
-        return
+    batch and a few more; its run id. Every repetition has a job of its own, so rounds can
+    interleave the strategies with one app on the cluster at a time."""
     assert ctx.api.post("/jobs", json={"name": job}).status_code == 201
-    body = _version_body(ctx, out or f"{job}-out-v1")
+    body = _version_body(ctx, out)
     assert ctx.api.post(f"/jobs/{job}/versions", json=body).status_code == 201
     since = time.time()
     op = _operate(ctx, f"/jobs/{job}/submit", {"version": 1})
     checkpoint = _checkpoint(ctx, job, op["run_id"])
     _wait(lambda: first_commit_after(checkpoint, since), 240, f"{job} first commit")
-    ctx.state[job] = {"run_id": op["run_id"], "version": 1}
+    ctx.state["job"] = job
+    time.sleep(STEADY_SECONDS)
+    return int(op["run_id"])
 
 
-def restart(ctx: Context, rep: int) -> float:
+def _phases(ctx: Context, op: dict[str, Any], t0: float, runs: list[int]) -> dict[str, float]:
+    """Each operation step and each run transition, in seconds since the request."""
+    phases = {f"step {s['name']}": _at(s["at"]) - t0 for s in op["steps"]}
+    for label, run_id in zip(("old run", "new run"), runs, strict=False):
+        for t in ctx.api.get(f"/runs/{run_id}").json()["transitions"]:
+            if _at(t["at"]) >= t0:
+                phases[f"{label} → {t['to_state']}"] = _at(t["at"]) - t0
+    return phases
+
+
+def restart(ctx: Context, rep: int) -> Switch:
     """POST /jobs/{job}/restart: stop at a batch boundary, then the same checkpoint again."""
-    _start_job(ctx, "windowed")
-    checkpoint = _checkpoint(ctx, "windowed", ctx.state["windowed"]["run_id"])
-    time.sleep(3)
-    t0 = time.time()
-    op = _operate(ctx, "/jobs/windowed/restart")
-    resubmitted = next(s for s in op["steps"] if s["name"] == "resubmit")
-    since = datetime.fromisoformat(resubmitted["at"]).timestamp()
-    committed = _wait(lambda: first_commit_after(checkpoint, since), 240, "tidegate new commit")
-    return float(committed - t0)
-
-
-def _update(ctx: Context, job: str, strategy: str) -> float:
-    """POST /jobs/{job}/update to a new version; downtime until the new run's first batch
-    past the handover commits (a snapshot's restored commits are older than its run).
-
-    Where the new version writes matters, because a file sink's ``_spark_metadata`` log (in
-    the output directory) belongs to one checkpoint lineage. By snapshot, the new run goes on
-    from the snapshot's batch, so every version writes to the same directory and the log
-    goes on too; a directory without that log's earlier batches fails the run with
-    BATCH_METADATA_NOT_FOUND at its first compaction. By drain, the new run starts a fresh
-    checkpoint at batch 0, so each version gets a directory of its own (in the old one its
-    first batches would be skipped as "already committed")."""
-    _start_job(ctx, job, out=_output(job, strategy, 1))
-    number = ctx.state[job]["version"] + 1
-    r = ctx.api.post(
-        f"/jobs/{job}/versions", json=_version_body(ctx, _output(job, strategy, number))
-    )
-    assert r.status_code == 201, r.text
-    target = int(r.json()["number"])
-    time.sleep(3)
-    t0 = time.time()
-    op = _operate(
-        ctx, f"/jobs/{job}/update", {"version": target, "strategy": strategy, "verify_seconds": 0}
-    )
-    created = next(s for s in op["steps"] if s["name"] == "create_run")
-    since = datetime.fromisoformat(created["at"]).timestamp()
-    run_id = op["result"]["run_id"]
+    job = f"restart-{rep}"
+    run_id = _start_job(ctx, job, f"{job}-out")
     checkpoint = _checkpoint(ctx, job, run_id)
+    load, t0 = os.getloadavg()[0], time.time()
+    op = _operate(ctx, f"/jobs/{job}/restart")
+    since = _at(next(s for s in op["steps"] if s["name"] == "resubmit")["at"])
+    committed = _wait(lambda: first_commit_after(checkpoint, since), 240, "tidegate new commit")
+    last = last_commit_before(checkpoint, since) or t0
+    return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id]), load)
+
+
+def _update(ctx: Context, rep: int, strategy: str) -> Switch:
+    """POST /jobs/{job}/update to version 2; the new run's first batch past the handover.
+
+    By snapshot the new run goes on from the snapshot's batch and writes to the same output
+    directory (its file sink's ``_spark_metadata`` log goes on too: a new directory fails the
+    update, see app/worker/verify.py). By drain the new run starts a fresh checkpoint at
+    batch 0 and writes a directory of its own."""
+    job = f"update-{strategy}-{rep}"
+    run_id = _start_job(ctx, job, f"{job}-out")
+    out2 = f"{job}-out" if strategy == "snapshot" else f"{job}-out-v2"
+    r = ctx.api.post(f"/jobs/{job}/versions", json=_version_body(ctx, out2))
+    assert r.status_code == 201, r.text
+    load, t0 = os.getloadavg()[0], time.time()
+    op = _operate(
+        ctx, f"/jobs/{job}/update", {"version": 2, "strategy": strategy, "verify_seconds": 0}
+    )
+    since = _at(next(s for s in op["steps"] if s["name"] == "create_run")["at"])
+    new_run = op["result"]["run_id"]
+    checkpoint = _checkpoint(ctx, job, new_run)
     committed = _wait(lambda: first_commit_after(checkpoint, since), 240, f"{job} new commit")
-    ctx.state[job] = {"run_id": run_id, "version": target}
-    return float(committed - t0)
+    last = last_commit_before(_checkpoint(ctx, job, run_id), committed) or t0
+    phases = _phases(ctx, op, t0, [run_id, new_run])
+    return Switch(committed - t0, committed - last, phases, load)
 
 
-def update_snapshot(ctx: Context, rep: int) -> float:
+def update_snapshot(ctx: Context, rep: int) -> Switch:
     """update strategy snapshot: stop at a batch boundary, snapshot, start from it."""
-    return _update(ctx, "windowed-snapshot", "snapshot")
+    return _update(ctx, rep, "snapshot")
 
 
-def update_drain(ctx: Context, rep: int) -> float:
+def update_drain(ctx: Context, rep: int) -> Switch:
     """update strategy drain: drain (flush every window), start fresh at the drained offsets."""
-    return _update(ctx, "windowed-drain", "drain")
+    return _update(ctx, rep, "drain")
 
 
-def _cleanup(job: str) -> Callable[[Context], None]:
-    def cleanup(ctx: Context) -> None:
-        if job in ctx.state:
-            _operate(ctx, f"/jobs/{job}/cancel")
-
-    return cleanup
+def _cancel_job(ctx: Context) -> None:
+    if "job" in ctx.state:
+        _operate(ctx, f"/jobs/{ctx.state.pop('job')}/cancel")
 
 
-STRATEGIES: dict[str, tuple[Callable[[Context, int], float], Callable[[Context], None]]] = {
+STRATEGIES: dict[str, tuple[Callable[[Context, int], Switch], Callable[[Context], None]]] = {
     "bare": (bare, _bare_cleanup),
-    "restart": (restart, _cleanup("windowed")),
-    "update-snapshot": (update_snapshot, _cleanup("windowed-snapshot")),
-    "update-drain": (update_drain, _cleanup("windowed-drain")),
+    "restart": (restart, _cancel_job),
+    "update-snapshot": (update_snapshot, _cancel_job),
+    "update-drain": (update_drain, _cancel_job),
 }
 
 
@@ -319,7 +344,7 @@ def main() -> None:
         worker_cores=4,
         worker_memory="3g",
     )
-    downtimes: dict[str, list[float]] = {s: [] for s in chosen}
+    switches: dict[str, list[Switch]] = {s: [] for s in chosen}
     cluster.start()
     try:
         with scratch_database("tidegate_bench_upgrade") as url:
@@ -359,52 +384,95 @@ def main() -> None:
                     client,
                     log_root,
                 )
-                print(
-                    f"tidegate {api.url}; spark {cluster.master_url}; {args.reps} repetitions each"
-                )
-                for strategy in chosen:  # one app at a time: two drivers do not fit 2 cores
-                    run, cleanup = STRATEGIES[strategy]
-                    try:
-                        for rep in range(args.reps):
-                            seconds = run(ctx, rep)
-                            downtimes[strategy].append(seconds)
-                            print(f"  {strategy} #{rep + 1}: {seconds:.1f} s")
-                    finally:
-                        cleanup(ctx)
-                        _wait(
-                            lambda: all(
-                                d.get("state") not in ("RUNNING", "SUBMITTED")
-                                for d in httpx.get(cluster.ui_url + "/json/")
-                                .json()
-                                .get("activedrivers", [])
-                            ),
-                            120,
-                            "drivers gone",
+                print(f"tidegate {api.url}; spark {cluster.master_url}; {args.reps} rounds")
+                # Rounds interleaved: every strategy once a round, in an order that turns
+                # each round, so a change of load falls on all of them alike. One app on the
+                # cluster at a time: two drivers do not fit 2 cores.
+                for rep in range(args.reps):
+                    shift = rep % len(chosen)
+                    for strategy in chosen[shift:] + chosen[:shift]:
+                        run, cleanup = STRATEGIES[strategy]
+                        try:
+                            switch = run(ctx, rep)
+                        finally:
+                            cleanup(ctx)
+                            _wait(lambda: _no_active_driver(cluster), 120, "drivers gone")
+                        switches[strategy].append(switch)
+                        print(
+                            f"  round {rep + 1} {strategy}: request→commit "
+                            f"{switch.request_to_commit:.1f} s, stood still "
+                            f"{switch.stood_still:.1f} s (load {switch.load:.1f})"
                         )
     finally:
         stop_feed.set()
         cluster.stop()
 
-    base = median(downtimes["bare"]) if downtimes.get("bare") else None
-    rows = []
-    for strategy, values in downtimes.items():
-        m = median(values)
-        rows.append(
-            [
-                strategy,
-                f"{m:.1f} s",
-                " ".join(f"{v:.1f}" for v in values),
-                ratio(m, base) if base else "n/a",
-            ]
-        )
-    print("\nrequest -> first committed batch of the new driver")
-    print(table(rows, ["strategy", "median", "each (s)", "vs bare Spark"]))
+    _report(switches, args.reps)
+
+
+def _no_active_driver(cluster: LocalStandaloneCluster) -> bool:
+    drivers = httpx.get(cluster.ui_url + "/json/").json().get("activedrivers", [])
+    return all(d.get("state") not in ("RUNNING", "SUBMITTED") for d in drivers)
+
+
+def _figure(values: list[float], base: list[float] | None) -> list[str]:
+    m = median(values)
+    return [
+        f"{m:.1f} s",
+        f"{min(values):.1f}-{max(values):.1f}",
+        ratio(m, median(base)) if base else "n/a",
+    ]
+
+
+def _report(switches: dict[str, list[Switch]], reps: int) -> None:
+    done = {s: v for s, v in switches.items() if v}
+    bare_runs = done.get("bare")
+    base_commit = [s.request_to_commit for s in bare_runs] if bare_runs else None
+    base_still = [s.stood_still for s in bare_runs] if bare_runs else None
+    rows = [
+        [
+            strategy,
+            *_figure([s.request_to_commit for s in values], base_commit),
+            *_figure([s.stood_still for s in values], base_still),
+            f"{median([s.load for s in values]):.1f}",
+        ]
+        for strategy, values in done.items()
+    ]
+    print("\nmedians of the rounds (spread: min-max); ratios to bare Spark in the same run")
+    header = ["strategy", "request→commit", "spread", "vs bare", "stood still", "spread"]
+    print(table(rows, [*header, "vs bare", "load"]))
+    for strategy, values in done.items():
+        names = list(dict.fromkeys(name for s in values for name in s.phases))
+        if not names:
+            continue
+        print(f"\n{strategy}: when each phase ended, seconds since the request (median)")
+        for name in sorted(names, key=lambda n: median([s.phases.get(n, 0.0) for s in values])):
+            seen = [s.phases[name] for s in values if name in s.phases]
+            print(f"  {median(seen):6.1f}  {name}")
     save(
         "upgrade",
         {
-            "reps": args.reps,
-            "downtime_s": {s: {"median": median(v), "each": v} for s, v in downtimes.items() if v},
-            "ratio_to_bare": {s: median(v) / base for s, v in downtimes.items() if v and base},
+            "rounds": reps,
+            "interleaved": True,
+            "switches": {
+                s: [
+                    {
+                        "request_to_commit_s": x.request_to_commit,
+                        "stood_still_s": x.stood_still,
+                        "load": x.load,
+                        "phases_s": x.phases,
+                    }
+                    for x in v
+                ]
+                for s, v in done.items()
+            },
+            "median_s": {
+                s: {
+                    "request_to_commit": median([x.request_to_commit for x in v]),
+                    "stood_still": median([x.stood_still for x in v]),
+                }
+                for s, v in done.items()
+            },
         },
     )
 
