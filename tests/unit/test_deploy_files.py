@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -563,6 +564,22 @@ def test_dockerfile_copy_sources_exist_and_are_in_the_build_context() -> None:
                     assert not is_ignored(rel, patterns), (
                         f"{path.name}:{ins.line}: {rel} is excluded by .dockerignore"
                     )
+
+
+def test_every_package_the_project_builds_is_copied_into_the_build() -> None:
+    """The wheel the image installs holds what ``[tool.setuptools.packages.find]`` includes
+    only if its folder is copied before ``pip wheel .``: a package left out builds a wheel
+    without it (tidegate_runtime, the drivers' runtime, when it left app/)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {pattern.rstrip("*").rstrip(".") for pattern in include}
+    assert {"app", "tidegate_runtime"} <= packages, packages
+    copied = {
+        ins.args.split()[0].rstrip("/")
+        for ins in parse_dockerfile(DOCKERFILE)
+        if ins.keyword == "COPY" and not ins.args.startswith("--from=")
+    }
+    assert packages <= copied, f"not copied into the build: {sorted(packages - copied)}"
 
 
 def test_migrations_reach_the_image() -> None:
