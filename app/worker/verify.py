@@ -62,6 +62,7 @@ def verify(
         started = session.get(Run, run_id)
         assert started is not None
         attempt = started.attempt
+        interval = compact_interval(started.version.conf)
     begin = time.monotonic()
     deadline = begin + max(first_batch, seconds)
     while True:
@@ -71,13 +72,14 @@ def verify(
             assert run is not None
             state, error, now_attempt = run.state, run.last_error, run.attempt
             idle = idle_since_start(run)
+            progress = dict(run.progress or {})
         if state != states.RUNNING or now_attempt != attempt:
             raise OperationFailed(
                 f"run {run_id} stopped running after it started ({state}), before every query "
                 f"committed its first batch: {error or 'no error'}",
                 {"run_id": run_id, "run_state": state},
             )
-        _require_sinks_can_compact(ctx, run_id, restored)
+        _require_sinks_can_compact(run_id, restored, progress, interval)
         committed = committed_batches(ctx, run_id)
         batches = {q: committed.get(q) for q in restored}
         waiting = sorted(q for q, b in batches.items() if b is None or b <= restored[q])
@@ -100,16 +102,18 @@ def verify(
         time.sleep(ctx.poll_seconds)
 
 
-def _require_sinks_can_compact(ctx: WorkerContext, run_id: int, restored: dict[str, int]) -> None:
+def compact_interval(conf: dict[str, Any] | None) -> int:
+    """The file sink's log compaction interval the version runs with."""
+    key = "spark.sql.streaming.fileSink.log.compactInterval"
+    return int((conf or {}).get(key, COMPACT_INTERVAL))
+
+
+def _require_sinks_can_compact(
+    run_id: int, restored: dict[str, int], progress: dict[str, Any], interval: int
+) -> None:
     """A restored query whose file sink lacks the batch logs its next compaction reads would
     fail about ten batches from now, after the update was called a success: refused here, so
     the update rolls back while the previous version's state and output are intact."""
-    with ctx.factory() as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        progress = dict(run.progress or {})
-        conf = dict(run.version.conf or {})
-    interval = int(conf.get("spark.sql.streaming.fileSink.log.compactInterval", COMPACT_INTERVAL))
     for query, batch in restored.items():
         sink = (progress.get(query) or {}).get("sink")
         found = sink_missing_for_compaction(sink, batch, interval)
