@@ -38,7 +38,7 @@ class ControlClient:
     token: str
     timeout: float = 10.0
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(
             f"{self.api_url.rstrip('/')}/api/v1/runs/{self.run_id}{path}",
@@ -47,7 +47,7 @@ class ControlClient:
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
                 raw = resp.read()
                 return json.loads(raw) if raw else None
         except urllib.error.HTTPError as exc:
@@ -61,6 +61,13 @@ class ControlClient:
 
     def directives(self, attempt: int) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/directives?attempt={attempt}")
+        return result
+
+    def standby(self, attempt: int, wait: int) -> dict[str, Any]:
+        """A standby's long-poll: answers at go or release, else after ``wait`` seconds."""
+        result: dict[str, Any] = self._call(
+            "GET", f"/standby?attempt={attempt}&wait={wait}", timeout=wait + self.timeout
+        )
         return result
 
     def progress(self, report: dict[str, Any]) -> None:

@@ -30,8 +30,8 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from tidegate_runtime import standby, trial_batch
 from tidegate_runtime import startpoints as sp
-from tidegate_runtime import trial_batch
 from tidegate_runtime.channel_client import (
     TOKEN_ENV,
     ControlClient,
@@ -142,6 +142,12 @@ class Runtime(Drainer):
                 q["name"]: q for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
             },
         )
+        if (conf.get(standby.STANDBY_CONF, "false") or "").lower() == "true":
+            # Pre-warmed: everything up to here is paid before the switch; wait for go.
+            standby.warm_up(spark)
+            timeout = conf.get(standby.STANDBY_TIMEOUT_CONF, None) or standby.DEFAULT_TIMEOUT
+            standby.await_go(runtime.client, runtime.attempt, float(timeout))  # type: ignore[arg-type]
+            log.info("run %s: go", run_id)
         first = runtime.client.directives(runtime.attempt)  # type: ignore[union-attr]
         if first.get("stop"):
             raise ControlPlaneRefused(

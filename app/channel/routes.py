@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app.auth.deps import CurrentPrincipal, Reader
 from app.auth.service import check_run
 from app.channel import service as channel
+from app.core.db import listener
 from app.core.deps import AppSettings, DbSession
 from app.core.pagination import Limit
 from app.core.params import RunId
-from app.runs.schemas import Directives, DrainReport, ProgressReport, ProgressResponse
+from app.runs.schemas import (
+    Directives,
+    DrainReport,
+    ProgressReport,
+    ProgressResponse,
+    StandbyAnswer,
+)
+from app.runs.service import STANDBY_CHANNEL
 from app.startpoints import applications as startpoints
 from app.startpoints.schemas import AppliedReport
 
@@ -46,6 +54,38 @@ def get_directives(
     ] = None,
 ) -> Directives:
     return channel.directives(session, run_id, attempt, settings.resolved_checkpoint_root)
+
+
+@router.get(
+    "/runs/{run_id}/standby",
+    response_model=StandbyAnswer,
+    operation_id="getRunStandby",
+    name="run.standby",
+    tags=["runtime"],
+)
+def get_standby(
+    run_id: RunChannel,
+    session: DbSession,
+    request: Request,
+    attempt: Annotated[int, Query(ge=0, le=2**31, description="The caller's attempt.")],
+    wait: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=25,
+            description="Long-poll: hold the answer up to this many seconds until go or "
+            "release (answered the moment the worker decides).",
+        ),
+    ] = 0,
+) -> StandbyAnswer:
+    # Listening before the first read: a go decided in between is not missed.
+    with listener(request.app.state.engine, STANDBY_CHANNEL) as notified:
+        answer = channel.standby(session, run_id, attempt)
+        if answer.go or answer.stop or wait == 0:
+            return answer
+        session.commit()  # "ready" is seen now; no pooled connection is held while waiting
+        notified(str(run_id), wait)
+    return channel.standby(session, run_id, attempt)
 
 
 @router.post(

@@ -12,8 +12,9 @@ from sqlalchemy.orm import Session
 from app.core import run_states as states
 from app.core.db import utcnow
 from app.core.errors import Conflict
+from app.runs import service as runs
 from app.runs.models import QueryProgress, Run
-from app.runs.schemas import Directives, DrainReport, ProgressReport
+from app.runs.schemas import Directives, DrainReport, ProgressReport, StandbyAnswer
 from app.runs.service import get_run
 from app.startpoints import applications as startpoints
 
@@ -46,6 +47,26 @@ def directives(
             for q in run.version.queries
             for s in q["sources"]
         },
+    )
+
+
+def standby(session: Session, run_id: int, attempt: int) -> StandbyAnswer:
+    """A standby's question: go yet? Its first call says it is ready (session built, Python
+    started): the operation waits for that before it stops the run this one replaces."""
+    run = get_run(session, run_id)
+    run.runtime_seen_at = utcnow()
+    go = stop = False
+    reason = None
+    if attempt != run.attempt:
+        stop, reason = True, f"superseded by attempt {run.attempt}"
+    elif run.state == states.STANDBY:
+        runs.standby_ready(session, run)
+    elif run.go_at is not None and run.state not in (states.STOPPING, *states.TERMINAL):
+        go = True
+    else:
+        stop, reason = True, run.stop_reason or f"the run is {run.state}"
+    return StandbyAnswer(
+        run_id=run.id, attempt=run.attempt, state=run.state, go=go, stop=stop, reason=reason
     )
 
 

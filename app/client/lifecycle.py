@@ -246,6 +246,13 @@ def update(
             show_default=False,
         ),
     ] = None,
+    prewarm: Annotated[
+        bool,
+        typer.Option(
+            help="Start the new driver as a standby while the old run still processes, so "
+            "the switch pays no driver start; --no-prewarm: one driver at a time (cold).",
+        ),
+    ] = True,
     wait: WaitOption = False,
     timeout: TimeoutOption = None,
     idempotency_key: KeyOption = None,
@@ -258,6 +265,8 @@ def update(
     Example: tidegate update clicks-per-minute --version 3 --strategy snapshot --wait
     """
     body: dict[str, Any] = {"version": version, "strategy": strategy.value}
+    if not prewarm:
+        body["prewarm"] = False
     for key, value in (
         ("snapshot_name", snapshot_name),
         ("timeout_seconds", grace),

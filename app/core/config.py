@@ -75,6 +75,13 @@ class Settings(BaseSettings):
         default=None,
         description="URL Spark drivers use to reach this API; default http://HOST:PORT.",
     )
+    standby_timeout_seconds: int = Field(
+        default=3600,
+        ge=60,
+        le=7 * 86_400,
+        description="How long a pre-warmed driver (a standby) waits for go before it exits by "
+        "itself: the backstop for an update that never comes back to it.",
+    )
     log_level: str = "INFO"
     log_json: bool = True
     db_pool_size: int = 10

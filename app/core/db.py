@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
+from psycopg import sql
 from sqlalchemy import DateTime, Engine, MetaData, create_engine, func, select
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
@@ -94,3 +97,24 @@ def advisory_lock(
             if got:
                 conn.scalar(select(release(namespace, key)))
                 conn.commit()
+
+
+@contextmanager
+def listener(engine: Engine, channel: str) -> Iterator[Callable[[str, float], bool]]:
+    """LISTEN on a connection of its own (not the pool's: a pooled connection would keep
+    listening after it is handed back), from before the caller reads the state it waits on,
+    so no NOTIFY falls between the read and the wait. Yields ``wait(payload, seconds)``: True
+    when a notification with that payload came within the time."""
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+
+        def wait(payload: str, seconds: float) -> bool:
+            deadline = time.monotonic() + seconds
+            while (left := deadline - time.monotonic()) > 0:
+                for note in conn.notifies(timeout=left, stop_after=1):
+                    if note.payload == payload:
+                        return True
+            return False
+
+        yield wait

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+# A pre-warmed run: its driver starts (JVM, session, Python) while the run it replaces still
+# processes, then waits for go before touching a checkpoint (app/worker/standby.py).
+STANDBY = "standby"
 SUBMITTING = "submitting"
 RUNNING = "running"
 STOPPING = "stopping"
@@ -20,6 +23,7 @@ FAILED = "failed"
 
 # The same names as a type, in this order (what the API's schemas list).
 RunState = Literal[
+    "standby",
     "submitting",
     "running",
     "stopping",
@@ -32,13 +36,15 @@ RunState = Literal[
     "failed",
 ]
 
-ACTIVE = frozenset({SUBMITTING, RUNNING, STOPPING, DRAINING, RESTARTING})
+ACTIVE = frozenset({STANDBY, SUBMITTING, RUNNING, STOPPING, DRAINING, RESTARTING})
 TERMINAL = frozenset({STOPPED, CANCELLED, DRAINED, SUCCEEDED, FAILED})
 assert set(get_args(RunState)) == ACTIVE | TERMINAL  # one list, spelt twice here only
 # States in which a Spark application of this run may exist and must be watched.
-ON_BACKEND = frozenset({SUBMITTING, RUNNING, STOPPING, DRAINING})
+ON_BACKEND = frozenset({STANDBY, SUBMITTING, RUNNING, STOPPING, DRAINING})
 
 ALLOWED: dict[str, frozenset[str]] = {
+    # go (the run it replaces has ended); released unused; its driver ended before go.
+    STANDBY: frozenset({RUNNING, STOPPING, FAILED}),
     SUBMITTING: frozenset({RUNNING, RESTARTING, FAILED, STOPPING, SUCCEEDED}),
     RUNNING: frozenset({STOPPING, DRAINING, RESTARTING, FAILED, SUCCEEDED}),
     # DRAINED: a drain stopped for its timeout after its marker went out finishes draining.

@@ -144,6 +144,16 @@ class UpdateBody(Body):
         "drain: how long the drain may take (default 1800); a drain still running then is "
         "stopped at a batch boundary and the old version started again from its checkpoint.",
     )
+    prewarm: bool = Field(
+        True,
+        description="Start the new version's driver while the old run still processes: it "
+        "builds its session and starts Python, then waits as a standby (run state standby) "
+        "until the old run has ended and its checkpoints are in place, and starts its queries "
+        "the moment it is told to go. The output then stands still for the stop and the first "
+        "batch only, not for a driver's start. It needs room for one more driver on the "
+        "cluster (a queued standby waits there, the old run processing on). false: the cold "
+        "path, one driver at a time.",
+    )
     verify_seconds: int = Field(
         20,
         ge=0,

@@ -50,6 +50,11 @@ class Run(Base):
     # A drain: when requested, the end offsets fixed then ({source: {partition: offset}}),
     # and when it completed. The next version can start exactly there.
     drain: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # A pre-warmed run (state standby): the operation it was started for, when its runtime
+    # said it was ready (session built, Python started), and when it was told to go.
+    standby_operation_id: Mapped[int | None] = mapped_column(BigInteger)
+    standby_ready_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    go_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

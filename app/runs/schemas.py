@@ -102,6 +102,18 @@ class Directives(Response):
     )
 
 
+class StandbyAnswer(Response):
+    """What a standby driver hears: go (start its queries), stop (exit: it is released), or
+    neither yet (ask again)."""
+
+    run_id: int
+    attempt: int = Field(description="The attempt the control plane considers current.")
+    state: str
+    go: bool = Field(description="Start the queries: the run it replaces has ended.")
+    stop: bool = Field(description="Exit without starting anything: go will not come.")
+    reason: str | None = None
+
+
 class DrainReport(Body):
     end_offsets: dict[str, dict[str, Any]] = Field(
         description="Per source, the offsets the drain processes up to, in the source's own "

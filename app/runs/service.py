@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from app.auth.service import revoke_run_tokens
@@ -20,6 +20,9 @@ from app.jobs.service import get_job
 from app.runs.models import Run, RunTransition
 
 log = logging.getLogger(__name__)
+
+# PostgreSQL NOTIFY channel: a standby's go or release, so its long-poll answers at once.
+STANDBY_CHANNEL = "tidegate_standby"
 
 
 class IllegalTransition(Conflict):
@@ -116,6 +119,77 @@ def create_run(
     session.flush()
     _mirror_on_job(session, run)
     return run
+
+
+def create_standby(
+    session: Session, job: Job, version: JobVersion, *, created_by: str, operation_id: int
+) -> Run:
+    """A pre-warmed run of ``version``: its driver is submitted now and waits for go. It is
+    not its job's current run until then (the job shows the run it replaces)."""
+    run = Run(
+        job_id=job.id,
+        version_id=version.id,
+        state=states.STANDBY,
+        attempt=0,
+        failures=0,
+        created_by=created_by,
+        progress={},
+        standby_operation_id=operation_id,
+    )
+    session.add(run)
+    session.flush()
+    session.add(
+        RunTransition(
+            run_id=run.id,
+            from_state=None,
+            to_state=states.STANDBY,
+            reason=f"pre-warmed for operation {operation_id}",
+        )
+    )
+    return run
+
+
+def standby_ready(session: Session, run: Run) -> Run:
+    """Its runtime called in, its session built and its Python started: ready for go."""
+    if run.state == states.STANDBY and run.standby_ready_at is None:
+        run.standby_ready_at = utcnow()
+        log.info("run %s: standby ready", run.id)
+    return run
+
+
+def go(session: Session, run: Run, *, reason: str) -> Run:
+    """The standby starts its queries: it is now its job's current, running run. The caller
+    has made sure the run it replaces has ended (never two drivers on one job's output)."""
+    locked = lock_run(session, run.id)
+    assert locked is not None
+    if locked.state != states.STANDBY:
+        return locked  # went already (a retried step)
+    now = utcnow()
+    locked = transition(session, locked, states.RUNNING, reason=reason, go_at=now)
+    locked.running_since = now
+    _mirror_on_job(session, locked)
+    _notify_standby(session, locked.id)
+    return locked
+
+
+def release_standby(session: Session, run: Run, reason: str) -> Run:
+    """A standby whose go will not come: it stops (the reconciler kills its driver, which
+    has touched no checkpoint) and its long-poll answers stop."""
+    locked = lock_run(session, run.id)
+    assert locked is not None
+    if locked.state != states.STANDBY:
+        return locked
+    locked = transition(session, locked, states.STOPPING, reason=reason, stop_reason="released")
+    locked.kill_attempt, locked.kill_requested_at = locked.attempt, utcnow()
+    _notify_standby(session, locked.id)
+    return locked
+
+
+def _notify_standby(session: Session, run_id: int) -> None:
+    # Delivered when this transaction commits, never before.
+    session.execute(
+        text("select pg_notify(:channel, :run)"), {"channel": STANDBY_CHANNEL, "run": str(run_id)}
+    )
 
 
 def new_attempt(

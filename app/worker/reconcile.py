@@ -74,7 +74,7 @@ def _reconcile(ctx: WorkerContext, run_id: int) -> str:
         kill = state == states.STOPPING and run.kill_attempt == run.attempt
         may_exist = run.submit_intent_attempt == run.attempt
         tag = run.tag
-    if state == states.SUBMITTING and backend_id is None:
+    if state in (states.SUBMITTING, states.STANDBY) and backend_id is None:
         return _ensure_submitted(ctx, run_id, backend)
     if backend_id is None and may_exist:
         # Its submission may have gone out before a crash: find it before calling it ended,
@@ -165,6 +165,10 @@ def _submit_spec(ctx: WorkerContext, run: Run, token: str) -> SubmitSpec:
         "spark.tidegate.checkpoint_dir": str(checkpoint_dir),
         "spark.tidegate.queries": submission.queries_conf(version),
     }
+    if run.state == states.STANDBY:
+        # Builds its session, starts Python, then waits for go before touching a checkpoint.
+        conf[submission.STANDBY_CONF] = "true"
+        conf[submission.STANDBY_TIMEOUT_CONF] = str(ctx.settings.standby_timeout_seconds)
     # The run token travels as an environment variable: not in the Spark UI's environment
     # page, and not in logs.
     return submission.spec(ctx, version, run.tag, conf, env={"TIDEGATE_RUN_TOKEN": token})
@@ -230,6 +234,17 @@ def _ended(
             reason=f"the application ended while draining ({_raw(status)})",
         )
     assert status is not None
+    if run.state == states.STANDBY:
+        # Before go it touched no checkpoint: nothing to restart; the operation sees it failed.
+        detail = status.message or status.raw_state
+        return transition(
+            session,
+            run,
+            states.FAILED,
+            reason=f"the standby's driver ended before go ({status.raw_state})",
+            stop_reason="failure",
+            last_error=f"the standby's driver ended before go: {detail}"[-ERROR_LIMIT:],
+        )
     if status.state == AppState.SUCCEEDED:
         return transition(session, run, states.SUCCEEDED, reason="the application finished")
     message = status.message

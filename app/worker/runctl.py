@@ -90,6 +90,8 @@ def stop_run(
                     reason=f"{reason} requested during backoff",
                     stop_reason=reason,
                 )
+            elif run.state == states.STANDBY:  # never went: nothing to stop at a boundary
+                runs.release_standby(session, run, f"{reason} requested")
             elif run.state in (states.SUBMITTING, states.RUNNING, states.DRAINING):
                 transition(
                     session, run, states.STOPPING, reason=f"{reason} requested", stop_reason=reason

@@ -22,7 +22,7 @@ from app.runs import service as runs
 from app.runs.models import Run
 from app.snapshots import restore
 from app.snapshots.store_access import SnapshotFailed
-from app.worker import preflight
+from app.worker import preflight, standby
 from app.worker.context import WorkerContext
 from app.worker.runctl import (
     await_started,
@@ -262,11 +262,16 @@ def start_planned(
     plan: dict[str, Any],
     version_number: int,
     prefix: str = "",
+    standby_run: int | None = None,
 ) -> dict[str, Any]:
     """Reserve the run's id, restore its checkpoints, and only then create the run: the
-    supervisor never sees a run to submit whose checkpoints are not in place."""
+    supervisor never sees a run to submit whose checkpoints are not in place. With a
+    ``standby_run`` (app/worker/standby.py) that run's id is the one, and go replaces the
+    creation and submission: its driver is up already."""
 
     def reserve() -> dict[str, Any]:
+        if standby_run is not None:
+            return {"run_id": standby_run, "standby": True}
         with transaction(ctx.factory) as session:
             run_id = session.scalar(text("select nextval(pg_get_serial_sequence('runs', 'id'))"))
         return {"run_id": int(run_id)}
@@ -289,10 +294,14 @@ def start_planned(
         return {"run_id": run_id, "queries": restored}
 
     steps.run(f"{prefix}materialise", materialise)
-    steps.run(
-        f"{prefix}create_run", lambda: create_planned_run(ctx, op, run_id, version_number, plan)
-    )
-    steps.run(f"{prefix}await_submitted", lambda: await_submitted(ctx, run_id, op))
+    if standby_run is not None:
+        steps.run(f"{prefix}go", lambda: standby.go(ctx, op, run_id, plan))
+    else:
+        steps.run(
+            f"{prefix}create_run",
+            lambda: create_planned_run(ctx, op, run_id, version_number, plan),
+        )
+        steps.run(f"{prefix}await_submitted", lambda: await_submitted(ctx, run_id, op))
     return await_started(ctx, run_id, float(op.params.get("start_timeout_seconds", 600)))
 
 

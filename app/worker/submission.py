@@ -13,6 +13,16 @@ from typing import Any
 from app.backends.base import PermanentBackendError, SubmitSpec
 from app.worker.context import WorkerContext
 from app.worker.runtime_bundle import runtime_bundle
+from tidegate_runtime.standby import STANDBY_CONF, STANDBY_TIMEOUT_CONF
+
+__all__ = [
+    "STANDBY_CONF",
+    "STANDBY_TIMEOUT_CONF",
+    "py_files",
+    "python_path_conf",
+    "queries_conf",
+    "spec",
+]
 
 QUERY_CONF_KEYS = (
     "name",

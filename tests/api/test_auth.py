@@ -36,6 +36,7 @@ REQUIRED = {
     ("GET", "/api/v1/runs/{run_id}"): "read",
     ("GET", "/api/v1/runs/{run_id}/progress"): "read",
     ("GET", "/api/v1/runs/{run_id}/directives"): "run",  # the run's own token only
+    ("GET", "/api/v1/runs/{run_id}/standby"): "run",
     ("POST", "/api/v1/runs/{run_id}/progress"): "run",  # the run's own token only
     ("GET", "/api/v1/jobs/{job}/startpoints"): "read",
     ("PUT", "/api/v1/jobs/{job}/startpoints"): "operate",

@@ -153,6 +153,7 @@ def ctx(db: Engine, fake: FakeBackend, settings: Settings) -> WorkerContext:  # 
         poll_seconds=0.01,
     )
     context.backend = lambda _cluster: fake  # type: ignore[method-assign]
+    fake.factory = context.factory
     return context
 
 

@@ -408,7 +408,11 @@ def test_failed_update_rolls_back_from_the_same_snapshot(
     # (dry_run false: a dry run would refuse this v2 before anything stops; the rollback is
     # what is tested here.)
     op = _operate(
-        client, ctx, "j", "update", {"version": v2, "verify_seconds": 0, "dry_run": False}
+        client,
+        ctx,
+        "j",
+        "update",
+        {"version": v2, "verify_seconds": 0, "dry_run": False, "prewarm": False},
     )
     assert op["state"] == "failed", op
     assert "Rolled back: version 1 runs again from snapshot" in op["error"], op["error"]

@@ -10,11 +10,13 @@ import pytest
 from sqlalchemy import Engine
 
 from app.backends.base import AppState, AppStatus, SubmitSpec
+from app.channel import service as channel
 from app.clusters.models import Cluster
 from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job, JobVersion
 from app.worker.context import WorkerContext
+from tidegate_runtime.standby import STANDBY_CONF
 
 
 @dataclass
@@ -39,6 +41,9 @@ class FakeBackend:
     # Or one such outcome per dry-run driver in turn (then dry_run_outcome again).
     dry_run_outcomes: list[dict[str, dict[str, Any]] | None] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    # A standby driver's runtime calls in once it runs (the channel marks it ready), as the
+    # real one does after building its session; None: standbys never become ready.
+    factory: Any = None
 
     def ready(self) -> bool:
         return True
@@ -57,9 +62,21 @@ class FakeBackend:
             self._finish_dry_run(app)
         if app.state == AppState.PENDING:  # the next look finds it started (or failed)
             app.state = AppState.FAILED if self.fail_on_start else AppState.RUNNING
+            if app.state == AppState.RUNNING and app.spec.conf.get(STANDBY_CONF) == "true":
+                self._standby_calls_in(app)
             return AppStatus(backend_id, AppState.PENDING, "SUBMITTED")
         message = "boom: bad config" if app.state == AppState.FAILED else None
         return AppStatus(backend_id, app.state, app.state.value.upper(), message)
+
+    def _standby_calls_in(self, app: FakeApp) -> None:
+        if self.factory is None:
+            return
+        with transaction(self.factory) as session:
+            channel.standby(
+                session,
+                int(app.spec.conf["spark.tidegate.run_id"]),
+                int(app.spec.conf["spark.tidegate.attempt"]),
+            )
 
     def _finish_dry_run(self, app: FakeApp) -> None:
         checked = json.loads(app.spec.conf["spark.tidegate.dry_run_queries"])
@@ -100,6 +117,7 @@ def ctx(db: Engine, fake: FakeBackend, tmp_path: Path) -> WorkerContext:
         poll_seconds=0.01,
     )
     context.backend = lambda cluster: fake  # type: ignore[method-assign]
+    fake.factory = context.factory
     return context
 
 

@@ -223,19 +223,27 @@ def test_update_by_drain_starts_the_new_version_fresh_at_the_drained_offsets(
     assert fake.submits == 2 and fake.alive() == [new.backend_id]
 
 
+@pytest.mark.parametrize("prewarm", [True, False], ids=["prewarmed", "cold"])
 def test_a_failed_drain_during_update_starts_the_old_run_again(
-    ctx: WorkerContext, fake: FakeBackend
+    ctx: WorkerContext, fake: FakeBackend, prewarm: bool
 ) -> None:
     with ScriptedRuntime(ctx, fake, stuck=True):
         job_id = _job_with_two_versions(ctx)
         old = _running(ctx, job_id)
-        params = {"version": 2, "strategy": "drain", "timeout_seconds": 0.5}
+        params = {"version": 2, "strategy": "drain", "timeout_seconds": 0.5, "prewarm": prewarm}
         op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
     assert op.state == "failed"
     assert op.error is not None and "before anything new started" in op.error
     assert op.result == {"rolled_back": True, "run_id": old, "version": 1}
     run = _run(ctx, old)
-    assert run.state == states.RUNNING and run.attempt == 1 and fake.submits == 2
+    assert run.state == states.RUNNING and run.attempt == 1
+    # The standby (prewarmed) never got go: released, its driver killed, none left behind.
+    assert fake.submits == 2 + prewarm and fake.alive() == [run.backend_id]
+    with ctx.factory() as session:
+        others = session.scalars(select(Run).where(Run.job_id == job_id, Run.id != old)).all()
+        assert [(r.state, r.stop_reason, r.go_at) for r in others] == (
+            [(states.STOPPED, "released", None)] if prewarm else []
+        )
 
 
 def test_a_new_version_that_fails_to_start_rolls_back_fresh_at_the_drained_offsets(
@@ -253,7 +261,7 @@ def test_a_new_version_that_fails_to_start_rolls_back_fresh_at_the_drained_offse
         return app_id
 
     fake.submit = submit  # type: ignore[method-assign]
-    params = {"version": 2, "strategy": "drain", "verify_seconds": 0}
+    params = {"version": 2, "strategy": "drain", "verify_seconds": 0, "prewarm": False}
     op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
     assert op.state == "failed", op.result
     assert op.error is not None and "Rolled back" in op.error, op.error
@@ -264,7 +272,33 @@ def test_a_new_version_that_fails_to_start_rolls_back_fresh_at_the_drained_offse
         assert session.scalar(select(Startpoint.value).where(Startpoint.partition == 0)) == 40
 
 
-STEPS = [
+def test_a_prewarmed_version_that_fails_before_go_leaves_the_old_run_running(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
+) -> None:
+    job_id = _job_with_two_versions(ctx)
+    old = _running(ctx, job_id)
+    real_submit = fake.submit
+
+    def submit(spec: Any) -> str:  # version 2's standby dies while it starts
+        app_id = real_submit(spec)
+        if spec.file == "/y.py":
+            fake.apps[app_id].state = AppState.FAILED
+        return app_id
+
+    fake.submit = submit  # type: ignore[method-assign]
+    params = {"version": 2, "strategy": "drain", "verify_seconds": 0}
+    op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
+    assert op.state == "failed"
+    assert op.error is not None and "failed before go" in op.error
+    assert "Nothing was stopped" in op.error, op.error
+    run = _run(ctx, old)
+    assert run.state == states.RUNNING and run.attempt == 0 and run.drain is None
+    assert [s["name"] for s in op.steps] == ["target", "standby"]
+    with ctx.factory() as session:
+        assert session.get(Job, job_id).current_run_id == old  # type: ignore[union-attr]
+
+
+COLD_STEPS = [
     "target",
     "request_drain",
     "drained",
@@ -276,19 +310,37 @@ STEPS = [
     "await_submitted",
     "verify",
 ]
+PREWARMED_STEPS = [
+    "target",
+    "standby",
+    "standby_ready",
+    "request_drain",
+    "drained",
+    "hand_off",
+    "plan",
+    "reserve_run",
+    "materialise",
+    "go",
+    "verify",
+]
 
 
-@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize(
+    ("prewarm", "step"),
+    [(False, step) for step in COLD_STEPS] + [(True, step) for step in PREWARMED_STEPS],
+    ids=[f"cold-{s}" for s in COLD_STEPS] + [f"prewarmed-{s}" for s in PREWARMED_STEPS],
+)
 def test_update_by_drain_survives_the_worker_dying_after_every_step(
     ctx: WorkerContext,
     fake: FakeBackend,
     runtime: ScriptedRuntime,
     monkeypatch: pytest.MonkeyPatch,
+    prewarm: bool,
     step: str,
 ) -> None:
     job_id = _job_with_two_versions(ctx)
     old = _running(ctx, job_id)
-    params = {"version": 2, "strategy": "drain", "verify_seconds": 0}
+    params = {"version": 2, "strategy": "drain", "verify_seconds": 0, "prewarm": prewarm}
     op_id = _enqueue(ctx, job_id, "update", params, old)
     Worker(ctx, concurrency=1).claim()
 
@@ -309,7 +361,7 @@ def test_update_by_drain_survives_the_worker_dying_after_every_step(
     with ctx.factory() as session:
         op = session.get(Operation, op_id)
         assert op is not None and op.state == "succeeded", op.error
-        assert [s["name"] for s in op.steps] == STEPS
+        assert [s["name"] for s in op.steps] == (PREWARMED_STEPS if prewarm else COLD_STEPS)
         runs = session.scalars(select(Run).where(Run.job_id == job_id)).all()
         assert sorted(r.state for r in runs) == [states.DRAINED, states.RUNNING]
     assert fake.submits == 2 and len(fake.alive()) == 1  # one driver per intended run
@@ -335,7 +387,7 @@ def test_a_stateless_update_starts_the_new_version_where_the_old_one_stopped(
         )
     (checkpoint / "commits").mkdir()
     (checkpoint / "commits" / "4").write_text('v1\n{"nextBatchWatermarkMs":0}')
-    params = {"version": 2, "strategy": "stateless", "verify_seconds": 0}
+    params = {"version": 2, "strategy": "stateless", "verify_seconds": 0, "prewarm": False}
     op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
     assert op.state == "succeeded", op.error
     assert op.result is not None and op.result["end_offsets"] == {"clicks": {"0": 7, "1": 3}}

@@ -15,6 +15,7 @@ from app.runs.models import Run
 from app.snapshots import transfer as snapshot_worker
 from app.snapshots.models import Snapshot
 from app.snapshots.store_access import SnapshotFailed
+from app.worker import standby
 from app.worker.context import WorkerContext
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
@@ -80,12 +81,19 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         except OperationFailed as exc:
             snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
             raise
+    # Pre-warmed: the new version's driver starts while the old run still processes.
+    try:
+        warm = standby.prepare(ctx, op, steps, new_version) if standby.wanted(op) else None
+    except OperationFailed as exc:
+        snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
+        raise
     try:
         saved = save_snapshot(
             ctx, steps, snapshot_id, stop=True, timeout=float(op.params.get("timeout_seconds", 120))
         )
     except OperationFailed as exc:
         snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
+        standby.release(ctx, warm, "the snapshot that stops the old run failed")
         raise restart_old_run(ctx, steps, old_run_id, old_version, new_version, exc) from None
 
     def rollback(why: str, failed_run: int | None) -> OperationFailed:
@@ -138,10 +146,10 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
             ),
         )
     except OperationFailed as exc:
-        raise rollback(str(exc), None) from None
+        raise rollback(str(exc), warm) from None
     plan = detail(steps, "plan")
     try:
-        started = start_planned(ctx, op, steps, plan, new_version)
+        started = start_planned(ctx, op, steps, plan, new_version, standby_run=warm)
         steps.run(
             "verify",
             lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)),
@@ -150,7 +158,7 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         reserved = (
             detail(steps, "reserve_run").get("run_id")
             if steps.load().step_done("reserve_run")
-            else None
+            else warm
         )
         raise rollback(str(exc), reserved) from None
     return {

@@ -16,6 +16,7 @@ from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.startpoints import service as startpoints
+from app.worker import standby
 from app.worker.context import WorkerContext
 from app.worker.runctl import (
     drain_run,
@@ -51,25 +52,14 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     old_run_id = int(detail(steps, "target")["run_id"])
     old_version = int(detail(steps, "target")["version"])
     new_version = int(op.params["version"])
-    if strategy == "stateless":
-        stop_run(ctx, old_run_id, "update", steps, float(op.params.get("timeout_seconds", 120)))
-        steps.run("positions", lambda: {"end_offsets": committed_positions(ctx, old_run_id)})
-        end_offsets = detail(steps, "positions")["end_offsets"]
-    else:
-        try:
-            drained = drain_run(
-                ctx, op.id, old_run_id, steps, float(op.params.get("timeout_seconds", 1800))
-            )
-        except OperationFailed as exc:
-            with ctx.factory() as session:
-                state = session.get(Run, old_run_id).state  # type: ignore[union-attr]
-            if state not in (states.STOPPED, states.CANCELLED) and not steps.load().step_done(
-                "rollback_resubmit"
-            ):
-                raise  # failed while draining: nothing to start again from
-            raise restart_old_run(ctx, steps, old_run_id, old_version, new_version, exc) from None
-        end_offsets = (drained.drain or {}).get("end_offsets") or {}
-    steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))
+    # Pre-warmed: the new version's driver starts now, while the old run still processes.
+    warm = standby.prepare(ctx, op, steps, new_version) if standby.wanted(op) else None
+    try:
+        end_offsets = _end_old_run(ctx, op, steps, strategy, old_run_id, old_version, new_version)
+        steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))
+    except OperationFailed:
+        standby.release(ctx, warm, "the old run did not end cleanly")
+        raise
 
     def start(version_number: int, prefix: str = "") -> dict[str, Any]:
         # The API stored the new version's fresh plan (nothing in it to re-validate: no
@@ -77,7 +67,9 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         stored = op.plan if not prefix and op.plan is not None else None
         steps.run(f"{prefix}plan", lambda: stored or fresh_plan(ctx, op, version_number))
         plan = detail(steps, f"{prefix}plan")
-        started = start_planned(ctx, op, steps, plan, version_number, prefix)
+        started = start_planned(
+            ctx, op, steps, plan, version_number, prefix, None if prefix else warm
+        )
         steps.run(
             f"{prefix}verify",
             lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)),
@@ -90,7 +82,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         failed_run = (
             detail(steps, "reserve_run").get("run_id")
             if steps.load().step_done("reserve_run")
-            else None
+            else warm
         )
         if failed_run is not None:
             with ctx.factory() as session:
@@ -139,6 +131,35 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         "startpoints": detail(steps, "hand_off")["startpoints"],
         **detail(steps, "verify"),
     }
+
+
+def _end_old_run(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    strategy: str,
+    old_run_id: int,
+    old_version: int,
+    new_version: int,
+) -> dict[str, Any]:
+    """Stop (stateless) or drain the old run; its end offsets, per eventlog source."""
+    if strategy == "stateless":
+        stop_run(ctx, old_run_id, "update", steps, float(op.params.get("timeout_seconds", 120)))
+        steps.run("positions", lambda: {"end_offsets": committed_positions(ctx, old_run_id)})
+        return dict(detail(steps, "positions")["end_offsets"])
+    try:
+        drained = drain_run(
+            ctx, op.id, old_run_id, steps, float(op.params.get("timeout_seconds", 1800))
+        )
+    except OperationFailed as exc:
+        with ctx.factory() as session:
+            state = session.get(Run, old_run_id).state  # type: ignore[union-attr]
+        if state not in (states.STOPPED, states.CANCELLED) and not steps.load().step_done(
+            "rollback_resubmit"
+        ):
+            raise  # failed while draining: nothing to start again from
+        raise restart_old_run(ctx, steps, old_run_id, old_version, new_version, exc) from None
+    return dict((drained.drain or {}).get("end_offsets") or {})
 
 
 def hand_off(

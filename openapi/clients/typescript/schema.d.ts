@@ -404,6 +404,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/standby": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Run.Standby */
+        get: operations["getRunStandby"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/progress": {
         parameters: {
             query?: never;
@@ -1141,7 +1158,7 @@ export interface components {
              * State
              * @enum {string}
              */
-            state: "idle" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "cancelled" | "drained" | "succeeded" | "failed";
+            state: "idle" | "standby" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "cancelled" | "drained" | "succeeded" | "failed";
             restart_policy: components["schemas"]["RestartPolicy"];
             /** Latest Version */
             latest_version?: number | null;
@@ -1969,6 +1986,34 @@ export interface components {
             /** State */
             state: components["schemas"]["ResumeFrom"] | components["schemas"]["Initialize"];
         };
+        /**
+         * StandbyAnswer
+         * @description What a standby driver hears: go (start its queries), stop (exit: it is released), or
+         *     neither yet (ask again).
+         */
+        StandbyAnswer: {
+            /** Run Id */
+            run_id: number;
+            /**
+             * Attempt
+             * @description The attempt the control plane considers current.
+             */
+            attempt: number;
+            /** State */
+            state: string;
+            /**
+             * Go
+             * @description Start the queries: the run it replaces has ended.
+             */
+            go: boolean;
+            /**
+             * Stop
+             * @description Exit without starting anything: go will not come.
+             */
+            stop: boolean;
+            /** Reason */
+            reason?: string | null;
+        };
         /** StartpointResponse */
         StartpointResponse: {
             /** Id */
@@ -2256,6 +2301,12 @@ export interface components {
              */
             timeout_seconds?: number | null;
             /**
+             * Prewarm
+             * @description Start the new version's driver while the old run still processes: it builds its session and starts Python, then waits as a standby (run state standby) until the old run has ended and its checkpoints are in place, and starts its queries the moment it is told to go. The output then stands still for the stop and the first batch only, not for a driver's start. It needs room for one more driver on the cluster (a queued standby waits there, the old run processing on). false: the cold path, one driver at a time.
+             * @default true
+             */
+            prewarm: boolean;
+            /**
              * Verify Seconds
              * @description After the new run starts, how long it must keep running before the update counts as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch 0), or report itself idle when it has no new input, within first_batch_seconds. A failure or neither in time rolls back. 0: only check that it started.
              * @default 20
@@ -2411,6 +2462,7 @@ export type SourceKind = components['schemas']['SourceKind'];
 export type SourceProgress = components['schemas']['SourceProgress'];
 export type SourceSpec = components['schemas']['SourceSpec'];
 export type SplitEntry = components['schemas']['SplitEntry'];
+export type StandbyAnswer = components['schemas']['StandbyAnswer'];
 export type StartpointResponse = components['schemas']['StartpointResponse'];
 export type StartpointSet = components['schemas']['StartpointSet'];
 export type StartpointsPut = components['schemas']['StartpointsPut'];
@@ -3090,7 +3142,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only jobs in this state. */
-                state?: ("idle" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "cancelled" | "drained" | "succeeded" | "failed") | null;
+                state?: ("idle" | "standby" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "cancelled" | "drained" | "succeeded" | "failed") | null;
                 /** @description Page size (1 to 500). */
                 limit?: number;
                 /** @description next_cursor from the previous page. */
@@ -5081,6 +5133,105 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Directives"];
+                };
+            };
+            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope does not allow this call. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (job, run, operation, …). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is invalid; see 'errors'. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The metadata store is unreachable; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunStandby: {
+        parameters: {
+            query: {
+                /** @description The caller's attempt. */
+                attempt: number;
+                /** @description Long-poll: hold the answer up to this many seconds until go or release (answered the moment the worker decides). */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StandbyAnswer"];
                 };
             };
             /** @description A malformed request, e.g. a cursor this API did not issue. */

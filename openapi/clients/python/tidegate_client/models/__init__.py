@@ -95,6 +95,7 @@ from .source_progress import SourceProgress
 from .source_spec import SourceSpec
 from .source_spec_options import SourceSpecOptions
 from .split_entry import SplitEntry
+from .standby_answer import StandbyAnswer
 from .startpoint_response import StartpointResponse
 from .startpoint_response_state import StartpointResponseState
 from .startpoint_response_type import StartpointResponseType
@@ -217,6 +218,7 @@ __all__ = (
     "SourceSpec",
     "SourceSpecOptions",
     "SplitEntry",
+    "StandbyAnswer",
     "StartpointResponse",
     "StartpointResponseState",
     "StartpointResponseType",

@@ -9,6 +9,7 @@ class JobResponseState(StrEnum):
     IDLE = "idle"
     RESTARTING = "restarting"
     RUNNING = "running"
+    STANDBY = "standby"
     STOPPED = "stopped"
     STOPPING = "stopping"
     SUBMITTING = "submitting"

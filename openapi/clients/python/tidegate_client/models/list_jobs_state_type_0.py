@@ -9,6 +9,7 @@ class ListJobsStateType0(StrEnum):
     IDLE = "idle"
     RESTARTING = "restarting"
     RUNNING = "running"
+    STANDBY = "standby"
     STOPPED = "stopped"
     STOPPING = "stopping"
     SUBMITTING = "submitting"

@@ -1,0 +1,148 @@
+"""The pre-warmed switch's steps: start the next run's driver as a *standby* while the run it
+replaces still processes, wait until it is ready (session built, Python started), and after
+the old run has ended and the new checkpoints are in place, say go.
+
+Fencing: the standby's driver waits inside ``Runtime.from_spark`` before the job reaches its
+queries, so nothing touches a checkpoint before go; go is given only once the run it replaces
+is terminal (its driver reported ended by the backend). A standby whose go will not come is
+released (the reconciler kills its driver, which also hears "stop" on its long-poll); one left
+behind by a killed worker is the same run row, found again by its tag, never submitted twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import update
+
+from app.core import run_states as states
+from app.core.db import transaction
+from app.jobs.models import Job
+from app.jobs.service import get_version
+from app.operations.models import Operation
+from app.runs import service as runs
+from app.runs.models import Run
+from app.snapshots import restore
+from app.worker.context import WorkerContext
+from app.worker.runctl import wait_for_run
+from app.worker.steps import OperationFailed, Steps, detail, set_result
+
+log = logging.getLogger(__name__)
+
+# How long an update waits for its standby to be ready (queued drivers included).
+READY_SECONDS = 600.0
+
+
+def wanted(op: Operation) -> bool:
+    """On unless the request says ``prewarm: false``."""
+    return op.params.get("prewarm") is not False
+
+
+def prepare(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int) -> int:
+    """Create the standby run (the reconciler submits its driver) and wait until it is ready.
+    OperationFailed (the standby released) when its driver fails or is not ready in time:
+    nothing was stopped."""
+
+    def create() -> dict[str, Any]:
+        with transaction(ctx.factory) as session:
+            job = session.get(Job, op.job_id, with_for_update=True)
+            assert job is not None
+            version = get_version(session, job.name, version_number)
+            run = runs.create_standby(
+                session, job, version, created_by=op.created_by, operation_id=op.id
+            )
+            return {"run_id": run.id, "version": version_number}
+
+    steps.run("standby", create)
+    run_id = int(detail(steps, "standby")["run_id"])
+    timeout = float(op.params.get("start_timeout_seconds") or READY_SECONDS)
+
+    def ready() -> dict[str, Any]:
+        def settled(run: Run) -> bool:
+            queued = run.state == states.STANDBY and run.standby_ready_at is None
+            set_result(
+                ctx,
+                op.id,
+                {
+                    "phase": "standby-starting" if queued else "standby",
+                    "standby_run_id": run.id,
+                    # PENDING: the cluster has no room for one more driver yet; the old run
+                    # processes on meanwhile.
+                    "standby_backend_state": run.observed_state,
+                },
+            )
+            return not queued
+
+        try:
+            run = wait_for_run(ctx, run_id, settled, timeout, "become a ready standby")
+        except OperationFailed as exc:
+            release(ctx, run_id, "not ready in time")
+            raise OperationFailed(
+                f"the pre-warmed driver of version {version_number} was not ready within "
+                f"{timeout:.0f}s ({exc}); nothing was stopped and it was released. Retry when "
+                "the cluster has room for one more driver, or with prewarm: false.",
+                {"standby_run_id": run_id},
+            ) from None
+        if run.state != states.STANDBY:
+            raise OperationFailed(
+                f"the pre-warmed driver of version {version_number} failed before go: "
+                f"{run.last_error or run.state}. Nothing was stopped; run {run_id} shows it.",
+                {"standby_run_id": run_id},
+            )
+        assert run.standby_ready_at is not None
+        return {
+            "run_id": run_id,
+            "ready_at": run.standby_ready_at.isoformat(),
+            "waited_seconds": round((run.standby_ready_at - run.created_at).total_seconds(), 3),
+        }
+
+    steps.run("standby_ready", ready)
+    return run_id
+
+
+def go(ctx: WorkerContext, op: Operation, run_id: int, plan: dict[str, Any]) -> dict[str, Any]:
+    """The step after the new checkpoints are materialised: the standby starts its queries
+    and becomes the job's current run. Refused while the run it replaces may still run."""
+    with transaction(ctx.factory) as session:
+        run = runs.lock_run(session, run_id)
+        assert run is not None
+        if run.state == states.STANDBY:
+            job = session.get(Job, run.job_id)
+            assert job is not None
+            current = runs.current_run(session, job)
+            if current is not None and current.id != run.id and current.state in states.ACTIVE:
+                raise OperationFailed(
+                    f"run {current.id} is {current.state}: go is never given while the run a "
+                    "standby replaces may still be running"
+                )
+            restore.record_uses(session, run_id, plan)
+            session.execute(update(Operation).where(Operation.id == op.id).values(run_id=run_id))
+            run = runs.go(session, run, reason=f"go from operation {op.id}")
+        elif run.go_at is None:
+            raise OperationFailed(
+                f"the standby run {run_id} is {run.state}, not waiting: "
+                f"{run.last_error or run.stop_reason or 'it was released'}",
+                {"standby_run_id": run_id},
+            )
+        assert run.go_at is not None
+        return {
+            "run_id": run_id,
+            "go_at": run.go_at.isoformat(),
+            "standby_ready_at": run.standby_ready_at.isoformat() if run.standby_ready_at else None,
+        }
+
+
+def release(ctx: WorkerContext, run_id: int | None, why: str) -> None:
+    """The standby will not get go: it stops, and this waits (bounded) for its driver to be
+    gone, so an operation that ends leaves none behind."""
+    if run_id is None:
+        return
+    with transaction(ctx.factory) as session:
+        run = runs.lock_run(session, run_id)
+        assert run is not None
+        runs.release_standby(session, run, f"released: {why}")
+    try:
+        wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "exit")
+    except OperationFailed as exc:  # the reconciler goes on killing it; say so in the log
+        log.warning("standby run %s: %s", run_id, exc)
