@@ -19,6 +19,11 @@ when each operation step and run transition ended: where the seconds go. Strateg
             the other version from it);
   update-drain     tidegate: POST /jobs/{job}/update strategy drain (drain: every window
             flushed; start the other version fresh at the drained offsets).
+  update-snapshot-prewarmed, update-drain-prewarmed  the same, pre-warmed (``prewarm``):
+            the new driver starts as a standby while the old run processes and waits for go.
+            The cold ones above send ``prewarm: false``.
+  flink     the anchor: Flink 2.3 stop-with-savepoint + restore of a PyFlink SQL windowed
+            job (../shared/anchors/flink; run its ``run.sh setup`` once first).
 
 All use the same signal: the first ``commits/N`` file of the checkpoint written after the
 new driver was submitted. Input keeps arriving throughout, so every new driver has work.
@@ -29,7 +34,9 @@ new driver was submitted. Input keeps arriving throughout, so every new driver h
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -253,23 +260,23 @@ def restart(ctx: Context, rep: int) -> Switch:
     return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id]), load)
 
 
-def _update(ctx: Context, rep: int, strategy: str) -> Switch:
+def _update(ctx: Context, rep: int, strategy: str, prewarm: bool = False) -> Switch:
     """POST /jobs/{job}/update to version 2; the new run's first batch past the handover.
 
     By snapshot the new run goes on from the snapshot's batch and writes to the same output
     directory (its file sink's ``_spark_metadata`` log goes on too: a new directory fails the
     update, see app/worker/verify.py). By drain the new run starts a fresh checkpoint at
     batch 0 and writes a directory of its own."""
-    job = f"update-{strategy}-{rep}"
+    job = f"update-{strategy}{'-prewarmed' if prewarm else ''}-{rep}"
     run_id = _start_job(ctx, job, f"{job}-out")
     out2 = f"{job}-out" if strategy == "snapshot" else f"{job}-out-v2"
     r = ctx.api.post(f"/jobs/{job}/versions", json=_version_body(ctx, out2))
     assert r.status_code == 201, r.text
     load, t0 = os.getloadavg()[0], time.time()
-    op = _operate(
-        ctx, f"/jobs/{job}/update", {"version": 2, "strategy": strategy, "verify_seconds": 0}
-    )
-    since = _at(next(s for s in op["steps"] if s["name"] == "create_run")["at"])
+    body = {"version": 2, "strategy": strategy, "verify_seconds": 0, "prewarm": prewarm}
+    op = _operate(ctx, f"/jobs/{job}/update", body)
+    # Cold, the new run is created once the old one ended; pre-warmed, its standby gets go.
+    since = _at(next(s for s in op["steps"] if s["name"] in ("create_run", "go"))["at"])
     new_run = op["result"]["run_id"]
     checkpoint = _checkpoint(ctx, job, new_run)
     committed = _wait(lambda: first_commit_after(checkpoint, since), 240, f"{job} new commit")
@@ -288,6 +295,45 @@ def update_drain(ctx: Context, rep: int) -> Switch:
     return _update(ctx, rep, "drain")
 
 
+def update_snapshot_prewarmed(ctx: Context, rep: int) -> Switch:
+    """update strategy snapshot, the new driver started beforehand as a standby."""
+    return _update(ctx, rep, "snapshot", prewarm=True)
+
+
+def update_drain_prewarmed(ctx: Context, rep: int) -> Switch:
+    """update strategy drain, the new driver started beforehand as a standby."""
+    return _update(ctx, rep, "drain", prewarm=True)
+
+
+FLINK = ROOT.parent / "shared" / "anchors" / "flink" / "run.sh"
+
+
+def flink(ctx: Context, rep: int) -> Switch:
+    """Flink 2.3's stop-with-savepoint + restore of its PyFlink SQL windowed job, through the
+    harness in ../shared/anchors/flink (``run.sh setup`` once). Its cluster is started for
+    this round only (it keeps a core busy). Its one figure, stop call → first output line of
+    the restored job, is both the request → commit and the output standing still."""
+    subprocess.run(["bash", str(FLINK), "start"], check=True, capture_output=True, timeout=180)
+    try:
+        load = os.getloadavg()[0]
+        done = subprocess.run(
+            ["bash", str(FLINK), "bench", "1"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        subprocess.run(["bash", str(FLINK), "stop"], capture_output=True, timeout=120)
+    line = [x for x in done.stdout.splitlines() if x.startswith("{")][-1]
+    figure = float(json.loads(line)["downtime_stop_to_first_output_s"])
+    return Switch(figure, figure, {}, load)
+
+
+def _no_cleanup(ctx: Context) -> None:
+    pass
+
+
 def _cancel_job(ctx: Context) -> None:
     if "job" in ctx.state:
         _operate(ctx, f"/jobs/{ctx.state.pop('job')}/cancel")
@@ -298,6 +344,9 @@ STRATEGIES: dict[str, tuple[Callable[[Context, int], Switch], Callable[[Context]
     "restart": (restart, _cancel_job),
     "update-snapshot": (update_snapshot, _cancel_job),
     "update-drain": (update_drain, _cancel_job),
+    "update-snapshot-prewarmed": (update_snapshot_prewarmed, _cancel_job),
+    "update-drain-prewarmed": (update_drain_prewarmed, _cancel_job),
+    "flink": (flink, _no_cleanup),
 }
 
 
@@ -438,9 +487,17 @@ def _report(switches: dict[str, list[Switch]], reps: int) -> None:
         ]
         for strategy, values in done.items()
     ]
-    print("\nmedians of the rounds (spread: min-max); ratios to bare Spark in the same run")
+    flink_runs = done.get("flink")
+    for row, values in zip(rows, done.values(), strict=True):
+        still = median([s.stood_still for s in values])
+        row.insert(
+            -1, ratio(still, median([s.stood_still for s in flink_runs])) if flink_runs else "n/a"
+        )
+    print(
+        "\nmedians of the rounds (spread: min-max); ratios to bare Spark and Flink in the same run"
+    )
     header = ["strategy", "request→commit", "spread", "vs bare", "stood still", "spread"]
-    print(table(rows, [*header, "vs bare", "load"]))
+    print(table(rows, [*header, "vs bare", "vs flink", "load"]))
     for strategy, values in done.items():
         names = list(dict.fromkeys(name for s in values for name in s.phases))
         if not names:

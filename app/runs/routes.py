@@ -37,6 +37,8 @@ def run_response(run: Run, transitions: list[TransitionResponse] | None = None) 
                     "next_restart_at",
                     "running_since",
                     "drain",
+                    "standby_ready_at",
+                    "go_at",
                     "created_by",
                     "created_at",
                     "ended_at",

@@ -35,6 +35,17 @@ class RunResponse(Response):
     drain: dict[str, Any] | None = Field(
         None, description="Drain: requested_at, end_offsets per source and partition, drained_at."
     )
+    standby_ready_at: datetime | None = Field(
+        None,
+        description="A pre-warmed run (an update's prewarm): when its driver, started while "
+        "the run it replaces still processed, was ready (session built, Python started).",
+    )
+    go_at: datetime | None = Field(
+        None,
+        description="A pre-warmed run: when it was told to start its queries (the run it "
+        "replaced had ended and its checkpoints were in place). Until then its state is "
+        "standby and it is not its job's current run; it holds one idle driver.",
+    )
     created_by: str
     created_at: datetime
     ended_at: datetime | None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from app.core import run_states as states
 from app.core.db import transaction
@@ -131,6 +131,17 @@ def go(ctx: WorkerContext, op: Operation, run_id: int, plan: dict[str, Any]) -> 
             "go_at": run.go_at.isoformat(),
             "standby_ready_at": run.standby_ready_at.isoformat() if run.standby_ready_at else None,
         }
+
+
+def release_all(ctx: WorkerContext, job_id: int, why: str) -> dict[str, Any]:
+    """Every standby of the job is released (a cancel: whatever update waits on it fails)."""
+    with transaction(ctx.factory) as session:
+        waiting = session.scalars(
+            select(Run).where(Run.job_id == job_id, Run.state == states.STANDBY)
+        ).all()
+        for run in waiting:
+            runs.release_standby(session, run, f"released: {why}")
+        return {"released": [run.id for run in waiting]}
 
 
 def release(ctx: WorkerContext, run_id: int | None, why: str) -> None:

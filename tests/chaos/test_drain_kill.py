@@ -36,7 +36,23 @@ DRAIN_UPDATE_STEPS = [
     "await_submitted",
     "verify",
 ]
+# Pre-warmed (the default): the new version's standby is ready before the drain; go
+# replaces the run's creation.
+PREWARMED_DRAIN_UPDATE_STEPS = [
+    "target",
+    "standby",
+    "standby_ready",
+    "request_drain",
+    "drained",
+    "hand_off",
+    "plan",
+    "reserve_run",
+    "materialise",
+    "go",
+    "verify",
+]
 assert set(DRAIN_UPDATE_STEPS) <= set(step_names()["update"]), step_names()["update"]
+assert set(PREWARMED_DRAIN_UPDATE_STEPS) <= set(step_names()["update"]), step_names()["update"]
 # The steps of a stateless update: the old run stops at a batch boundary instead of draining.
 STATELESS_UPDATE_STEPS = [
     "target",
@@ -110,12 +126,16 @@ def _new_version_continues(
 
 
 def test_drain_and_update_by_drain_survive_a_killed_worker(chaos: Chaos, tmp_path: Path) -> None:
-    """Smoke: an update by drain killed once the old run has drained (before the new version
-    has startpoints), then a drain of the new version killed right after it was asked."""
+    """Smoke: a pre-warmed update by drain killed between its standby's ready and its go
+    (the old run still processing), then a drain of the new version killed right after it
+    was asked. The standby is found again, not submitted twice, and gets go."""
     job, root, _, v2, old_run = _running_job(chaos, tmp_path)
     _log(root, 100, offset_ms=20_000)  # a backlog for the drain
     update = chaos.killed_at(
-        "update:drained", job, "update", {"version": v2, "strategy": "drain", "verify_seconds": 0}
+        "update:standby_ready",
+        job,
+        "update",
+        {"version": v2, "strategy": "drain", "verify_seconds": 0},
     )
     assert update is not None and update["result"]["previous_run_id"] == old_run
     end1 = _end(update)
@@ -144,7 +164,7 @@ def test_stateless_update_survives_a_killed_worker(chaos: Chaos, tmp_path: Path)
         "update:hand_off",
         job,
         "update",
-        {"version": v2, "strategy": "stateless", "verify_seconds": 0},
+        {"version": v2, "strategy": "stateless", "verify_seconds": 0, "prewarm": False},
     )
     assert update is not None, "a stateless update passes hand_off"
     result = update["result"]
@@ -158,6 +178,10 @@ def test_stateless_update_survives_a_killed_worker(chaos: Chaos, tmp_path: Path)
 FULL_CASES = [pytest.param("drain", f"drain:{s}", id=f"drain:{s}") for s in step_names()["drain"]]
 FULL_CASES += [pytest.param("update", f"update:{s}", id=f"update:{s}") for s in DRAIN_UPDATE_STEPS]
 FULL_CASES += [
+    pytest.param("prewarmed", f"update:{s}", id=f"update-prewarmed:{s}")
+    for s in PREWARMED_DRAIN_UPDATE_STEPS
+]
+FULL_CASES += [
     pytest.param("stateless", f"update:{s}", id=f"update-stateless:{s}")
     for s in STATELESS_UPDATE_STEPS
 ]
@@ -168,13 +192,14 @@ FULL_CASES += [
 def test_worker_killed_at_every_drain_step(
     chaos: Chaos, tmp_path: Path, kind: str, fault: str
 ) -> None:
-    """``kind``: drain, update (by drain) or stateless (an update with that strategy)."""
+    """``kind``: drain, update (by drain, cold), prewarmed (by drain) or stateless (an update
+    with that strategy, cold)."""
     job, root, _, v2, old_run = _running_job(chaos, tmp_path)
     _log(root, 100, offset_ms=20_000)
     verb = "drain" if kind == "drain" else "update"
     strategy = "stateless" if kind == "stateless" else "drain"
     body = (
-        {"version": v2, "strategy": strategy, "verify_seconds": 0}
+        {"version": v2, "strategy": strategy, "verify_seconds": 0, "prewarm": kind == "prewarmed"}
         if verb == "update"
         else {"timeout_seconds": 300}
     )

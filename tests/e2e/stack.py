@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,73 @@ class Stack:
             what=f"run {run_id}'s progress of {query!r}",
         )
         return report
+
+
+@dataclass
+class StandbyWatch:
+    """What a watcher saw of a job's standbys while an update ran: how often it looked at a
+    ready standby whose job still had its old run active, and every checkpoint file such a
+    standby's run had then (there must be none: nothing is touched before go)."""
+
+    looks: int = 0
+    touched: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def watching_standbys(stack: Stack, job: str, every: float = 0.1) -> Iterator[StandbyWatch]:
+    """Look, every ``every`` seconds, at the checkpoints of the job's ready standby runs while
+    the run they replace is active. The folder is read first, the job's state after: a file
+    seen then, with the old run still active, was written before the old run ended."""
+    watch, stop = StandbyWatch(), threading.Event()
+
+    def look() -> None:
+        while not stop.wait(every):
+            runs = stack.client.get(f"/jobs/{job}/runs").json()["items"]
+            for run in runs:
+                if run["state"] != "standby" or run["standby_ready_at"] is None:
+                    continue
+                folder = stack.checkpoint_root / job / str(run["id"])
+                files = [str(p) for p in folder.rglob("*")] if folder.exists() else []
+                job_state = stack.client.get(f"/jobs/{job}").json()["state"]
+                if job_state in ("running", "stopping", "draining", "submitting"):
+                    watch.looks += 1
+                    watch.touched += files
+
+    thread = threading.Thread(target=look, daemon=True)
+    thread.start()
+    try:
+        yield watch
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def assert_switch(
+    stack: Stack, job: str, op: dict[str, Any], watch: StandbyWatch, prewarm: bool
+) -> None:
+    """A finished update went the way asked. Pre-warmed: a standby was ready before the old
+    run was asked to end, got go after it had, and touched no checkpoint before go (the
+    watcher looked while it waited; Spark's files of the new run are all from after go)."""
+    names = [step["name"] for step in op["steps"]]
+    new = stack.run(op["result"]["run_id"])
+    if not prewarm:
+        assert "standby" not in names and "create_run" in names, names
+        assert new["go_at"] is None and watch.looks == 0
+        return
+    ending = next(n for n in names if n in ("request_stop", "request_drain"))
+    assert names.index("standby_ready") < names.index(ending) < names.index("go"), names
+    assert "create_run" not in names, names
+    assert watch.looks > 0, "the watcher never saw the standby waiting"
+    assert watch.touched == [], f"the standby touched {watch.touched} before go"
+    go_at = datetime.fromisoformat(new["go_at"]).timestamp()
+    assert new["standby_ready_at"] and new["standby_ready_at"] < new["go_at"]
+    # Spark's commits in the new run's checkpoints: those from before go are the restored
+    # ones tidegate copied in (none on fresh checkpoints); the run's own come after go.
+    restored = op["result"].get("restored") or {}
+    for query in (stack.checkpoint_root / job / str(new["id"])).iterdir():
+        for commit in (query / "commits").glob("[0-9]*"):
+            if commit.stat().st_mtime < go_at - 0.5:
+                assert int(commit.name) <= int(restored.get(query.name, -1)), commit
 
 
 @contextmanager

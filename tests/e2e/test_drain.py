@@ -14,7 +14,7 @@ from tests.chaos.harness import enrich_rows
 from tests.chaos.windowed import producing
 from tests.e2e.backends import Target
 from tests.e2e.fixtures import APPS, SPARK_TEST_CONF, runner_cluster
-from tests.e2e.stack import Stack, wait_until
+from tests.e2e.stack import Stack, assert_switch, wait_until, watching_standbys
 from tests.e2e.test_tidegate import _job, _operate, _output, _windowed_version
 from tidegate_runtime.eventlog import EventLog, NewRecord
 from tidegate_runtime.produce import produce
@@ -107,12 +107,15 @@ def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
         lambda b: b is not None,
         180,
     )
-    with producing(stream, T0 + 130_000):
-        update = _operate(
-            stack, job, "update", {"version": v2, "strategy": "drain", "verify_seconds": 5}
-        )
+    # Pre-warmed on the runner, cold on standalone: each path on real Spark, the other path
+    # of each backend in test_snapshots.py.
+    prewarm = target.cluster == "runner"
+    body = {"version": v2, "strategy": "drain", "verify_seconds": 5, "prewarm": prewarm}
+    with producing(stream, T0 + 130_000), watching_standbys(stack, job) as watch:
+        update = _operate(stack, job, "update", body)
     assert update["state"] == "succeeded", update
     result = update["result"]
+    assert_switch(stack, job, update, watch, prewarm)
     assert result["previous_run_id"] == old_run and result["strategy"] == "drain"
     end = {int(p): o for p, o in result["end_offsets"]["clicks"].items()}
     assert stack.run(old_run)["state"] == "drained"

@@ -18,7 +18,7 @@ import pytest
 from pipelines.ground_truth import expected_enrich
 from tests.e2e.backends import Target
 from tests.e2e.fixtures import APPS
-from tests.e2e.stack import Stack, wait_until
+from tests.e2e.stack import Stack, assert_switch, wait_until, watching_standbys
 from tests.e2e.test_tidegate import _expected, _job, _operate, _output
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime.eventlog import EventLog
@@ -322,10 +322,14 @@ def test_new_version_from_a_snapshot_of_a_running_job(
         [{**_windowed(root), "trigger": "2 SECONDS"}, {**enrich, "trigger": "2 SECONDS"}],
     )
     # The update is verified when every query commits a first batch past the snapshot: input
-    # keeps coming while it runs (the job was idle), as it would in production.
-    with _trickle(root, T0 + 420_000) as clock:
-        updated = _operate(stack, job, "update", {"version": v3, "verify_seconds": 5})
+    # keeps coming while it runs (the job was idle), as it would in production. Pre-warmed on
+    # standalone, cold on the runner (test_drain.py's update does the other way round).
+    prewarm = target.cluster == "standalone"
+    with _trickle(root, T0 + 420_000) as clock, watching_standbys(stack, job) as watch:
+        body = {"version": v3, "verify_seconds": 5, "prewarm": prewarm}
+        updated = _operate(stack, job, "update", body)
     assert updated["state"] == "succeeded", updated
+    assert_switch(stack, job, updated, watch, prewarm)
     assert updated["result"]["previous_run_id"] == new_run
     assert stack.run(new_run)["state"] == "stopped"
     v3_run = updated["result"]["run_id"]

@@ -25,6 +25,7 @@ from app.worker import execute as ops
 from app.worker import steps
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
+from tests.waiting import wait_for
 from tests.worker.conftest import FakeBackend, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
 
@@ -404,3 +405,40 @@ def test_a_stateless_update_starts_the_new_version_where_the_old_one_stopped(
         points = session.scalars(select(Startpoint).where(Startpoint.job_id == job_id)).all()
         assert sorted((p.partition, p.value) for p in points) == [(0, 7), (1, 3)]
     assert _version(ctx, op.result["run_id"]) == 2
+
+
+def test_a_cancel_during_a_prewarmed_update_releases_the_standby_and_restarts_nothing(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    with ScriptedRuntime(ctx, fake, stuck=True):
+        job_id = _job_with_two_versions(ctx)
+        old = _running(ctx, job_id)
+        params = {"version": 2, "strategy": "drain", "timeout_seconds": 30}
+        update_id = _enqueue(ctx, job_id, "update", params, old)
+        Worker(ctx, concurrency=1).claim()
+        updating = threading.Thread(target=ops.execute, args=(ctx, update_id))
+        updating.start()
+
+        def draining() -> bool:
+            with ctx.factory() as session:
+                op = session.get(Operation, update_id)
+                return op is not None and op.step_done("request_drain")
+
+        wait_for(draining, bool, 20, what="the update to wait on the drain")
+        with ctx.factory() as session:
+            (warm,) = session.scalars(select(Run.id).where(Run.state == states.STANDBY)).all()
+        other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
+        other.backend = ctx.backend  # type: ignore[method-assign]
+        cancel_id = _enqueue(ctx, job_id, "cancel", {}, old)
+        Worker(other, concurrency=1).claim()
+        ops.execute(other, cancel_id)
+        updating.join(60)
+    with ctx.factory() as session:
+        update_op, cancel_op = session.get(Operation, update_id), session.get(Operation, cancel_id)
+        assert cancel_op is not None and cancel_op.state == "succeeded", cancel_op.error
+        assert update_op is not None and update_op.state == "failed"
+        assert cancel_op.steps[0]["name"] == "release_standbys"
+    assert _run(ctx, old).state == states.CANCELLED and _run(ctx, old).attempt == 0
+    released = _run(ctx, warm)
+    assert released.state == states.STOPPED and released.go_at is None
+    assert fake.alive() == [], "a driver outlived the cancelled job"

@@ -94,7 +94,16 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
     except OperationFailed as exc:
         snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
         standby.release(ctx, warm, "the snapshot that stops the old run failed")
+        if _cancelled(ctx, old_run_id):
+            raise
         raise restart_old_run(ctx, steps, old_run_id, old_version, new_version, exc) from None
+    if _cancelled(ctx, old_run_id):  # a person took the job down meanwhile: nothing starts
+        standby.release(ctx, warm, "the job was cancelled")
+        raise OperationFailed(
+            f"the job was cancelled during the update: run {old_run_id} is cancelled and "
+            f"version {new_version} was not started (snapshot '{name}' holds the state).",
+            {"rolled_back": False, "snapshot": name},
+        )
 
     def rollback(why: str, failed_run: int | None) -> OperationFailed:
         if failed_run is not None:
@@ -171,3 +180,9 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         "from": sources(plan),
         **detail(steps, "verify"),
     }
+
+
+def _cancelled(ctx: WorkerContext, run_id: int) -> bool:
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        return run is not None and run.state == states.CANCELLED

@@ -154,10 +154,10 @@ def _end_old_run(
     except OperationFailed as exc:
         with ctx.factory() as session:
             state = session.get(Run, old_run_id).state  # type: ignore[union-attr]
-        if state not in (states.STOPPED, states.CANCELLED) and not steps.load().step_done(
-            "rollback_resubmit"
-        ):
-            raise  # failed while draining: nothing to start again from
+        # Stopped at a batch boundary (the drain's timeout): it starts again from there. Not
+        # when cancelled: a person took the job down during the update.
+        if state != states.STOPPED and not steps.load().step_done("rollback_resubmit"):
+            raise  # failed while draining, or cancelled: nothing to start again
         raise restart_old_run(ctx, steps, old_run_id, old_version, new_version, exc) from None
     return dict((drained.drain or {}).get("end_offsets") or {})
 

@@ -1753,6 +1753,16 @@ export interface components {
             drain?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Standby Ready At
+             * @description A pre-warmed run (an update's prewarm): when its driver, started while the run it replaces still processed, was ready (session built, Python started).
+             */
+            standby_ready_at?: string | null;
+            /**
+             * Go At
+             * @description A pre-warmed run: when it was told to start its queries (the run it replaced had ended and its checkpoints were in place). Until then its state is standby and it is not its job's current run; it holds one idle driver.
+             */
+            go_at?: string | null;
             /** Created By */
             created_by: string;
             /**

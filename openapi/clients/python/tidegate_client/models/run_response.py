@@ -43,6 +43,11 @@ class RunResponse:
         ended_at (datetime.datetime | None):
         drain (None | RunResponseDrainType0 | Unset): Drain: requested_at, end_offsets per source and partition,
             drained_at.
+        standby_ready_at (datetime.datetime | None | Unset): A pre-warmed run (an update's prewarm): when its driver,
+            started while the run it replaces still processed, was ready (session built, Python started).
+        go_at (datetime.datetime | None | Unset): A pre-warmed run: when it was told to start its queries (the run it
+            replaced had ended and its checkpoints were in place). Until then its state is standby and it is not its job's
+            current run; it holds one idle driver.
         transitions (list[TransitionResponse] | None | Unset): Recent state changes, newest first (single-run reads
             only).
     """
@@ -67,6 +72,8 @@ class RunResponse:
     created_at: datetime.datetime
     ended_at: datetime.datetime | None
     drain: None | RunResponseDrainType0 | Unset = UNSET
+    standby_ready_at: datetime.datetime | None | Unset = UNSET
+    go_at: datetime.datetime | None | Unset = UNSET
     transitions: list[TransitionResponse] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -139,6 +146,22 @@ class RunResponse:
         else:
             drain = self.drain
 
+        standby_ready_at: None | str | Unset
+        if isinstance(self.standby_ready_at, Unset):
+            standby_ready_at = UNSET
+        elif isinstance(self.standby_ready_at, datetime.datetime):
+            standby_ready_at = self.standby_ready_at.isoformat()
+        else:
+            standby_ready_at = self.standby_ready_at
+
+        go_at: None | str | Unset
+        if isinstance(self.go_at, Unset):
+            go_at = UNSET
+        elif isinstance(self.go_at, datetime.datetime):
+            go_at = self.go_at.isoformat()
+        else:
+            go_at = self.go_at
+
         transitions: list[dict[str, Any]] | None | Unset
         if isinstance(self.transitions, Unset):
             transitions = UNSET
@@ -178,6 +201,10 @@ class RunResponse:
         )
         if drain is not UNSET:
             field_dict["drain"] = drain
+        if standby_ready_at is not UNSET:
+            field_dict["standby_ready_at"] = standby_ready_at
+        if go_at is not UNSET:
+            field_dict["go_at"] = go_at
         if transitions is not UNSET:
             field_dict["transitions"] = transitions
 
@@ -317,6 +344,40 @@ class RunResponse:
 
         drain = _parse_drain(d.pop("drain", UNSET))
 
+        def _parse_standby_ready_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                standby_ready_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return standby_ready_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        standby_ready_at = _parse_standby_ready_at(d.pop("standby_ready_at", UNSET))
+
+        def _parse_go_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                go_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return go_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        go_at = _parse_go_at(d.pop("go_at", UNSET))
+
         def _parse_transitions(data: object) -> list[TransitionResponse] | None | Unset:
             if data is None:
                 return data
@@ -360,6 +421,8 @@ class RunResponse:
             created_at=created_at,
             ended_at=ended_at,
             drain=drain,
+            standby_ready_at=standby_ready_at,
+            go_at=go_at,
             transitions=transitions,
         )
 
