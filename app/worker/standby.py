@@ -43,6 +43,13 @@ def prepare(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int
     """Create the standby run (the reconciler submits its driver) and wait until it is ready.
     OperationFailed (the standby released) when its driver fails or is not ready in time:
     nothing was stopped."""
+    run_id = create(ctx, op, steps, version_number)
+    await_ready(ctx, op, steps, run_id, version_number)
+    return run_id
+
+
+def create(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int) -> int:
+    """The standby run, in state standby: the reconciler submits its driver from here on."""
 
     def create() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
@@ -55,7 +62,13 @@ def prepare(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int
             return {"run_id": run.id, "version": version_number}
 
     steps.run("standby", create)
-    run_id = int(detail(steps, "standby")["run_id"])
+    return int(detail(steps, "standby")["run_id"])
+
+
+def await_ready(
+    ctx: WorkerContext, op: Operation, steps: Steps, run_id: int, version_number: int
+) -> None:
+    """Until the standby's runtime has called in; OperationFailed (released) otherwise."""
     timeout = float(op.params.get("start_timeout_seconds") or READY_SECONDS)
 
     def ready() -> dict[str, Any]:
@@ -98,7 +111,6 @@ def prepare(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int
         }
 
     steps.run("standby_ready", ready)
-    return run_id
 
 
 def go(ctx: WorkerContext, op: Operation, run_id: int, plan: dict[str, Any]) -> dict[str, Any]:

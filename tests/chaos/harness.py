@@ -101,8 +101,18 @@ def step_names() -> dict[str, list[str]]:
     ``steps.run(name, …)`` calls of the handler and of the functions it calls (every branch,
     so a name may lie off the path of a plain request of that kind)."""
     tree = ast.parse(OPERATIONS.read_text())
-    modules = [ast.parse(p.read_text()) for p in sorted(WORKER.rglob("*.py")) if p != RECONCILE]
-    functions = {n.name: n for m in modules for n in ast.walk(m) if isinstance(n, ast.FunctionDef)}
+    modules = [(p.stem, ast.parse(p.read_text())) for p in sorted(WORKER.rglob("*.py"))]
+    modules = [(stem, m) for stem, m in modules if stem != RECONCILE.stem]
+    functions = {
+        n.name: n for _, m in modules for n in ast.walk(m) if isinstance(n, ast.FunctionDef)
+    }
+    # Called through their module (``standby.prepare(…)``): known by module and name too.
+    functions |= {
+        f"{stem}.{n.name}": n
+        for stem, m in modules
+        for n in m.body
+        if isinstance(n, ast.FunctionDef)
+    }
 
     def visit(name: str, call: ast.Call | None, stack: tuple[str, ...]) -> list[str]:
         if name in stack or name not in functions:
@@ -124,6 +134,8 @@ def step_names() -> dict[str, list[str]]:
                     out.append(text)
             elif isinstance(func, ast.Name):
                 out.extend(visit(func.id, inner, (*stack, name)))
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                out.extend(visit(f"{func.value.id}.{func.attr}", inner, (*stack, name)))
         return list(dict.fromkeys(out))
 
     return {kind: visit(handler, None, ()) for kind, handler in _handlers(tree).items()}

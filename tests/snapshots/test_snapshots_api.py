@@ -384,6 +384,28 @@ def test_update_carries_state_over(
     )
 
 
+def test_a_prewarmed_update_refused_by_its_dry_run_releases_the_standby(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
+) -> None:
+    """The standby starts beside the dry run; the refusal releases it, and the old run (never
+    asked to stop) keeps running."""
+    old_run, _ = _running_job(client, ctx, settings)
+    v2 = _version(client, "j", COUNTS, ENRICH)
+    fake.dry_run_outcome = {
+        "counts": {"ok": False, "error_class": "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"}
+    }
+    op = _operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "failed" and "refused by a dry run" in op["error"], op
+    names = op["steps"]
+    assert names[:2] == ["standby", "dry_run_plan"] and "request_stop" not in names, names
+    (standby,) = [r for r in client.get(f"{API}/jobs/j/runs").json()["items"] if r["id"] != old_run]
+    assert standby["state"] == "stopped" and standby["stop_reason"] == "released"
+    assert standby["go_at"] is None
+    assert client.get(f"{API}/runs/{old_run}").json()["state"] == "running"
+    assert client.get(f"{API}/jobs/j").json()["current_run_id"] == old_run
+    assert fake.alive() == [client.get(f"{API}/runs/{old_run}").json()["backend_id"]]
+
+
 def test_failed_update_rolls_back_from_the_same_snapshot(
     client: TestClient,
     cluster: str,
