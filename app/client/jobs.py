@@ -97,6 +97,7 @@ def show_job(ctx: Ctx, job: dict[str, Any]) -> None:
                 ("CURRENT RUN", "current_run_id"),
                 ("NEXT RESTART", lambda j: human_time(j.get("next_restart_at"))),
                 ("RESTART POLICY", "restart_policy"),
+                ("PREWARM", "prewarm"),
                 ("REVISION", "revision"),
                 (
                     "CREATED",
@@ -136,6 +137,17 @@ def jobs_show(ctx: Ctx, job: JobArg) -> None:
     show_job(ctx, ctx.api.get(f"/jobs/{seg(job)}"))
 
 
+Prewarm = Annotated[
+    bool | None,
+    typer.Option(
+        "--prewarm/--no-prewarm",
+        help="Whether updates start the new driver as a standby before the old run stops "
+        "(one more driver during the switch); default on.",
+        show_default=False,
+    ),
+]
+
+
 @command(jobs_app, "create")
 def jobs_create(
     ctx: Ctx,
@@ -151,6 +163,7 @@ def jobs_create(
     max_attempts: MaxAttempts = None,
     stable_period: StablePeriod = None,
     restart: Restart = None,
+    prewarm: Prewarm = None,
 ) -> None:
     """Create a job (409, exit 3, if the name is taken). Then add a version and submit it.
 
@@ -165,6 +178,8 @@ def jobs_create(
     )
     if policy:
         body["restart_policy"] = {**(body.get("restart_policy") or {}), **policy}
+    if prewarm is not None:
+        body["prewarm"] = prewarm
     show_job(ctx, ctx.api.post("/jobs", body))
 
 
@@ -187,8 +202,9 @@ def jobs_edit(
     max_attempts: MaxAttempts = None,
     stable_period: StablePeriod = None,
     restart: Restart = None,
+    prewarm: Prewarm = None,
 ) -> None:
-    """Change a job's description or restart policy (PATCH with If-Match).
+    """Change a job's description, restart policy or prewarm (PATCH with If-Match).
 
     Only the policy fields you give change: the rest are read from the job first, and the
     change is refused if someone else changed the job in between.
@@ -198,14 +214,18 @@ def jobs_edit(
     policy = _policy_options(
         min_backoff, max_backoff, random_factor, max_attempts, stable_period, restart
     )
-    if description is None and not policy:
-        raise CliError("nothing to change: give --description or a policy option", Exit.USAGE)
+    if description is None and not policy and prewarm is None:
+        raise CliError(
+            "nothing to change: give --description, --[no-]prewarm or a policy option", Exit.USAGE
+        )
     current = ctx.api.get(f"/jobs/{seg(job)}")
     body: dict[str, Any] = {}
     if description is not None:
         body["description"] = description
     if policy:
         body["restart_policy"] = {**(current.get("restart_policy") or {}), **policy}
+    if prewarm is not None:
+        body["prewarm"] = prewarm
     revision = if_match if if_match is not None else current.get("revision")
     updated = ctx.api.request(
         "PATCH", f"/jobs/{seg(job)}", json=body, headers={"If-Match": f'"{revision}"'}

@@ -247,12 +247,15 @@ def update(
         ),
     ] = None,
     prewarm: Annotated[
-        bool,
+        bool | None,
         typer.Option(
+            "--prewarm/--no-prewarm",
             help="Start the new driver as a standby while the old run still processes, so "
-            "the switch pays no driver start; --no-prewarm: one driver at a time (cold).",
+            "the switch pays no driver start; --no-prewarm: one driver at a time (cold). "
+            "Default: the job's setting.",
+            show_default=False,
         ),
-    ] = True,
+    ] = None,
     wait: WaitOption = False,
     timeout: TimeoutOption = None,
     idempotency_key: KeyOption = None,
@@ -265,8 +268,8 @@ def update(
     Example: tidegate update clicks-per-minute --version 3 --strategy snapshot --wait
     """
     body: dict[str, Any] = {"version": version, "strategy": strategy.value}
-    if not prewarm:
-        body["prewarm"] = False
+    if prewarm is not None:
+        body["prewarm"] = prewarm
     for key, value in (
         ("snapshot_name", snapshot_name),
         ("timeout_seconds", grace),

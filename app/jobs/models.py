@@ -3,7 +3,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clusters.models import Cluster
@@ -22,6 +32,9 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(128), unique=True)
     description: Mapped[str | None] = mapped_column(Text)
     restart_policy: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # Its updates start the new driver as a standby first (app/worker/standby.py) unless the
+    # request says prewarm: false.
+    prewarm: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     # Denormalised from the current run so lists can filter by it cheaply.
     state: Mapped[str] = mapped_column(String(16), default="idle")
     # The run the job's state follows (no FK: runs reference jobs, and a run row only goes

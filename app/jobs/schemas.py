@@ -49,15 +49,24 @@ class RestartPolicy(Body):
 JobState = Literal["idle", RunState]
 
 
+PREWARM = (
+    "Updates start the new version's driver as a standby while the old run processes, so "
+    "the switch pays no driver start (it costs one more driver on the cluster for the "
+    "switch's length); an update's own prewarm overrides this."
+)
+
+
 class JobCreate(Body):
     name: Name = Field(examples=["clicks-per-minute"])
     description: str | None = Field(None, max_length=4000)
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy)
+    prewarm: bool = Field(True, description=PREWARM)
 
 
 class JobUpdate(Body):
     description: str | None = Field(None, max_length=4000)
     restart_policy: RestartPolicy | None = None
+    prewarm: bool | None = Field(None, description=PREWARM)
 
 
 class JobResponse(Response):
@@ -65,6 +74,7 @@ class JobResponse(Response):
     description: str | None
     state: JobState
     restart_policy: RestartPolicy
+    prewarm: bool = Field(True, description=PREWARM)
     latest_version: int | None = None
     current_run_id: int | None = None
     next_restart_at: datetime | None = None

@@ -52,6 +52,7 @@ def create_job(session: Session, body: JobCreate, actor: Principal) -> Job:
         name=body.name,
         description=body.description,
         restart_policy=body.restart_policy.model_dump(),
+        prewarm=body.prewarm,
         created_by=actor.name,
     )
     session.add(job)
@@ -86,6 +87,8 @@ def update_job(
         job.restart_policy = changes["restart_policy"]
     if "description" in changes:
         job.description = changes["description"]
+    if changes.get("prewarm") is not None:
+        job.prewarm = changes["prewarm"]
     session.flush()
     audit.record(session, actor, "job.update", job=name, detail={"fields": sorted(changes)})
     return job
@@ -134,6 +137,7 @@ def job_responses(session: Session, jobs: list[Job]) -> list[JobResponse]:
                     for k in (
                         "name",
                         "description",
+                        "prewarm",
                         "state",
                         "revision",
                         "created_by",

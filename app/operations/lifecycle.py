@@ -246,6 +246,7 @@ def update(
     version, and the new version's compatibility with the current run's checkpoints."""
     params = body.model_dump(mode="json", exclude_none=True)
     job = get_job(session, job_name, lock=True)
+    params.setdefault("prewarm", job.prewarm)  # what the worker does, stated on the operation
     if (replayed := find_replay(session, job, "update", params, key)) is not None:
         return replayed, False
     version = get_version(session, job_name, body.version)

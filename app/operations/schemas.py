@@ -144,9 +144,10 @@ class UpdateBody(Body):
         "drain: how long the drain may take (default 1800); a drain still running then is "
         "stopped at a batch boundary and the old version started again from its checkpoint.",
     )
-    prewarm: bool = Field(
-        True,
-        description="Start the new version's driver while the old run still processes: it "
+    prewarm: bool | None = Field(
+        None,
+        description="Default: the job's prewarm (true unless set otherwise). Start the new "
+        "version's driver while the old run still processes: it "
         "builds its session and starts Python, then waits as a standby (run state standby) "
         "until the old run has ended and its checkpoints are in place, and starts its queries "
         "the moment it is told to go. The output then stands still for the stop and the first "

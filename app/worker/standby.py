@@ -35,7 +35,8 @@ READY_SECONDS = 600.0
 
 
 def wanted(op: Operation) -> bool:
-    """On unless the request says ``prewarm: false``."""
+    """On unless the operation says ``prewarm: false`` (the API writes the job's setting on it
+    when the request does not say)."""
     return op.params.get("prewarm") is not False
 
 

@@ -406,6 +406,32 @@ def test_a_prewarmed_update_refused_by_its_dry_run_releases_the_standby(
     assert fake.alive() == [client.get(f"{API}/runs/{old_run}").json()["backend_id"]]
 
 
+def test_a_job_without_prewarm_updates_cold_unless_the_request_says_otherwise(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    old_run, _ = _running_job(client, ctx, settings)
+    patched = client.patch(f"{API}/jobs/j", json={"prewarm": False})
+    assert patched.status_code == 200 and patched.json()["prewarm"] is False, patched.text
+    v2 = _version(client, "j", COUNTS, ENRICH)
+    cold = _operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert cold["state"] == "succeeded", cold
+    assert "standby" not in cold["steps"] and "create_run" in cold["steps"]
+    stated = client.get(f"{API}/operations/{_last_op(ctx)}").json()["params"]
+    assert stated["prewarm"] is False  # the operation says what the worker did
+    warm = _operate(
+        client, ctx, "j", "update", {"version": 1, "verify_seconds": 0, "prewarm": True}
+    )
+    assert warm["state"] == "succeeded", warm
+    assert "standby" in warm["steps"] and "go" in warm["steps"] and old_run != warm["run_id"]
+
+
+def _last_op(ctx: WorkerContext) -> int:
+    from app.operations.models import Operation
+
+    with ctx.factory() as session:
+        return int(session.query(Operation.id).order_by(Operation.id.desc()).limit(1).scalar())
+
+
 def test_failed_update_rolls_back_from_the_same_snapshot(
     client: TestClient,
     cluster: str,

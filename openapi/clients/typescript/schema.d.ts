@@ -1147,6 +1147,12 @@ export interface components {
             /** Description */
             description?: string | null;
             restart_policy?: components["schemas"]["RestartPolicy"];
+            /**
+             * Prewarm
+             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this.
+             * @default true
+             */
+            prewarm: boolean;
         };
         /** JobResponse */
         JobResponse: {
@@ -1160,6 +1166,12 @@ export interface components {
              */
             state: "idle" | "standby" | "submitting" | "running" | "stopping" | "draining" | "restarting" | "stopped" | "cancelled" | "drained" | "succeeded" | "failed";
             restart_policy: components["schemas"]["RestartPolicy"];
+            /**
+             * Prewarm
+             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this.
+             * @default true
+             */
+            prewarm: boolean;
             /** Latest Version */
             latest_version?: number | null;
             /** Current Run Id */
@@ -1189,6 +1201,11 @@ export interface components {
             /** Description */
             description?: string | null;
             restart_policy?: components["schemas"]["RestartPolicy"] | null;
+            /**
+             * Prewarm
+             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this.
+             */
+            prewarm?: boolean | null;
         };
         /** OperationResponse */
         OperationResponse: {
@@ -2312,10 +2329,9 @@ export interface components {
             timeout_seconds?: number | null;
             /**
              * Prewarm
-             * @description Start the new version's driver while the old run still processes: it builds its session and starts Python, then waits as a standby (run state standby) until the old run has ended and its checkpoints are in place, and starts its queries the moment it is told to go. The output then stands still for the stop and the first batch only, not for a driver's start. It needs room for one more driver on the cluster (a queued standby waits there, the old run processing on). false: the cold path, one driver at a time.
-             * @default true
+             * @description Default: the job's prewarm (true unless set otherwise). Start the new version's driver while the old run still processes: it builds its session and starts Python, then waits as a standby (run state standby) until the old run has ended and its checkpoints are in place, and starts its queries the moment it is told to go. The output then stands still for the stop and the first batch only, not for a driver's start. It needs room for one more driver on the cluster (a queued standby waits there, the old run processing on). false: the cold path, one driver at a time.
              */
-            prewarm: boolean;
+            prewarm?: boolean | null;
             /**
              * Verify Seconds
              * @description After the new run starts, how long it must keep running before the update counts as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch 0), or report itself idle when it has no new input, within first_batch_seconds. A failure or neither in time rolls back. 0: only check that it started.

@@ -21,11 +21,15 @@ class JobCreate:
         name (str):
         description (None | str | Unset):
         restart_policy (RestartPolicy | Unset): PSTL's supervised exponential backoff. Defaults are PSTL's.
+        prewarm (bool | Unset): Updates start the new version's driver as a standby while the old run processes, so the
+            switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own
+            prewarm overrides this. Default: True.
     """
 
     name: str
     description: None | str | Unset = UNSET
     restart_policy: RestartPolicy | Unset = UNSET
+    prewarm: bool | Unset = True
 
     def to_dict(self) -> dict[str, Any]:
         name = self.name
@@ -40,6 +44,8 @@ class JobCreate:
         if not isinstance(self.restart_policy, Unset):
             restart_policy = self.restart_policy.to_dict()
 
+        prewarm = self.prewarm
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -51,6 +57,8 @@ class JobCreate:
             field_dict["description"] = description
         if restart_policy is not UNSET:
             field_dict["restart_policy"] = restart_policy
+        if prewarm is not UNSET:
+            field_dict["prewarm"] = prewarm
 
         return field_dict
 
@@ -77,10 +85,13 @@ class JobCreate:
         else:
             restart_policy = RestartPolicy.from_dict(_restart_policy)
 
+        prewarm = d.pop("prewarm", UNSET)
+
         job_create = cls(
             name=name,
             description=description,
             restart_policy=restart_policy,
+            prewarm=prewarm,
         )
 
         return job_create

@@ -29,6 +29,9 @@ class JobResponse:
         created_by (str):
         created_at (datetime.datetime):
         updated_at (datetime.datetime):
+        prewarm (bool | Unset): Updates start the new version's driver as a standby while the old run processes, so the
+            switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own
+            prewarm overrides this. Default: True.
         latest_version (int | None | Unset):
         current_run_id (int | None | Unset):
         next_restart_at (datetime.datetime | None | Unset):
@@ -42,6 +45,7 @@ class JobResponse:
     created_by: str
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    prewarm: bool | Unset = True
     latest_version: int | None | Unset = UNSET
     current_run_id: int | None | Unset = UNSET
     next_restart_at: datetime.datetime | None | Unset = UNSET
@@ -64,6 +68,8 @@ class JobResponse:
         created_at = self.created_at.isoformat()
 
         updated_at = self.updated_at.isoformat()
+
+        prewarm = self.prewarm
 
         latest_version: int | None | Unset
         if isinstance(self.latest_version, Unset):
@@ -99,6 +105,8 @@ class JobResponse:
                 "updated_at": updated_at,
             }
         )
+        if prewarm is not UNSET:
+            field_dict["prewarm"] = prewarm
         if latest_version is not UNSET:
             field_dict["latest_version"] = latest_version
         if current_run_id is not UNSET:
@@ -133,6 +141,8 @@ class JobResponse:
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        prewarm = d.pop("prewarm", UNSET)
 
         def _parse_latest_version(data: object) -> int | None | Unset:
             if data is None:
@@ -178,6 +188,7 @@ class JobResponse:
             created_by=created_by,
             created_at=created_at,
             updated_at=updated_at,
+            prewarm=prewarm,
             latest_version=latest_version,
             current_run_id=current_run_id,
             next_restart_at=next_restart_at,

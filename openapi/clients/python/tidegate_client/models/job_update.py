@@ -20,10 +20,14 @@ class JobUpdate:
     Attributes:
         description (None | str | Unset):
         restart_policy (None | RestartPolicy | Unset):
+        prewarm (bool | None | Unset): Updates start the new version's driver as a standby while the old run processes,
+            so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an
+            update's own prewarm overrides this.
     """
 
     description: None | str | Unset = UNSET
     restart_policy: None | RestartPolicy | Unset = UNSET
+    prewarm: bool | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.restart_policy import RestartPolicy  # noqa: PLC0415
@@ -42,6 +46,12 @@ class JobUpdate:
         else:
             restart_policy = self.restart_policy
 
+        prewarm: bool | None | Unset
+        if isinstance(self.prewarm, Unset):
+            prewarm = UNSET
+        else:
+            prewarm = self.prewarm
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -49,6 +59,8 @@ class JobUpdate:
             field_dict["description"] = description
         if restart_policy is not UNSET:
             field_dict["restart_policy"] = restart_policy
+        if prewarm is not UNSET:
+            field_dict["prewarm"] = prewarm
 
         return field_dict
 
@@ -84,9 +96,19 @@ class JobUpdate:
 
         restart_policy = _parse_restart_policy(d.pop("restart_policy", UNSET))
 
+        def _parse_prewarm(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        prewarm = _parse_prewarm(d.pop("prewarm", UNSET))
+
         job_update = cls(
             description=description,
             restart_policy=restart_policy,
+            prewarm=prewarm,
         )
 
         return job_update

@@ -34,11 +34,12 @@ class UpdateBody:
         timeout_seconds (int | None | Unset): snapshot, stateless: how long to wait for the old run's graceful stop
             (default 120). drain: how long the drain may take (default 1800); a drain still running then is stopped at a
             batch boundary and the old version started again from its checkpoint.
-        prewarm (bool | Unset): Start the new version's driver while the old run still processes: it builds its session
-            and starts Python, then waits as a standby (run state standby) until the old run has ended and its checkpoints
-            are in place, and starts its queries the moment it is told to go. The output then stands still for the stop and
-            the first batch only, not for a driver's start. It needs room for one more driver on the cluster (a queued
-            standby waits there, the old run processing on). false: the cold path, one driver at a time. Default: True.
+        prewarm (bool | None | Unset): Default: the job's prewarm (true unless set otherwise). Start the new version's
+            driver while the old run still processes: it builds its session and starts Python, then waits as a standby (run
+            state standby) until the old run has ended and its checkpoints are in place, and starts its queries the moment
+            it is told to go. The output then stands still for the stop and the first batch only, not for a driver's start.
+            It needs room for one more driver on the cluster (a queued standby waits there, the old run processing on).
+            false: the cold path, one driver at a time.
         verify_seconds (int | Unset): After the new run starts, how long it must keep running before the update counts
             as done; besides, every query must commit its first batch past the one it was restored at (a fresh query: batch
             0), or report itself idle when it has no new input, within first_batch_seconds. A failure or neither in time
@@ -54,7 +55,7 @@ class UpdateBody:
     dry_run: bool | Unset = True
     dry_run_timeout_seconds: int | None | Unset = UNSET
     timeout_seconds: int | None | Unset = UNSET
-    prewarm: bool | Unset = True
+    prewarm: bool | None | Unset = UNSET
     verify_seconds: int | Unset = 20
     first_batch_seconds: int | None | Unset = UNSET
 
@@ -85,7 +86,11 @@ class UpdateBody:
         else:
             timeout_seconds = self.timeout_seconds
 
-        prewarm = self.prewarm
+        prewarm: bool | None | Unset
+        if isinstance(self.prewarm, Unset):
+            prewarm = UNSET
+        else:
+            prewarm = self.prewarm
 
         verify_seconds = self.verify_seconds
 
@@ -162,7 +167,14 @@ class UpdateBody:
 
         timeout_seconds = _parse_timeout_seconds(d.pop("timeout_seconds", UNSET))
 
-        prewarm = d.pop("prewarm", UNSET)
+        def _parse_prewarm(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        prewarm = _parse_prewarm(d.pop("prewarm", UNSET))
 
         verify_seconds = d.pop("verify_seconds", UNSET)
 
