@@ -394,6 +394,7 @@ def main() -> None:
         worker_memory="3g",
     )
     switches: dict[str, list[Switch]] = {s: [] for s in chosen}
+    failures: dict[str, list[str]] = {s: [] for s in chosen}
     cluster.start()
     try:
         with scratch_database("tidegate_bench_upgrade") as url:
@@ -443,6 +444,11 @@ def main() -> None:
                         run, cleanup = STRATEGIES[strategy]
                         try:
                             switch = run(ctx, rep)
+                        except (AssertionError, TimeoutError, subprocess.SubprocessError) as exc:
+                            # Counted and shown, not hidden: one failed switch ends no run.
+                            failures[strategy].append(str(exc)[:300])
+                            print(f"  round {rep + 1} {strategy}: FAILED {str(exc)[:300]}")
+                            continue
                         finally:
                             cleanup(ctx)
                             _wait(lambda: _no_active_driver(cluster), 120, "drivers gone")
@@ -457,6 +463,9 @@ def main() -> None:
         cluster.stop()
 
     _report(switches, args.reps)
+    for strategy, errors in failures.items():
+        if errors:
+            print(f"{strategy}: {len(errors)} of {args.reps} switches FAILED: {errors}")
 
 
 def _no_active_driver(cluster: LocalStandaloneCluster) -> bool:

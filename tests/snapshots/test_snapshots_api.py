@@ -384,11 +384,11 @@ def test_update_carries_state_over(
     )
 
 
-def test_a_prewarmed_update_refused_by_its_dry_run_releases_the_standby(
+def test_a_prewarmed_update_refused_by_its_dry_run_starts_no_standby(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
 ) -> None:
-    """The standby starts beside the dry run; the refusal releases it, and the old run (never
-    asked to stop) keeps running."""
+    """The dry run comes first (a standby beside it could take the executors it needs); its
+    refusal leaves the old run, never asked to stop, running, and no standby behind."""
     old_run, _ = _running_job(client, ctx, settings)
     v2 = _version(client, "j", COUNTS, ENRICH)
     fake.dry_run_outcome = {
@@ -397,13 +397,12 @@ def test_a_prewarmed_update_refused_by_its_dry_run_releases_the_standby(
     op = _operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
     assert op["state"] == "failed" and "refused by a dry run" in op["error"], op
     names = op["steps"]
-    assert names[:2] == ["standby", "dry_run_plan"] and "request_stop" not in names, names
-    (standby,) = [r for r in client.get(f"{API}/jobs/j/runs").json()["items"] if r["id"] != old_run]
-    assert standby["state"] == "stopped" and standby["stop_reason"] == "released"
-    assert standby["go_at"] is None
-    assert client.get(f"{API}/runs/{old_run}").json()["state"] == "running"
+    assert "dry_run_submit" in names and "standby" not in names, names
+    assert "request_stop" not in names
+    runs = client.get(f"{API}/jobs/j/runs").json()["items"]
+    assert [r["id"] for r in runs] == [old_run] and runs[0]["state"] == "running"
     assert client.get(f"{API}/jobs/j").json()["current_run_id"] == old_run
-    assert fake.alive() == [client.get(f"{API}/runs/{old_run}").json()["backend_id"]]
+    assert fake.alive() == [runs[0]["backend_id"]]
 
 
 def test_a_job_without_prewarm_updates_cold_unless_the_request_says_otherwise(

@@ -62,9 +62,6 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
     # a `stop: false` export would hold: immutable files of its latest committed batch), not
     # on the snapshot this update saves: saving it stops the run first (hz-cli save-snapshot),
     # and a refusal must leave the old run as it was.
-    # Pre-warmed: the new version's driver starts now, beside the dry run's and while the old
-    # run processes; it waits for go.
-    warm = standby.create(ctx, op, steps, new_version) if standby.wanted(op) else None
     if not steps.load().step_done("request_stop"):
         try:
             steps.run(
@@ -81,12 +78,17 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
                 ),
             )
             dry_run(ctx, op, steps, new_version, detail(steps, "dry_run_plan"))
-            if warm is not None:
-                standby.await_ready(ctx, op, steps, warm, new_version)
         except OperationFailed as exc:
             snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
-            standby.release(ctx, warm, "the update was refused before anything stopped")
             raise
+    # Pre-warmed: the new version's driver starts while the old run still processes. After
+    # the dry run, not beside it: on a cluster with room for one more driver, a standby
+    # started beside the dry run took the executors the dry run needed (it timed out).
+    try:
+        warm = standby.prepare(ctx, op, steps, new_version) if standby.wanted(op) else None
+    except OperationFailed as exc:
+        snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
+        raise
     try:
         saved = save_snapshot(
             ctx, steps, snapshot_id, stop=True, timeout=float(op.params.get("timeout_seconds", 120))
