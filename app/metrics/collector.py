@@ -55,6 +55,15 @@ TRANSITIONS = text(
     group by r.job_id
     """
 )
+# Pre-warmed drivers waiting for go, per job: what a pre-warmed update costs while it lasts.
+STANDBYS = text(
+    """
+    select j.name, count(*) filter (where r.standby_ready_at is not null), count(*)
+    from runs r join jobs j on j.id = r.job_id
+    where r.state = 'standby'
+    group by j.name
+    """
+)
 # One row per declared query of each active current run, with the parts of its latest report
 # the figures need (not the descriptions and start offsets: less JSON to ship and parse).
 QUERIES = text(
@@ -206,7 +215,16 @@ class StoreCollector(Collector):
                 uptime.add_metric([job], float(up_s))
             if run_state == states.RESTARTING and in_s is not None:
                 restart_in.add_metric([job], max(0.0, float(in_s)))
-        return [state, attempt, age, uptime, restart_in, restarts, failures]
+        standbys = _gauge(
+            "tidegate_job_standby_drivers",
+            "Pre-warmed drivers of the job (an update's standby, state standby): each holds a "
+            "driver and its executors until go. ready: its session built, waiting for go.",
+            ["job", "ready"],
+        )
+        for job, ready, total in session.execute(STANDBYS):
+            standbys.add_metric([job, "true"], int(ready))
+            standbys.add_metric([job, "false"], int(total) - int(ready))
+        return [state, attempt, age, uptime, restart_in, restarts, failures, standbys]
 
     def _queries(self, session: Session) -> list[Metric]:
         labels = ["job", "query"]

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from app.core import run_states as states
 from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
+from app.runs import service as runs
 from app.runs.service import get_run, transition
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
@@ -114,6 +115,35 @@ def test_restarts_and_failures_count_stored_transitions(client: TestClient, db: 
     m = scrape(client)
     assert value(m, "tidegate_run_failures_total", job="j") == 3
     assert value(m, "tidegate_job_state", job="j", state="failed") == 1
+
+
+def test_standby_drivers_show_per_job_until_go(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    client.post("/api/v1/jobs", json={"name": "j"})
+    client.post("/api/v1/jobs/j/versions", json=version_body())
+    run_id, _ = make_current_run(db, "j")
+    factory = make_sessionmaker(db)
+    with transaction(factory) as session:
+        old = get_run(session, run_id)
+        transition(session, old, states.RUNNING)
+        warm = runs.create_standby(session, old.job, old.version, created_by="t", operation_id=1)
+        warm_id = warm.id
+    m = scrape(client)
+    assert value(m, "tidegate_job_standby_drivers", job="j", ready="false") == 1
+    assert value(m, "tidegate_job_standby_drivers", job="j", ready="true") == 0
+    with transaction(factory) as session:
+        runs.standby_ready(session, get_run(session, warm_id))
+    m = scrape(client)
+    assert value(m, "tidegate_job_standby_drivers", job="j", ready="true") == 1
+    assert value(m, "tidegate_job_state", job="j", state="running") == 1  # still the old run's
+    with transaction(factory) as session:
+        transition(session, get_run(session, run_id), states.STOPPING)
+        transition(session, get_run(session, run_id), states.STOPPED)
+        runs.go(session, get_run(session, warm_id), reason="test")
+    m = scrape(client)
+    assert value(m, "tidegate_job_standby_drivers", job="j", ready="true") is None
+    assert value(m, "tidegate_run_attempt", job="j") == 0
 
 
 def test_operations_and_workers(client: TestClient, db: Engine, settings: Settings) -> None:
