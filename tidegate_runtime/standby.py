@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import urllib.error
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 log = logging.getLogger("tidegate.runtime")
@@ -34,12 +35,60 @@ class _Channel(Protocol):
 
 
 def warm_up(spark: Any) -> None:
-    """Start what the first batch would otherwise wait for: a Python worker on every executor
-    slot and the JIT's first pass over a small plan."""
+    """Start, before go, what the first batch would otherwise wait for (best effort: a step
+    that fails only costs the switch its time, so it is logged and skipped):
+    - the session's Python data source manager (its first use runs a Python process to list
+      the installed sources: about 2 s here), by registering the event-log source;
+    - on every executor slot a Python worker that has read a Python data source's Arrow
+      batches (pyarrow imported), and one for plain Python functions;
+    - the JIT's first pass over an aggregation's generated code."""
+    from tidegate_runtime.source import EventLogDataSource  # pyarrow: only when warming
+
     sc = spark.sparkContext
     slots = max(1, int(sc.defaultParallelism))
-    sc.parallelize(range(slots), slots).map(lambda x: x + 1).count()
-    spark.range(slots).selectExpr("id * 2 AS doubled").groupBy().sum("doubled").collect()
+    steps = [
+        ("data sources", lambda: spark.dataSource.register(EventLogDataSource)),
+        ("python", lambda: sc.parallelize(range(slots), slots).map(lambda x: x + 1).count()),
+        ("arrow source", lambda: _read_warm_up_source(spark, slots)),
+        (
+            "aggregation",
+            lambda: (
+                spark.range(slots * 100).selectExpr("id % 7 AS k").groupBy("k").count().collect()
+            ),
+        ),
+    ]
+    for name, step in steps:
+        try:
+            step()
+        except Exception as exc:
+            log.warning("standby warm-up step %s failed (skipped): %s", name, exc)
+
+
+def _read_warm_up_source(spark: Any, slots: int) -> None:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class WarmUpReader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(slots)]
+
+        def read(self, partition: InputPartition) -> Iterator[Any]:
+            import pyarrow as pa
+
+            yield pa.RecordBatch.from_pydict({"id": [partition.value]})
+
+    class WarmUp(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "tidegate_warm_up"
+
+        def schema(self) -> str:
+            return "id long"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return WarmUpReader()
+
+    spark.dataSource.register(WarmUp)
+    spark.read.format("tidegate_warm_up").load().collect()
 
 
 def await_go(

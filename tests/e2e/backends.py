@@ -109,6 +109,17 @@ def clusters(stack: Stack, standalone_cluster: LocalStandaloneCluster, livy_runn
     return stack
 
 
+@pytest.fixture
+def runner(stack: Stack, livy_runner: str) -> Stack:
+    """Only the local runner registered (``runner``) and a worker running: for a scenario
+    that needs one backend, without starting the standalone cluster."""
+    r = stack.client.post("/clusters", json=runner_cluster(livy_runner))
+    assert r.status_code in (201, 409), r.text
+    if not stack.workers:
+        stack.start_worker()
+    return stack
+
+
 @pytest.fixture(params=BACKENDS)
 def target(
     request: pytest.FixtureRequest, clusters: Stack, cluster_python: str, team_pipelines: Path

@@ -13,22 +13,13 @@ from pipelines.ground_truth import expected_enrich, expected_windowed_counts
 from tests.chaos.harness import enrich_rows
 from tests.chaos.windowed import producing
 from tests.e2e.backends import Target
-from tests.e2e.fixtures import APPS, SPARK_TEST_CONF, runner_cluster
+from tests.e2e.fixtures import APPS, SPARK_TEST_CONF
 from tests.e2e.stack import Stack, assert_switch, wait_until, watching_standbys
 from tests.e2e.test_tidegate import _job, _operate, _output, _windowed_version
 from tidegate_runtime.eventlog import EventLog, NewRecord
 from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def runner(stack: Stack, livy_runner: str) -> Stack:
-    r = stack.client.post("/clusters", json=runner_cluster(livy_runner))
-    assert r.status_code in (201, 409), r.text
-    if not stack.workers:
-        stack.start_worker()
-    return stack
 
 
 T0 = 1_767_225_600_000

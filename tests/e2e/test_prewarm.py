@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.fixtures import driver_jvms, runner_cluster
+from tests.e2e.fixtures import driver_jvms
 from tests.e2e.stack import Stack, wait_until
 from tests.e2e.test_tidegate import _job, _operate, _windowed_version
 from tidegate_runtime.eventlog import EventLog
@@ -20,15 +20,6 @@ from tidegate_runtime.produce import produce
 pytestmark = pytest.mark.e2e
 
 T0 = 1_767_225_600_000
-
-
-@pytest.fixture(scope="module")
-def runner(stack: Stack, livy_runner: str) -> Stack:
-    r = stack.client.post("/clusters", json=runner_cluster(livy_runner))
-    assert r.status_code in (201, 409), r.text
-    if not stack.workers:
-        stack.start_worker()
-    return stack
 
 
 def test_a_standby_whose_job_is_cancelled_exits_and_leaves_nothing_behind(

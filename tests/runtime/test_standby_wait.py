@@ -3,12 +3,13 @@ ends it, a release or the timeout raises, an unreachable control plane is asked 
 
 from __future__ import annotations
 
+import logging
 import urllib.error
 from typing import Any
 
 import pytest
 
-from tidegate_runtime.standby import LONG_POLL_SECONDS, StandbyReleased, await_go
+from tidegate_runtime.standby import LONG_POLL_SECONDS, StandbyReleased, await_go, warm_up
 
 
 class Clock:
@@ -66,3 +67,18 @@ def test_an_unreachable_control_plane_is_asked_again_but_a_refusal_is_not() -> N
     refused = urllib.error.HTTPError("u", 403, "Forbidden", {}, None)  # type: ignore[arg-type]
     with pytest.raises(urllib.error.HTTPError):
         await_go(Channel(clock, [refused]), 0, 3600, clock=clock, sleep=clock.sleep)
+
+
+@pytest.mark.spark
+def test_the_warm_up_runs_every_step_on_a_real_session(
+    spark: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every step runs (none is skipped with a warning) on a session with no pandas: the
+    data source manager, a Python worker, an Arrow read of a Python data source, an
+    aggregation; afterwards the event-log source is registered."""
+    with caplog.at_level(logging.WARNING, logger="tidegate.runtime"):
+        warm_up(spark)
+    assert [r.getMessage() for r in caplog.records] == []
+    assert spark.read.format("tidegate_warm_up").load().count() == max(
+        1, spark.sparkContext.defaultParallelism
+    )
