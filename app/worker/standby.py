@@ -44,15 +44,15 @@ def prepare(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int
     """Create the standby run (the reconciler submits its driver) and wait until it is ready.
     OperationFailed (the standby released) when its driver fails or is not ready in time:
     nothing was stopped."""
-    run_id = create(ctx, op, steps, version_number)
+    run_id = start(ctx, op, steps, version_number)
     await_ready(ctx, op, steps, run_id, version_number)
     return run_id
 
 
-def create(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int) -> int:
+def start(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int) -> int:
     """The standby run, in state standby: the reconciler submits its driver from here on."""
 
-    def create() -> dict[str, Any]:
+    def new_run() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
             job = session.get(Job, op.job_id, with_for_update=True)
             assert job is not None
@@ -62,7 +62,7 @@ def create(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int)
             )
             return {"run_id": run.id, "version": version_number}
 
-    steps.run("standby", create)
+    steps.run("standby", new_run)
     return int(detail(steps, "standby")["run_id"])
 
 
