@@ -67,7 +67,9 @@ def get_standby(
     run_id: RunChannel,
     session: DbSession,
     request: Request,
-    attempt: Annotated[int, Query(ge=0, le=2**31, description="The caller's attempt.")],
+    attempt: Annotated[
+        int | None, Query(ge=0, le=2**31, description="The caller's attempt.")
+    ] = None,
     wait: Annotated[
         int,
         Query(

@@ -50,14 +50,14 @@ def directives(
     )
 
 
-def standby(session: Session, run_id: int, attempt: int) -> StandbyAnswer:
+def standby(session: Session, run_id: int, attempt: int | None) -> StandbyAnswer:
     """A standby's question: go yet? Its first call says it is ready (session built, Python
     started): the operation waits for that before it stops the run this one replaces."""
     run = get_run(session, run_id)
     run.runtime_seen_at = utcnow()
     go = stop = False
     reason = None
-    if attempt != run.attempt:
+    if attempt is not None and attempt != run.attempt:
         stop, reason = True, f"superseded by attempt {run.attempt}"
     elif run.state == states.STANDBY:
         runs.standby_ready(session, run)

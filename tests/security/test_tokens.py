@@ -20,6 +20,7 @@ from tests.api.test_auth import REQUIRED, _concrete
 # The runtime channel: the only routes a run token may call, and only for its own run.
 CHANNEL = {(m, p) for (m, p) in REQUIRED if p.startswith("/api/v1/runs/{run_id}/") and m != "GET"}
 CHANNEL |= {("GET", "/api/v1/runs/{run_id}/directives")}
+CHANNEL |= {("GET", "/api/v1/runs/{run_id}/standby")}
 
 
 def _run(client: TestClient, db: Engine) -> int:

@@ -311,8 +311,10 @@ def test_the_reconciler_alone_kills_and_retries_a_kill_the_backend_refused_for_a
     monkeypatch.setattr(fake, "kill", flaky_kill)
     op = _run_op(ctx, _enqueue(ctx, job_id, "cancel", {}, run_id))
     assert op.state == "succeeded", op.error
-    assert [s["name"] for s in op.steps][:3] == ["request_stop", "graceful_stop", "kill"]
-    assert op.steps[2]["detail"] == {
+    names = [s["name"] for s in op.steps][:4]
+    assert names == ["release_standbys", "request_stop", "graceful_stop", "kill"]
+    assert op.steps[0]["detail"] == {"released": []}  # no update was waiting on a standby
+    assert op.steps[3]["detail"] == {
         "kill_requested": True,
         "attempt": attempt,
         "run_state": states.STOPPING,

@@ -5237,9 +5237,9 @@ export interface operations {
     };
     getRunStandby: {
         parameters: {
-            query: {
+            query?: {
                 /** @description The caller's attempt. */
-                attempt: number;
+                attempt?: number | null;
                 /** @description Long-poll: hold the answer up to this many seconds until go or release (answered the moment the worker decides). */
                 wait?: number;
             };

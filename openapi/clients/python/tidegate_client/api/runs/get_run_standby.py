@@ -14,13 +14,18 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     run_id: int,
     *,
-    attempt: int,
+    attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
 
-    params["attempt"] = attempt
+    json_attempt: int | None | Unset
+    if isinstance(attempt, Unset):
+        json_attempt = UNSET
+    else:
+        json_attempt = attempt
+    params["attempt"] = json_attempt
 
     params["wait"] = wait
 
@@ -106,14 +111,14 @@ def sync_detailed(
     run_id: int,
     *,
     client: AuthenticatedClient,
-    attempt: int,
+    attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
 ) -> Response[Problem | StandbyAnswer]:
     """Run.Standby
 
     Args:
         run_id (int):
-        attempt (int): The caller's attempt.
+        attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
 
@@ -142,14 +147,14 @@ def sync(
     run_id: int,
     *,
     client: AuthenticatedClient,
-    attempt: int,
+    attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
 ) -> Problem | StandbyAnswer | None:
     """Run.Standby
 
     Args:
         run_id (int):
-        attempt (int): The caller's attempt.
+        attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
 
@@ -173,14 +178,14 @@ async def asyncio_detailed(
     run_id: int,
     *,
     client: AuthenticatedClient,
-    attempt: int,
+    attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
 ) -> Response[Problem | StandbyAnswer]:
     """Run.Standby
 
     Args:
         run_id (int):
-        attempt (int): The caller's attempt.
+        attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
 
@@ -207,14 +212,14 @@ async def asyncio(
     run_id: int,
     *,
     client: AuthenticatedClient,
-    attempt: int,
+    attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
 ) -> Problem | StandbyAnswer | None:
     """Run.Standby
 
     Args:
         run_id (int):
-        attempt (int): The caller's attempt.
+        attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
 
