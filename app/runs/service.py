@@ -104,20 +104,27 @@ def create_run(
 ) -> Run:
     """A new run of ``version``, to be submitted, and now the job's current run. ``run_id``:
     an id reserved beforehand (its checkpoints were restored under it)."""
+    run = _new_run(session, job, version, states.SUBMITTING, created_by, id=run_id)
+    _mirror_on_job(session, run)
+    return run
+
+
+def _new_run(
+    session: Session, job: Job, version: JobVersion, state: str, created_by: str, **fields: Any
+) -> Run:
+    """A run row at its first attempt, flushed (its id known)."""
     run = Run(
         job_id=job.id,
         version_id=version.id,
-        state=states.SUBMITTING,
+        state=state,
         attempt=0,
         failures=0,
         created_by=created_by,
         progress={},
+        **{k: v for k, v in fields.items() if v is not None},
     )
-    if run_id is not None:
-        run.id = run_id
     session.add(run)
     session.flush()
-    _mirror_on_job(session, run)
     return run
 
 
@@ -126,18 +133,9 @@ def create_standby(
 ) -> Run:
     """A pre-warmed run of ``version``: its driver is submitted now and waits for go. It is
     not its job's current run until then (the job shows the run it replaces)."""
-    run = Run(
-        job_id=job.id,
-        version_id=version.id,
-        state=states.STANDBY,
-        attempt=0,
-        failures=0,
-        created_by=created_by,
-        progress={},
-        standby_operation_id=operation_id,
+    run = _new_run(
+        session, job, version, states.STANDBY, created_by, standby_operation_id=operation_id
     )
-    session.add(run)
-    session.flush()
     session.add(
         RunTransition(
             run_id=run.id,
@@ -165,8 +163,9 @@ def go(session: Session, run: Run, *, reason: str) -> Run:
     if locked.state != states.STANDBY:
         return locked  # went already (a retried step)
     now = utcnow()
-    locked = transition(session, locked, states.RUNNING, reason=reason, go_at=now)
-    locked.running_since = now
+    locked = transition(
+        session, locked, states.RUNNING, reason=reason, go_at=now, running_since=now
+    )
     _mirror_on_job(session, locked)
     _notify_standby(session, locked.id)
     return locked
@@ -180,7 +179,7 @@ def release_standby(session: Session, run: Run, reason: str) -> Run:
     if locked.state != states.STANDBY:
         return locked
     locked = transition(session, locked, states.STOPPING, reason=reason, stop_reason="released")
-    locked.kill_attempt, locked.kill_requested_at = locked.attempt, utcnow()
+    locked = request_kill(session, locked, reason)  # nothing to stop at a batch boundary
     _notify_standby(session, locked.id)
     return locked
 

@@ -163,9 +163,7 @@ def release(ctx: WorkerContext, run_id: int | None, why: str) -> None:
     if run_id is None:
         return
     with transaction(ctx.factory) as session:
-        run = runs.lock_run(session, run_id)
-        assert run is not None
-        runs.release_standby(session, run, f"released: {why}")
+        runs.release_standby(session, runs.get_run(session, run_id), f"released: {why}")
     try:
         wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "exit")
     except OperationFailed as exc:  # the reconciler goes on killing it; say so in the log
