@@ -63,10 +63,11 @@ class ControlClient:
         result: dict[str, Any] = self._call("GET", f"/directives?attempt={attempt}")
         return result
 
-    def standby(self, attempt: int, wait: int) -> dict[str, Any]:
+    def standby(self, attempt: int, wait: int, spare: int | None = None) -> dict[str, Any]:
         """A standby's long-poll: answers at go or release, else after ``wait`` seconds."""
+        which = "" if spare is None else f"&spare={spare}"
         result: dict[str, Any] = self._call(
-            "GET", f"/standby?attempt={attempt}&wait={wait}", timeout=wait + self.timeout
+            "GET", f"/standby?attempt={attempt}&wait={wait}{which}", timeout=wait + self.timeout
         )
         return result
 

@@ -142,12 +142,9 @@ class Runtime(Drainer):
                 q["name"]: q for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
             },
         )
-        if (conf.get(standby.STANDBY_CONF, "false") or "").lower() == "true":
-            # Pre-warmed: everything up to here is paid before the switch; wait for go.
-            standby.warm_up(spark)
-            timeout = conf.get(standby.STANDBY_TIMEOUT_CONF, None) or standby.DEFAULT_TIMEOUT
-            standby.await_go(runtime.client, runtime.attempt, float(timeout))  # type: ignore[arg-type]
-            log.info("run %s: go", run_id)
+        # Pre-warmed (a standby or a spare): what came before is paid ahead; wait for go.
+        if standby.wait_if_standby(spark, runtime.client, runtime.attempt):  # type: ignore[arg-type]
+            log.info("run %s attempt %s: go", run_id, runtime.attempt)
         first = runtime.client.directives(runtime.attempt)  # type: ignore[union-attr]
         if first.get("stop"):
             raise ControlPlaneRefused(

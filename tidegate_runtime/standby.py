@@ -22,6 +22,8 @@ log = logging.getLogger("tidegate.runtime")
 
 STANDBY_CONF = "spark.tidegate.standby"
 STANDBY_TIMEOUT_CONF = "spark.tidegate.standby_timeout_seconds"
+# A spare (the run's next attempt, started ahead): its number, which its go is given to.
+SPARE_CONF = "spark.tidegate.spare"
 DEFAULT_TIMEOUT = 3600.0
 LONG_POLL_SECONDS = 25
 
@@ -31,7 +33,20 @@ class StandbyReleased(Exception):
 
 
 class _Channel(Protocol):
-    def standby(self, attempt: int, wait: int) -> dict[str, Any]: ...
+    def standby(self, attempt: int, wait: int, spare: int | None = None) -> dict[str, Any]: ...
+
+
+def wait_if_standby(spark: Any, channel: _Channel, attempt: int) -> bool:
+    """A driver submitted as a standby (or a spare) warms up and waits here for go; False
+    (at once) for any other driver."""
+    conf = spark.conf
+    if (conf.get(STANDBY_CONF, "false") or "").lower() != "true":
+        return False
+    warm_up(spark)
+    spare = conf.get(SPARE_CONF, None)
+    timeout = float(conf.get(STANDBY_TIMEOUT_CONF, None) or DEFAULT_TIMEOUT)
+    await_go(channel, attempt, timeout, spare=int(spare) if spare else None)
+    return True
 
 
 def warm_up(spark: Any) -> None:
@@ -96,6 +111,7 @@ def await_go(
     attempt: int,
     timeout: float = DEFAULT_TIMEOUT,
     *,
+    spare: int | None = None,
     clock: Any = time.monotonic,
     sleep: Any = time.sleep,
 ) -> dict[str, Any]:
@@ -111,7 +127,10 @@ def await_go(
                 "without having touched a checkpoint"
             )
         try:
-            answer = channel.standby(attempt, max(1, min(LONG_POLL_SECONDS, int(left))))
+            wait = max(1, min(LONG_POLL_SECONDS, int(left)))
+            answer = (
+                channel.standby(attempt, wait, spare) if spare else channel.standby(attempt, wait)
+            )
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             if isinstance(exc, urllib.error.HTTPError) and exc.code < 500:
                 raise

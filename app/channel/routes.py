@@ -79,15 +79,24 @@ def get_standby(
             "release (answered the moment the worker decides).",
         ),
     ] = 0,
+    spare: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=2**31,
+            description="A spare's number (its run's next attempt, started ahead): its go "
+            "comes when that attempt starts.",
+        ),
+    ] = None,
 ) -> StandbyAnswer:
     # Listening before the first read: a go decided in between is not missed.
     with listener(request.app.state.engine, STANDBY_CHANNEL) as notified:
-        answer = channel.standby(session, run_id, attempt)
+        answer = channel.standby(session, run_id, attempt, spare)
         if answer.go or answer.stop or wait == 0:
             return answer
         session.commit()  # "ready" is seen now; no pooled connection is held while waiting
         notified(str(run_id), wait)
-    return channel.standby(session, run_id, attempt)
+    return channel.standby(session, run_id, attempt, spare)
 
 
 @router.post(

@@ -13,6 +13,7 @@ from app.core import run_states as states
 from app.core.db import utcnow
 from app.core.errors import Conflict
 from app.runs import service as runs
+from app.runs import spares
 from app.runs.models import QueryProgress, Run
 from app.runs.schemas import Directives, DrainReport, ProgressReport, StandbyAnswer
 from app.runs.service import get_run
@@ -50,10 +51,14 @@ def directives(
     )
 
 
-def standby(session: Session, run_id: int, attempt: int | None) -> StandbyAnswer:
+def standby(
+    session: Session, run_id: int, attempt: int | None, spare: int | None = None
+) -> StandbyAnswer:
     """A standby's question: go yet? Its first call says it is ready (session built, Python
     started): the operation waits for that before it stops the run this one replaces."""
     run = get_run(session, run_id)
+    if spare is not None:
+        return _spare_answer(run, attempt, spare)
     run.runtime_seen_at = utcnow()
     go = stop = False
     reason = None
@@ -65,6 +70,21 @@ def standby(session: Session, run_id: int, attempt: int | None) -> StandbyAnswer
         go = True
     else:
         stop, reason = True, run.stop_reason or f"the run is {run.state}"
+    return StandbyAnswer(
+        run_id=run.id, attempt=run.attempt, state=run.state, go=go, stop=stop, reason=reason
+    )
+
+
+def _spare_answer(run: Run, attempt: int | None, seq: int) -> StandbyAnswer:
+    """A spare waits while it is the run's spare for its next attempt, goes once it has been
+    adopted as the current attempt, and stops otherwise."""
+    go = stop = False
+    reason = None
+    if attempt is not None and spares.goes(run, attempt, seq):
+        go = True
+    elif attempt is None or not spares.ready(run, attempt, seq):
+        stop = True
+        reason = f"spare {seq} is no longer wanted (the run is {run.state}, attempt {run.attempt})"
     return StandbyAnswer(
         run_id=run.id, attempt=run.attempt, state=run.state, go=go, stop=stop, reason=reason
     )

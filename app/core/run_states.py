@@ -48,7 +48,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     SUBMITTING: frozenset({RUNNING, RESTARTING, FAILED, STOPPING, SUCCEEDED}),
     RUNNING: frozenset({STOPPING, DRAINING, RESTARTING, FAILED, SUCCEEDED}),
     # DRAINED: a drain stopped for its timeout after its marker went out finishes draining.
-    STOPPING: frozenset({STOPPED, CANCELLED, FAILED, DRAINED}),
+    # SUBMITTING: stopped for a restart with a spare, which takes over as the next attempt.
+    STOPPING: frozenset({STOPPED, CANCELLED, FAILED, DRAINED, SUBMITTING}),
     DRAINING: frozenset({DRAINED, STOPPING, FAILED, STOPPED}),
     RESTARTING: frozenset({SUBMITTING, STOPPED, CANCELLED, FAILED}),
     # A person may restart a run that ended: from its own checkpoint, as a new attempt.

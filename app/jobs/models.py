@@ -35,6 +35,9 @@ class Job(Base):
     # Its updates start the new driver as a standby first (app/worker/standby.py) unless the
     # request says prewarm: false.
     prewarm: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    # A spare driver is kept waiting for the current run's next attempt (app/runs/spares.py),
+    # so a crashed driver's restart pays no start-up. It costs one idle driver.
+    hot_spare: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     # Denormalised from the current run so lists can filter by it cheaply.
     state: Mapped[str] = mapped_column(String(16), default="idle")
     # The run the job's state follows (no FK: runs reference jobs, and a run row only goes

@@ -52,7 +52,16 @@ JobState = Literal["idle", RunState]
 PREWARM = (
     "Updates start the new version's driver as a standby while the old run processes, so "
     "the switch pays no driver start (it costs one more driver on the cluster for the "
-    "switch's length); an update's own prewarm overrides this."
+    "switch's length); an update's own prewarm overrides this. Restarts too: the run's "
+    "next attempt starts as a spare first."
+)
+
+HOT_SPARE = (
+    "Keep a spare driver warm for the current run's next attempt (session built, Python "
+    "started, waiting before its queries), so that after a driver crash the supervised "
+    "restart takes over in seconds instead of paying a driver start. It costs one idle driver "
+    "(its cores and memory) on the cluster for as long as the job runs; the run shows it "
+    "(spare_*), and so does tidegate_job_standby_drivers."
 )
 
 
@@ -61,12 +70,14 @@ class JobCreate(Body):
     description: str | None = Field(None, max_length=4000)
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy)
     prewarm: bool = Field(True, description=PREWARM)
+    hot_spare: bool = Field(False, description=HOT_SPARE)
 
 
 class JobUpdate(Body):
     description: str | None = Field(None, max_length=4000)
     restart_policy: RestartPolicy | None = None
     prewarm: bool | None = Field(None, description=PREWARM)
+    hot_spare: bool | None = Field(None, description=HOT_SPARE)
 
 
 class JobResponse(Response):
@@ -75,6 +86,7 @@ class JobResponse(Response):
     state: JobState
     restart_policy: RestartPolicy
     prewarm: bool = Field(True, description=PREWARM)
+    hot_spare: bool = Field(False, description=HOT_SPARE)
     latest_version: int | None = None
     current_run_id: int | None = None
     next_restart_at: datetime | None = None

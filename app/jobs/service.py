@@ -53,6 +53,7 @@ def create_job(session: Session, body: JobCreate, actor: Principal) -> Job:
         description=body.description,
         restart_policy=body.restart_policy.model_dump(),
         prewarm=body.prewarm,
+        hot_spare=body.hot_spare,
         created_by=actor.name,
     )
     session.add(job)
@@ -89,6 +90,8 @@ def update_job(
         job.description = changes["description"]
     if changes.get("prewarm") is not None:
         job.prewarm = changes["prewarm"]
+    if changes.get("hot_spare") is not None:
+        job.hot_spare = changes["hot_spare"]
     session.flush()
     audit.record(session, actor, "job.update", job=name, detail={"fields": sorted(changes)})
     return job
@@ -138,6 +141,7 @@ def job_responses(session: Session, jobs: list[Job]) -> list[JobResponse]:
                         "name",
                         "description",
                         "prewarm",
+                        "hot_spare",
                         "state",
                         "revision",
                         "created_by",

@@ -13,7 +13,7 @@ from app.jobs import sources
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job, get_version
 from app.operations.models import Operation
-from app.operations.schemas import SnapshotBody, SubmitBody, UpdateBody
+from app.operations.schemas import RestartBody, SnapshotBody, SubmitBody, UpdateBody
 from app.operations.service import enqueue, find_replay
 from app.resume_points import service as resume_points
 from app.resume_points.plan import fresh
@@ -92,10 +92,12 @@ def stop(
 
 
 def restart(
-    session: Session, job_name: str, actor: Principal, key: str | None
+    session: Session, job_name: str, body: RestartBody, actor: Principal, key: str | None
 ) -> tuple[Operation, bool]:
     job = get_job(session, job_name, lock=True)
-    if (replayed := find_replay(session, job, "restart", {}, key)) is not None:
+    params = body.model_dump(mode="json", exclude_none=True)
+    params.setdefault("prewarm", job.prewarm)  # what the worker does, stated on the operation
+    if (replayed := find_replay(session, job, "restart", params, key)) is not None:
         return replayed, False
     run = current_run(session, job)
     if run is None:
@@ -106,7 +108,7 @@ def restart(
             "window, so later input would be dropped as late). Submit a version to start anew, "
             "with startpoints at the drained offsets (or use POST …/update strategy drain)."
         )
-    return enqueue(session, job, "restart", {}, actor, key, run_id=run.id if run else None)
+    return enqueue(session, job, "restart", params, actor, key, run_id=run.id if run else None)
 
 
 def _require_drainable(job: Job, run: Run | None) -> Run:

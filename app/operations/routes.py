@@ -13,6 +13,7 @@ from app.operations.models import Operation
 from app.operations.schemas import (
     DrainBody,
     OperationResponse,
+    RestartBody,
     SnapshotBody,
     StopBody,
     SubmitBody,
@@ -138,9 +139,10 @@ def restart(
     session: DbSession,
     actor: Operator,
     response: Response,
+    body: RestartBody | None = None,
     idempotency_key: IdempotencyKey = None,
 ) -> OperationResponse:
-    op, _ = lifecycle.restart(session, job, actor, idempotency_key)
+    op, _ = lifecycle.restart(session, job, body or RestartBody(), actor, idempotency_key)
     return _accepted(op, response)
 
 

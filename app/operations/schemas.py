@@ -63,6 +63,18 @@ class StopBody(Body):
     )
 
 
+class RestartBody(Body):
+    prewarm: bool | None = Field(
+        None,
+        description="Default: the job's prewarm (true unless set otherwise). While the run "
+        "runs, its next attempt's driver starts first as a spare (session built, Python "
+        "started, waiting before its queries); the run then stops at a batch boundary and the "
+        "spare takes over at once from the same checkpoint, so the output stands still for "
+        "the stop and the first batch only. It needs room for one more driver on the cluster "
+        "(a queued spare waits there; the run processes on). false: stop, then start again.",
+    )
+
+
 class Step(Response):
     name: str
     at: datetime

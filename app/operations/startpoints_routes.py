@@ -9,6 +9,7 @@ from app.auth.deps import Operator
 from app.core.deps import AppSettings, DbSession
 from app.core.params import JobName
 from app.operations import lifecycle
+from app.operations.schemas import RestartBody
 from app.startpoints import service
 from app.startpoints.schemas import PutResult, StartpointsPut
 
@@ -30,6 +31,6 @@ def set_startpoints(
     )
     op_id = None
     if body.restart:
-        op, _ = lifecycle.restart(session, job, actor, None)
+        op, _ = lifecycle.restart(session, job, RestartBody(), actor, None)
         op_id = op.id
     return PutResult(upserted=count, restart_operation_id=op_id)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.core.db import Base, UTCDateTime, utcnow
@@ -55,6 +55,19 @@ class Run(Base):
     standby_operation_id: Mapped[int | None] = mapped_column(BigInteger)
     standby_ready_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     go_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A spare (app/runs/spares.py): the run's next attempt, its driver submitted ahead and
+    # waiting for go, so a restart (asked for, or after a crash) pays no start-up. spare_seq
+    # numbers every spare submitted (its tag, never reused); spare_attempt is the attempt it
+    # is for (None: no spare); attempt_spare_seq, the spare the current attempt runs on.
+    spare_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    spare_attempt: Mapped[int | None] = mapped_column(Integer)
+    spare_backend_id: Mapped[str | None] = mapped_column(String(128))
+    spare_ready_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    spare_retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    spare_error: Mapped[str | None] = mapped_column(Text)
+    # An operation (a pre-warmed restart) wants a spare whether or not the job keeps one.
+    spare_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    attempt_spare_seq: Mapped[int | None] = mapped_column(Integer)
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
@@ -67,6 +80,11 @@ class Run(Base):
     def tag(self) -> str:
         """The Spark app name / Livy batch name of the current attempt: finds it again."""
         return f"tidegate-run-{self.id}-a{self.attempt}"
+
+    @property
+    def spare_tag(self) -> str:
+        """The app name of the spare: never one an attempt's lookup by tag could find."""
+        return f"tidegate-run-{self.id}-a{self.spare_attempt}-spare{self.spare_seq}"
 
 
 class RunTransition(Base):

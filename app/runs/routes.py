@@ -12,6 +12,7 @@ from app.runs import service
 from app.runs.models import Run
 from app.runs.schemas import (
     RunResponse,
+    SpareResponse,
     TransitionResponse,
 )
 
@@ -45,11 +46,24 @@ def run_response(run: Run, transitions: list[TransitionResponse] | None = None) 
                 )
             },
             "progress": run.progress or {},
+            "spare": _spare(run),
             "job": run.job.name,
             "version": run.version.number,
             "cluster": run.version.cluster.name,
             "transitions": transitions,
         }
+    )
+
+
+def _spare(run: Run) -> SpareResponse | None:
+    if run.spare_attempt is None and run.spare_error is None:
+        return None
+    return SpareResponse(
+        attempt=run.spare_attempt,
+        backend_id=run.spare_backend_id,
+        ready_at=run.spare_ready_at,
+        last_error=run.spare_error,
+        retry_at=run.spare_retry_at,
     )
 
 

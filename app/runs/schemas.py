@@ -15,6 +15,16 @@ class TransitionResponse(Response):
     reason: str | None
 
 
+class SpareResponse(Response):
+    attempt: int | None = Field(description="The attempt it will become; null: none now.")
+    backend_id: str | None = Field(description="Its driver on the backend (null: submitting).")
+    ready_at: datetime | None = Field(description="When its runtime said it was ready.")
+    last_error: str | None = Field(description="Why the last spare's driver ended, if it did.")
+    retry_at: datetime | None = Field(description="No new spare before this (after a failure).")
+
+    _redact = redacting("last_error")
+
+
 class RunResponse(Response):
     id: int
     job: str
@@ -45,6 +55,13 @@ class RunResponse(Response):
         description="A pre-warmed run: when it was told to start its queries (the run it "
         "replaced had ended and its checkpoints were in place). Until then its state is "
         "standby and it is not its job's current run; it holds one idle driver.",
+    )
+    spare: SpareResponse | None = Field(
+        None,
+        description="The run's spare, if it has one (a hot spare, or a pre-warmed restart's): "
+        "its next attempt's driver, started ahead and waiting before its queries, which takes "
+        "over when the current attempt ends. It holds one idle driver. Also shown when the "
+        "last one failed (last_error, retry_at).",
     )
     created_by: str
     created_at: datetime

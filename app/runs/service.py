@@ -167,7 +167,7 @@ def go(session: Session, run: Run, *, reason: str) -> Run:
         session, locked, states.RUNNING, reason=reason, go_at=now, running_since=now
     )
     _mirror_on_job(session, locked)
-    _notify_standby(session, locked.id)
+    notify_standby(session, locked.id)
     return locked
 
 
@@ -180,11 +180,11 @@ def release_standby(session: Session, run: Run, reason: str) -> Run:
         return locked
     locked = transition(session, locked, states.STOPPING, reason=reason, stop_reason="released")
     locked = request_kill(session, locked, reason)  # nothing to stop at a batch boundary
-    _notify_standby(session, locked.id)
+    notify_standby(session, locked.id)
     return locked
 
 
-def _notify_standby(session: Session, run_id: int) -> None:
+def notify_standby(session: Session, run_id: int) -> None:
     # Delivered when this transaction commits, never before.
     session.execute(
         text("select pg_notify(:channel, :run)"), {"channel": STANDBY_CHANNEL, "run": str(run_id)}

@@ -12,20 +12,22 @@ run. In a worker process one thread does it (app/worker/reconciler.py); across p
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from app.auth.service import Scope, create_token, revoke_run_tokens
-from app.backends.base import AppState, AppStatus, Backend, BackendError, SubmitSpec
+from app.backends.base import AppState, AppStatus, Backend, BackendError
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
+from app.runs import spares
 from app.runs.models import Run
 from app.runs.policy import RestartPolicy
 from app.runs.service import lock_run, new_attempt, transition
 from app.worker import submission
 from app.worker.context import WorkerContext, fault_point, run_guard
+from app.worker.reconcile_spare import reconcile_spare
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ def reconcile_run(ctx: WorkerContext, run_id: int) -> str | None:
         if not mine:
             return None
         try:
-            return _reconcile(ctx, run_id)
+            state = _reconcile(ctx, run_id)
         except BackendError as exc:
             if not exc.temporary:
                 _record_error(ctx, run_id, str(exc))
@@ -49,6 +51,11 @@ def reconcile_run(ctx: WorkerContext, run_id: int) -> str | None:
                 exc,
             )
             return None
+        try:
+            reconcile_spare(ctx, run_id)
+        except BackendError as exc:
+            log.warning("run %s: spare: backend error: %s", run_id, exc)
+        return state
 
 
 def _reconcile(ctx: WorkerContext, run_id: int) -> str:
@@ -111,6 +118,7 @@ def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
         assert run is not None
         previous, tag = run.previous_backend_id, run.tag
         may_exist = run.submit_intent_attempt == run.attempt
+        spare = run.spare_backend_id if run.spare_attempt == run.attempt else None
     # Fencing: Spark does not stop two drivers sharing one checkpoint, so the previous
     # attempt must be gone before the next is submitted.
     if previous is not None:
@@ -128,6 +136,15 @@ def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
             run = lock_run(session, run_id)
             assert run is not None
             run.previous_backend_id = None
+    if spare is not None and not backend.status(spare).state.terminal:
+        # Its spare, started ahead and waiting: it becomes this attempt (its long-poll
+        # answers go), so nothing is submitted.
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
+            assert run is not None
+            if run.spare_attempt == run.attempt and run.spare_backend_id == spare:
+                spares.adopt(session, run)
+            return run.state
     # Only an attempt whose submission may have gone out is looked up: one never sent cannot
     # be on the backend, and a lookup can be slow or inconclusive (queued drivers).
     found = backend.find(tag) if may_exist else None
@@ -138,7 +155,7 @@ def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
             run.submit_intent_attempt = run.attempt  # committed before the backend is called
             revoke_run_tokens(session, run.id)
             _, secret = create_token(session, name=f"run-{run.id}", scope=Scope.RUN, run_id=run.id)
-            spec = _submit_spec(ctx, run, secret)
+            spec = submission.run_spec(ctx, run, secret)
         fault_point("reconcile:before_backend_submit")
         found = backend.submit(spec)
         fault_point("reconcile:after_backend_submit")
@@ -150,28 +167,6 @@ def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
         assert run is not None
         run.backend_id = found
         return run.state
-
-
-def _submit_spec(ctx: WorkerContext, run: Run, token: str) -> SubmitSpec:
-    version = run.version
-    checkpoint_dir = ctx.settings.resolved_checkpoint_root / run.job.name / str(run.id)
-    conf = {
-        **version.conf,
-        "spark.tidegate.api_url": ctx.settings.api_url,
-        "spark.tidegate.job": run.job.name,
-        "spark.tidegate.run_id": str(run.id),
-        "spark.tidegate.attempt": str(run.attempt),
-        "spark.tidegate.version": str(version.number),
-        "spark.tidegate.checkpoint_dir": str(checkpoint_dir),
-        "spark.tidegate.queries": submission.queries_conf(version),
-    }
-    if run.state == states.STANDBY:
-        # Builds its session, starts Python, then waits for go before touching a checkpoint.
-        conf[submission.STANDBY_CONF] = "true"
-        conf[submission.STANDBY_TIMEOUT_CONF] = str(ctx.settings.standby_timeout_seconds)
-    # The run token travels as an environment variable: not in the Spark UI's environment
-    # page, and not in logs.
-    return submission.spec(ctx, version, run.tag, conf, env={"TIDEGATE_RUN_TOKEN": token})
 
 
 def _observe(
@@ -223,6 +218,16 @@ def _ended(
             return transition(
                 session, run, states.DRAINED, reason="the drain finished after its timeout"
             )
+        if run.stop_reason == "restart" and spares.for_next(run):
+            # A pre-warmed restart: its spare takes over as the next attempt.
+            return new_attempt(
+                session,
+                run,
+                reason=f"restart: the application ended ({_raw(status)}); its spare takes over",
+                previous_backend_id=run.backend_id,
+                stop_reason=None,
+                failures=0,
+            )
         to = states.CANCELLED if run.stop_reason == "cancel" else states.STOPPED
         return transition(session, run, to, reason=f"the application ended ({_raw(status)})")
     if run.state == states.DRAINING:
@@ -257,7 +262,8 @@ def _ended(
     failures = run.failures + 1
     policy = RestartPolicy.from_json(run.job.restart_policy)
     if policy.may_restart(failures):
-        delay = policy.delay(failures - 1)
+        # A ready spare takes over at once: the backoff guards against paying for start-ups.
+        delay = timedelta(0) if spares.ready_for_next(run) else policy.delay(failures - 1)
         return transition(
             session,
             run,
@@ -310,6 +316,7 @@ def due_runs(ctx: WorkerContext, now: datetime | None = None) -> list[int]:
                     or_(
                         Run.state.in_(states.ON_BACKEND),
                         (Run.state == states.RESTARTING) & (Run.next_restart_at <= now),
+                        Run.spare_attempt.is_not(None),  # a spare to watch or drop
                     )
                 )
                 .order_by(Run.id)

@@ -74,8 +74,17 @@ def await_started(ctx: WorkerContext, run_id: int, timeout: float) -> dict[str, 
 
 
 def stop_run(
-    ctx: WorkerContext, run_id: int, reason: str, steps: Steps, timeout: float, prefix: str = ""
+    ctx: WorkerContext,
+    run_id: int,
+    reason: str,
+    steps: Steps,
+    timeout: float,
+    prefix: str = "",
+    ended: Callable[[Run], bool] = lambda r: r.state in states.TERMINAL,
 ) -> Run:
+    """Stop the run at a batch boundary, or kill it if that does not come in ``timeout``.
+    ``ended``: what counts as stopped (a restart's run moves on to its spare instead)."""
+
     def request() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
             run = lock_run(session, run_id)
@@ -110,9 +119,7 @@ def stop_run(
         if reason == "cancel" or not cooperative:
             return {"graceful": False, "why": "cancel" if reason == "cancel" else "no runtime"}
         try:
-            done = wait_for_run(
-                ctx, run_id, lambda r: r.state in states.TERMINAL, timeout, "stop gracefully"
-            )
+            done = wait_for_run(ctx, run_id, ended, timeout, "stop gracefully")
             return {"graceful": True, "run_state": done.state}
         except OperationFailed:
             return {"graceful": False, "why": f"no clean stop within {timeout:.0f}s"}
@@ -130,7 +137,7 @@ def stop_run(
             return {"kill_requested": wanted, "attempt": run.attempt, "run_state": run.state}
 
     steps.run(f"{prefix}kill", kill)
-    run = wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "stop")
+    run = wait_for_run(ctx, run_id, ended, 120.0, "stop")
     steps.run(f"{prefix}stopped", lambda: {"run_state": run.state})
     return run
 

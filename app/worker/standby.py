@@ -12,19 +12,22 @@ behind by a killed worker is the same run row, found again by its tag, never sub
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
 
 from app.core import run_states as states
-from app.core.db import transaction
+from app.core.db import transaction, utcnow
 from app.jobs.models import Job
 from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.runs import service as runs
+from app.runs import spares
 from app.runs.models import Run
 from app.snapshots import restore
 from app.worker.context import WorkerContext
+from app.worker.reconciler import pass_now
 from app.worker.runctl import wait_for_run
 from app.worker.steps import OperationFailed, Steps, detail, set_result
 
@@ -144,6 +147,73 @@ def go(ctx: WorkerContext, op: Operation, run_id: int, plan: dict[str, Any]) -> 
             "go_at": run.go_at.isoformat(),
             "standby_ready_at": run.standby_ready_at.isoformat() if run.standby_ready_at else None,
         }
+
+
+def prepare_spare(ctx: WorkerContext, op: Operation, steps: Steps, run_id: int) -> None:
+    """A restart's spare: the run's next attempt, started while the current one runs, ready
+    before the current one is asked to stop. OperationFailed (withdrawn) when it does not
+    become ready: nothing was stopped."""
+
+    def ask() -> dict[str, Any]:
+        with transaction(ctx.factory) as session:
+            run = runs.lock_run(session, run_id)
+            assert run is not None
+            spares.request(run)
+            return {"run_id": run_id, "attempt": run.attempt + 1, "asked_at": utcnow().isoformat()}
+
+    steps.run("spare", ask)
+    if not steps.load().step_done("spare_ready"):  # asked again after a resume: harmless
+        with transaction(ctx.factory) as session:
+            run = runs.lock_run(session, run_id)
+            assert run is not None
+            spares.request(run)
+    asked = datetime.fromisoformat(detail(steps, "spare")["asked_at"])
+    timeout = float(op.params.get("start_timeout_seconds") or READY_SECONDS)
+
+    def ready() -> dict[str, Any]:
+        def settled(run: Run) -> bool:
+            waiting = run.spare_ready_at is None and run.state == states.RUNNING
+            failed = run.spare_retry_at is not None and run.spare_retry_at > asked
+            set_result(
+                ctx,
+                op.id,
+                {
+                    "phase": "spare-starting" if waiting else "spare",
+                    "spare_backend_id": run.spare_backend_id,
+                },
+            )
+            return not waiting or failed
+
+        run: Run | None = None
+        try:
+            run = wait_for_run(ctx, run_id, settled, timeout, "have a ready spare")
+            why = run.spare_error or f"the run is {run.state}"
+        except OperationFailed as exc:
+            why = str(exc)
+        if run is None or run.spare_ready_at is None:
+            withdraw_spare(ctx, run_id)
+            raise OperationFailed(
+                f"the pre-warmed driver for run {run_id}'s next attempt was not ready ({why}); "
+                "nothing was stopped. Retry when the cluster has room for one more driver, or "
+                "with prewarm: false.",
+                {"run_id": run_id},
+            )
+        return {
+            "run_id": run_id,
+            "attempt": run.spare_attempt,
+            "ready_at": run.spare_ready_at.isoformat(),
+            "waited_seconds": round((run.spare_ready_at - asked).total_seconds(), 3),
+        }
+
+    steps.run("spare_ready", ready)
+
+
+def withdraw_spare(ctx: WorkerContext, run_id: int) -> None:
+    with transaction(ctx.factory) as session:
+        run = runs.lock_run(session, run_id)
+        assert run is not None
+        spares.withdraw(run)
+    pass_now(ctx, run_id)  # the reconciler drops it now, not at its next sweep
 
 
 def release_all(ctx: WorkerContext, job_id: int, why: str) -> dict[str, Any]:

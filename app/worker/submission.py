@@ -11,16 +11,19 @@ import json
 from typing import Any
 
 from app.backends.base import PermanentBackendError, SubmitSpec
+from app.core import run_states as states
 from app.worker.context import WorkerContext
 from app.worker.runtime_bundle import runtime_bundle
-from tidegate_runtime.standby import STANDBY_CONF, STANDBY_TIMEOUT_CONF
+from tidegate_runtime.standby import SPARE_CONF, STANDBY_CONF, STANDBY_TIMEOUT_CONF
 
 __all__ = [
+    "SPARE_CONF",
     "STANDBY_CONF",
     "STANDBY_TIMEOUT_CONF",
     "py_files",
     "python_path_conf",
     "queries_conf",
+    "run_spec",
     "spec",
 ]
 
@@ -79,6 +82,34 @@ def queries_conf(version: Any, *, scratch: bool = False) -> str:
         ],
         separators=(",", ":"),
     )
+
+
+def run_spec(ctx: WorkerContext, run: Any, token: str, *, spare: bool = False) -> SubmitSpec:
+    """The submission of a run's current attempt, or (``spare``) of its spare for the next
+    one. A standby run's driver and a spare build their session, start Python, then wait for
+    go before the job's code reaches a checkpoint."""
+    version = run.version
+    checkpoint_dir = ctx.settings.resolved_checkpoint_root / run.job.name / str(run.id)
+    attempt = run.spare_attempt if spare else run.attempt
+    conf = {
+        **version.conf,
+        "spark.tidegate.api_url": ctx.settings.api_url,
+        "spark.tidegate.job": run.job.name,
+        "spark.tidegate.run_id": str(run.id),
+        "spark.tidegate.attempt": str(attempt),
+        "spark.tidegate.version": str(version.number),
+        "spark.tidegate.checkpoint_dir": str(checkpoint_dir),
+        "spark.tidegate.queries": queries_conf(version),
+    }
+    if spare or run.state == states.STANDBY:
+        conf[STANDBY_CONF] = "true"
+        conf[STANDBY_TIMEOUT_CONF] = str(ctx.settings.standby_timeout_seconds)
+    if spare:
+        conf[SPARE_CONF] = str(run.spare_seq)
+    # The run token travels as an environment variable: not in the Spark UI's environment
+    # page, and not in logs.
+    tag = run.spare_tag if spare else run.tag
+    return spec(ctx, version, tag, conf, env={"TIDEGATE_RUN_TOKEN": token})
 
 
 def spec(

@@ -16,7 +16,7 @@ from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job, JobVersion
 from app.worker.context import WorkerContext
-from tidegate_runtime.standby import STANDBY_CONF
+from tidegate_runtime.standby import SPARE_CONF, STANDBY_CONF
 
 
 @dataclass
@@ -71,11 +71,13 @@ class FakeBackend:
     def _standby_calls_in(self, app: FakeApp) -> None:
         if self.factory is None:
             return
+        spare = app.spec.conf.get(SPARE_CONF)
         with transaction(self.factory) as session:
             channel.standby(
                 session,
                 int(app.spec.conf["spark.tidegate.run_id"]),
                 int(app.spec.conf["spark.tidegate.attempt"]),
+                int(spare) if spare else None,
             )
 
     def _finish_dry_run(self, app: FakeApp) -> None:

@@ -1,0 +1,120 @@
+"""The reconciler's pass over a run's spare (app/runs/spares.py says what a spare is): submit
+one when the run wants it, watch it, and drop it (killing its driver) when it is of no more
+use or has died. Adoption (the spare becoming the run's next attempt) is part of the run's
+own submission, in reconcile.py, after the previous attempt is fenced.
+
+Like every reconciler step it is safe to repeat after a crash at any point: the intent is
+committed before the backend is called, and a spare whose submission may have gone out is
+looked up by its tag (never used twice) before another is submitted."""
+
+from __future__ import annotations
+
+import logging
+
+from app.auth.service import Scope, create_token
+from app.backends.base import AppState, Backend, BackendError
+from app.core.db import transaction
+from app.runs import spares
+from app.runs.models import Run
+from app.runs.service import lock_run
+from app.worker import submission
+from app.worker.context import WorkerContext, fault_point
+
+log = logging.getLogger(__name__)
+
+
+def reconcile_spare(ctx: WorkerContext, run_id: int) -> None:
+    """One pass over the run's spare; the caller holds the run's guard. A backend error is the
+    spare's alone (logged): the run itself is not touched."""
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        if run is None or (run.spare_attempt is None and not spares.due(run)):
+            return  # the common case, decided without a lock
+        backend = ctx.backend(run.version.cluster)
+    dropped: str | None = None
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        watched = run.spare_backend_id
+        if run.spare_attempt is not None and not spares.keep(run):
+            dropped = run.spare_tag
+            spares.drop(session, run, f"the run is {run.state} at attempt {run.attempt}")
+        elif run.spare_attempt is None and not spares.due(run):
+            return
+    if dropped is not None:  # its driver is killed (it also hears stop, and exits)
+        _kill(backend, watched or _find(backend, dropped), run_id)
+    elif watched is not None:
+        _observe(ctx, run_id, backend, watched)
+    else:  # a new one, or one a worker that died may have submitted
+        _submit(ctx, run_id, backend)
+
+
+def _observe(ctx: WorkerContext, run_id: int, backend: Backend, backend_id: str) -> None:
+    status = backend.status(backend_id)
+    if not status.state.terminal:
+        return
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        if run.spare_backend_id == backend_id:
+            detail = status.message or status.raw_state
+            spares.drop(session, run, f"its driver ended: {detail}", failed=True)
+
+
+def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        look_first = run.spare_attempt is not None
+        if not look_first:
+            spares.intend(run)  # committed before the backend is called
+        tag = run.spare_tag
+    found = backend.find(tag) if look_first else None
+    if found is None:
+        with transaction(ctx.factory) as session:
+            run = lock_run(session, run_id)
+            assert run is not None
+            # Its own token, beside the current attempt's (which must keep working).
+            _, secret = create_token(
+                session, name=f"run-{run.id}-spare{run.spare_seq}", scope=Scope.RUN, run_id=run.id
+            )
+            spec = submission.run_spec(ctx, run, secret, spare=True)
+        fault_point("reconcile:before_spare_submit")
+        try:
+            found = backend.submit(spec)
+        except BackendError as exc:
+            if exc.temporary:
+                raise  # the next pass looks it up, then submits
+            with transaction(ctx.factory) as session:
+                run = lock_run(session, run_id)
+                assert run is not None
+                spares.drop(session, run, f"the backend refused it: {exc}", failed=True)
+            return
+        log.info("run %s: submitted spare %s as %s", run_id, tag, found)
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        assert run is not None
+        if run.spare_tag == tag and run.spare_attempt is not None:
+            spares.submitted(run, found)
+        else:  # dropped meanwhile: it goes too
+            _kill(backend, found, run_id)
+
+
+def _find(backend: Backend, tag: str) -> str | None:
+    try:
+        return backend.find(tag)
+    except BackendError as exc:  # it hears stop on its long-poll and exits by itself
+        log.warning("spare %s: cannot look it up (%s); it exits by itself", tag, exc)
+        return None
+
+
+def _kill(backend: Backend, backend_id: str | None, run_id: int) -> None:
+    if backend_id is None:
+        return
+    try:
+        state = backend.status(backend_id).state
+        if not (state.terminal or state == AppState.UNKNOWN):
+            backend.kill(backend_id)
+            log.info("run %s: killed spare %s", run_id, backend_id)
+    except BackendError as exc:
+        log.warning("run %s: spare %s not killed (%s); it exits by itself", run_id, backend_id, exc)

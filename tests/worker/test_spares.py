@@ -1,0 +1,255 @@
+"""Spares (app/runs/spares.py, app/worker/reconcile_spare.py): a run's next attempt started
+ahead — for a pre-warmed restart, and as a job's hot spare after a crash — against a real
+PostgreSQL and a scripted backend. The same on real Spark: tests/e2e/test_spares.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from app.backends.base import AppState
+from app.channel import service as channel
+from app.core import run_states as states
+from app.core.db import transaction, utcnow
+from app.jobs.models import Job
+from app.operations.models import Operation
+from app.runs import spares
+from app.runs.models import Run, RunTransition
+from app.worker import execute as ops
+from app.worker import steps
+from app.worker.context import WorkerContext
+from app.worker.loop import Worker
+from app.worker.reconcile import reconcile_run
+from tests.worker.conftest import FakeBackend, make_job
+from tests.worker.test_worker import _enqueue, _run, _run_op
+from tidegate_runtime.standby import SPARE_CONF
+
+RESTART_STEPS = [
+    "target",
+    "spare",
+    "spare_ready",
+    "request_stop",
+    "graceful_stop",
+    "kill",
+    "stopped",
+]
+
+
+def _running(ctx: WorkerContext, job_id: int, *, hot_spare: bool = False) -> int:
+    with transaction(ctx.factory) as session:
+        session.get(Job, job_id).hot_spare = hot_spare  # type: ignore[union-attr]
+    op = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1}))
+    assert op.state == "succeeded", op.error
+    assert op.run_id is not None
+    return op.run_id
+
+
+def _passes(ctx: WorkerContext, run_id: int, n: int = 3) -> Run:
+    for _ in range(n):
+        reconcile_run(ctx, run_id)
+    return _run(ctx, run_id)
+
+
+def _spares(fake: FakeBackend) -> list[str]:
+    return [i for i, a in fake.apps.items() if SPARE_CONF in a.spec.conf]
+
+
+def test_a_prewarmed_restart_hands_over_to_its_spare(ctx: WorkerContext, fake: FakeBackend) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id)
+    first = _run(ctx, run_id).backend_id
+    op = _run_op(ctx, _enqueue(ctx, job_id, "restart", {"prewarm": True}, run_id))
+    assert op.state == "succeeded", op.error
+    assert [s["name"] for s in op.steps] == RESTART_STEPS
+    assert op.result is not None and op.result["spare_taken_over"] is True
+    run = _run(ctx, run_id)
+    [spare] = _spares(fake)
+    # The spare's driver is the new attempt: nothing else was submitted, the old one is gone.
+    assert run.state == states.RUNNING and run.attempt == 1 and run.backend_id == spare
+    assert fake.submits == 2 and fake.alive() == [spare] and fake.apps[first].state.terminal  # type: ignore[index]
+    spec = fake.apps[spare].spec
+    assert spec.tag == f"tidegate-run-{run_id}-a1-spare1"
+    assert spec.conf["spark.tidegate.attempt"] == "1" and spec.conf[SPARE_CONF] == "1"
+    assert spec.conf["spark.tidegate.standby"] == "true"
+    assert run.attempt_spare_seq == 1 and run.spare_attempt is None and not run.spare_requested
+    with transaction(ctx.factory) as session:  # its long-poll now answers go; an old one stop
+        assert channel.standby(session, run_id, 1, 1).go
+        assert channel.standby(session, run_id, 1, 7).stop
+        assert channel.standby(session, run_id, 0, 1).stop
+    assert _passes(ctx, run_id).spare_attempt is None  # not asked for again: none kept
+
+
+def test_a_cold_restart_starts_no_spare(ctx: WorkerContext, fake: FakeBackend) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id)
+    op = _run_op(ctx, _enqueue(ctx, job_id, "restart", {"prewarm": False}, run_id))
+    assert op.state == "succeeded", op.error
+    assert "spare" not in [s["name"] for s in op.steps]
+    assert op.result is not None and op.result["spare_taken_over"] is False
+    assert _spares(fake) == [] and fake.submits == 2 and len(fake.alive()) == 1
+
+
+def test_a_restart_whose_spare_never_is_ready_stops_nothing(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id)
+    fake.factory = None  # drivers never call in
+    params = {"prewarm": True, "start_timeout_seconds": 1}
+    op = _run_op(ctx, _enqueue(ctx, job_id, "restart", params, run_id))
+    assert op.state == "failed" and "nothing was stopped" in (op.error or "")
+    run = _run(ctx, run_id)
+    assert run.state == states.RUNNING and run.attempt == 0 and run.spare_attempt is None
+    assert fake.alive() == [run.backend_id]  # the spare was withdrawn and killed
+
+
+def test_a_hot_spare_takes_over_a_crashed_driver_at_once(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    job_id = make_job(ctx, {"min_backoff": "1h", "max_backoff": "1h"})
+    run_id = _running(ctx, job_id, hot_spare=True)
+    run = _passes(ctx, run_id)
+    assert run.spare_attempt == 1 and run.spare_ready_at is not None
+    [spare] = _spares(fake)
+    assert run.spare_backend_id == spare and fake.apps[spare].state == AppState.RUNNING
+    fake.apps[run.backend_id].state = AppState.FAILED  # type: ignore[index]  # SIGKILL
+    run = _passes(ctx, run_id)
+    # No backoff (it is 1 h): a ready spare pays no start-up, so it takes over at once.
+    assert run.state == states.RUNNING and run.attempt == 1 and run.backend_id == spare
+    with ctx.factory() as session:
+        reasons = session.scalars(
+            select(RunTransition.reason).where(RunTransition.run_id == run_id)
+        ).all()
+    assert run.failures == 1 and "failure 1; restarting in 0s" in reasons
+    # And the next spare is on its way, for the attempt after.
+    run = _passes(ctx, run_id)
+    assert run.spare_attempt == 2 and run.spare_backend_id not in (None, spare)
+    assert sorted(fake.alive()) == sorted([spare, run.spare_backend_id])
+
+
+def test_a_spare_that_dies_is_dropped_and_retried_later(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id, hot_spare=True)
+    spare = _passes(ctx, run_id).spare_backend_id
+    assert spare is not None
+    fake.apps[spare].state = AppState.FAILED
+    run = _passes(ctx, run_id)
+    assert run.state == states.RUNNING and run.attempt == 0  # the run is not touched
+    assert run.spare_attempt is None and "boom" in (run.spare_error or "")
+    assert run.spare_retry_at is not None and run.spare_retry_at > utcnow()
+    assert _spares(fake) == [spare]  # not resubmitted in a loop
+    with transaction(ctx.factory) as session:
+        session.get(Run, run_id).spare_retry_at = utcnow() - timedelta(seconds=1)  # type: ignore[union-attr]
+    run = _passes(ctx, run_id)
+    assert run.spare_attempt == 1 and run.spare_seq == 2 and len(_spares(fake)) == 2
+
+
+@pytest.mark.parametrize("how", ["stop", "hot_spare_off"])
+def test_a_spare_no_longer_wanted_is_dropped_and_its_driver_killed(
+    ctx: WorkerContext, fake: FakeBackend, how: str
+) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id, hot_spare=True)
+    spare = _passes(ctx, run_id).spare_backend_id
+    assert spare is not None
+    if how == "stop":
+        op = _run_op(ctx, _enqueue(ctx, job_id, "stop", {"timeout_seconds": 1}, run_id))
+        assert op.state == "succeeded", op.error
+        _passes(ctx, run_id, 1)
+        assert fake.alive() == []
+    else:
+        with transaction(ctx.factory) as session:
+            session.get(Job, job_id).hot_spare = False  # type: ignore[union-attr]
+        run = _passes(ctx, run_id)
+        assert run.state == states.RUNNING and fake.alive() == [run.backend_id]
+    assert spare in fake.kills and _run(ctx, run_id).spare_attempt is None
+    with transaction(ctx.factory) as session:  # were it still asking, it would be told stop
+        assert channel.standby(session, run_id, 1, 1).stop
+
+
+def test_a_spare_submitted_by_a_worker_that_died_is_found_not_submitted_again(
+    ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id)
+    with transaction(ctx.factory) as session:
+        session.get(Job, job_id).hot_spare = True  # type: ignore[union-attr]
+    real_submit = fake.submit
+
+    def submit_then_die(spec):  # type: ignore[no-untyped-def]
+        real_submit(spec)
+        raise SystemExit("killed")  # after the backend took it, before it was recorded
+
+    monkeypatch.setattr(fake, "submit", submit_then_die)
+    with pytest.raises(SystemExit):
+        reconcile_run(ctx, run_id)
+    monkeypatch.setattr(fake, "submit", real_submit)
+    run = _passes(ctx, run_id)
+    assert len(_spares(fake)) == 1 and run.spare_backend_id == _spares(fake)[0]
+
+
+RESTART_CRASH_STEPS = ["target", "spare", "spare_ready", "request_stop", "graceful_stop", "kill"]
+
+
+@pytest.mark.parametrize("step", RESTART_CRASH_STEPS)
+def test_a_prewarmed_restart_survives_the_worker_dying_after_every_step(
+    ctx: WorkerContext, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id)
+    op_id = _enqueue(ctx, job_id, "restart", {"prewarm": True}, run_id)
+    Worker(ctx, concurrency=1).claim()
+
+    def crash(name: str) -> None:
+        if name == f"restart:{step}":
+            raise SystemExit("killed")
+
+    monkeypatch.setattr(steps, "fault_point", crash)
+    with pytest.raises(SystemExit):
+        ops.execute(ctx, op_id)
+    monkeypatch.setattr(steps, "fault_point", lambda name: None)
+    with transaction(ctx.factory) as session:
+        session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
+    other.backend = ctx.backend  # type: ignore[method-assign]
+    assert Worker(other, concurrency=1).claim() == op_id
+    ops.execute(other, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None and op.state == "succeeded", op.error
+    run = _passes(ctx, run_id)
+    # One driver for the run, one spare ever submitted: nothing twice, nothing left over.
+    assert run.state == states.RUNNING and run.attempt == 1
+    assert len(_spares(fake)) == 1 and fake.alive() == [run.backend_id]
+    assert run.backend_id == _spares(fake)[0]
+
+
+def test_spare_rules() -> None:
+    """keep/due in the states a run passes through (without a database)."""
+    job = Job(name="j", restart_policy={}, created_by="t", hot_spare=True)
+    run = Run(state=states.RUNNING, attempt=3, spare_seq=0, spare_requested=False, job=job)
+    assert spares.due(run) and not spares.keep(run)
+    spares.intend(run)
+    assert (run.spare_attempt, run.spare_seq, run.spare_tag) == (
+        4,
+        1,
+        f"tidegate-run-{run.id}-a4-spare1",
+    )
+    for state, reason, kept in [
+        (states.RUNNING, None, True),
+        (states.STOPPING, "restart", True),
+        (states.STOPPING, "stop", False),
+        (states.DRAINING, None, False),
+        (states.RESTARTING, None, True),
+        (states.STOPPED, "stop", False),
+    ]:
+        run.state, run.stop_reason = state, reason
+        assert spares.keep(run) is kept, (state, reason)
+    run.state, run.attempt = states.SUBMITTING, 4  # its attempt came: adopted, not dropped
+    assert spares.keep(run)
+    run.attempt = 5  # an attempt it was not adopted for
+    assert not spares.keep(run)
