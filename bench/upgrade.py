@@ -13,8 +13,13 @@ when each operation step and run transition ended: where the seconds go. Strateg
   bare      the bare Spark way, the baseline: kill the driver through the REST submission
             API, wait until it is gone, resubmit the same app on the same checkpoint
             (app/backends/standalone.StandaloneBackend), no tidegate involved;
-  restart   tidegate: POST /jobs/{job}/restart (graceful stop at a batch boundary, fencing,
-            resubmission from the same checkpoint);
+  restart   tidegate: POST /jobs/{job}/restart, cold (graceful stop at a batch boundary,
+            fencing, resubmission from the same checkpoint);
+  restart-prewarmed  the same, pre-warmed: the next attempt's driver starts first as the
+            run's spare and takes over after the stop (no submission at the switch);
+  crash     the running driver's JVM SIGKILLed; the supervised restart (backoff 1 s)
+            resubmits it on its checkpoint (request → commit counts from the kill);
+  crash-hotspare  the same with the job's hot spare: the waiting spare takes over;
   update-snapshot  tidegate: POST /jobs/{job}/update strategy snapshot (stop, snapshot, start
             the other version from it);
   update-drain     tidegate: POST /jobs/{job}/update strategy drain (drain: every window
@@ -48,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -221,13 +227,15 @@ def _checkpoint(ctx: Context, job: str, run_id: int) -> Path:
     return ctx.tmp / "checkpoints" / job / str(run_id) / "windowed_counts"
 
 
-def _start_job(ctx: Context, job: str, out: str) -> int:
+def _start_job(ctx: Context, job: str, out: str, fields: dict[str, Any] | None = None) -> int:
     """Create ``job`` with version 1 (writing to ``out``), submit it, wait for its first
     batch and a few more; its run id. Every repetition has a job of its own, so rounds can
     interleave the strategies with one app on the cluster at a time."""
-    assert ctx.api.post("/jobs", json={"name": job}).status_code == 201
-    body = _version_body(ctx, out)
-    assert ctx.api.post(f"/jobs/{job}/versions", json=body).status_code == 201
+    policy = {"min_backoff": "1s"}  # a crash's restart: the shortest sensible backoff
+    body = {"name": job, "restart_policy": policy, **(fields or {})}
+    assert ctx.api.post("/jobs", json=body).status_code == 201
+    version = _version_body(ctx, out)
+    assert ctx.api.post(f"/jobs/{job}/versions", json=version).status_code == 201
     since = time.time()
     op = _operate(ctx, f"/jobs/{job}/submit", {"version": 1})
     checkpoint = _checkpoint(ctx, job, op["run_id"])
@@ -247,17 +255,83 @@ def _phases(ctx: Context, op: dict[str, Any], t0: float, runs: list[int]) -> dic
     return phases
 
 
-def restart(ctx: Context, rep: int) -> Switch:
-    """POST /jobs/{job}/restart: stop at a batch boundary, then the same checkpoint again."""
-    job = f"restart-{rep}"
+def _new_attempt_at(ctx: Context, run_id: int, t0: float) -> float:
+    """When the run moved to its next attempt (its previous driver known gone): no commit of
+    the old driver can come after it."""
+    transitions = ctx.api.get(f"/runs/{run_id}").json()["transitions"]
+    return min(
+        _at(t["at"]) for t in transitions if t["to_state"] == "submitting" and _at(t["at"]) >= t0
+    )
+
+
+def _restart(ctx: Context, rep: int, prewarm: bool) -> Switch:
+    job = f"restart{'-prewarmed' if prewarm else ''}-{rep}"
     run_id = _start_job(ctx, job, f"{job}-out")
     checkpoint = _checkpoint(ctx, job, run_id)
     load, t0 = os.getloadavg()[0], time.time()
-    op = _operate(ctx, f"/jobs/{job}/restart")
-    since = _at(next(s for s in op["steps"] if s["name"] == "resubmit")["at"])
+    op = _operate(ctx, f"/jobs/{job}/restart", {"prewarm": prewarm})
+    assert op["result"]["spare_taken_over"] is prewarm, op["result"]
+    since = _new_attempt_at(ctx, run_id, t0)
     committed = _wait(lambda: first_commit_after(checkpoint, since), 240, "tidegate new commit")
     last = last_commit_before(checkpoint, since) or t0
     return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id]), load)
+
+
+def restart(ctx: Context, rep: int) -> Switch:
+    """POST /jobs/{job}/restart, cold: stop at a batch boundary, then the same checkpoint
+    again in a new driver."""
+    return _restart(ctx, rep, prewarm=False)
+
+
+def restart_prewarmed(ctx: Context, rep: int) -> Switch:
+    """POST /jobs/{job}/restart, pre-warmed: the next attempt's driver starts first as a
+    spare, then the run stops at a batch boundary and the spare takes over."""
+    return _restart(ctx, rep, prewarm=True)
+
+
+def _driver_jvm(tag: str) -> psutil.Process:
+    for proc in psutil.process_iter(["cmdline"]):
+        if f"-Dspark.app.name={tag}" in (proc.info["cmdline"] or []):
+            return proc
+    raise LookupError(f"no driver JVM tagged {tag}")
+
+
+def _crash(ctx: Context, rep: int, hot_spare: bool) -> Switch:
+    """SIGKILL the running driver's JVM; the supervised restart (backoff 1 s) brings the
+    run back on its checkpoint. Request → commit counts from the kill."""
+    job = f"crash{'-hotspare' if hot_spare else ''}-{rep}"
+    run_id = _start_job(ctx, job, f"{job}-out", {"hot_spare": hot_spare})
+    checkpoint = _checkpoint(ctx, job, run_id)
+    if hot_spare:
+        _wait(
+            lambda: (ctx.api.get(f"/runs/{run_id}").json()["spare"] or {}).get("ready_at"),
+            240,
+            f"{job} spare ready",
+        )
+    driver = _driver_jvm(ctx.api.get(f"/runs/{run_id}").json()["tag"])
+    load, t0 = os.getloadavg()[0], time.time()
+    driver.kill()
+    _wait(
+        lambda: (
+            (r := ctx.api.get(f"/runs/{run_id}").json())["attempt"] == 1 and r["state"] == "running"
+        ),
+        240,
+        f"{job} restarted",
+    )
+    since = _new_attempt_at(ctx, run_id, t0)
+    committed = _wait(lambda: first_commit_after(checkpoint, since), 240, f"{job} new commit")
+    last = last_commit_before(checkpoint, t0) or t0
+    return Switch(committed - t0, committed - last, _phases(ctx, {"steps": []}, t0, [run_id]), load)
+
+
+def crash(ctx: Context, rep: int) -> Switch:
+    """A crashed driver, restarted by supervision: a new driver from scratch."""
+    return _crash(ctx, rep, hot_spare=False)
+
+
+def crash_hotspare(ctx: Context, rep: int) -> Switch:
+    """A crashed driver of a job with a hot spare: the spare takes over."""
+    return _crash(ctx, rep, hot_spare=True)
 
 
 def _update(ctx: Context, rep: int, strategy: str, prewarm: bool = False) -> Switch:
@@ -342,6 +416,9 @@ def _cancel_job(ctx: Context) -> None:
 STRATEGIES: dict[str, tuple[Callable[[Context, int], Switch], Callable[[Context], None]]] = {
     "bare": (bare, _bare_cleanup),
     "restart": (restart, _cancel_job),
+    "restart-prewarmed": (restart_prewarmed, _cancel_job),
+    "crash": (crash, _cancel_job),
+    "crash-hotspare": (crash_hotspare, _cancel_job),
     "update-snapshot": (update_snapshot, _cancel_job),
     "update-drain": (update_drain, _cancel_job),
     "update-snapshot-prewarmed": (update_snapshot_prewarmed, _cancel_job),

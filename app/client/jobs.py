@@ -98,6 +98,7 @@ def show_job(ctx: Ctx, job: dict[str, Any]) -> None:
                 ("NEXT RESTART", lambda j: human_time(j.get("next_restart_at"))),
                 ("RESTART POLICY", "restart_policy"),
                 ("PREWARM", "prewarm"),
+                ("HOT SPARE", "hot_spare"),
                 ("REVISION", "revision"),
                 (
                     "CREATED",
@@ -141,8 +142,18 @@ Prewarm = Annotated[
     bool | None,
     typer.Option(
         "--prewarm/--no-prewarm",
-        help="Whether updates start the new driver as a standby before the old run stops "
-        "(one more driver during the switch); default on.",
+        help="Whether updates and restarts start the new driver as a standby before the old "
+        "run stops (one more driver during the switch); default on.",
+        show_default=False,
+    ),
+]
+
+HotSpare = Annotated[
+    bool | None,
+    typer.Option(
+        "--hot-spare/--no-hot-spare",
+        help="Keep a spare driver waiting for the current run's next attempt, so a crashed "
+        "driver is replaced in seconds; costs one idle driver while the job runs. Default off.",
         show_default=False,
     ),
 ]
@@ -164,6 +175,7 @@ def jobs_create(
     stable_period: StablePeriod = None,
     restart: Restart = None,
     prewarm: Prewarm = None,
+    hot_spare: HotSpare = None,
 ) -> None:
     """Create a job (409, exit 3, if the name is taken). Then add a version and submit it.
 
@@ -180,6 +192,8 @@ def jobs_create(
         body["restart_policy"] = {**(body.get("restart_policy") or {}), **policy}
     if prewarm is not None:
         body["prewarm"] = prewarm
+    if hot_spare is not None:
+        body["hot_spare"] = hot_spare
     show_job(ctx, ctx.api.post("/jobs", body))
 
 
@@ -203,8 +217,9 @@ def jobs_edit(
     stable_period: StablePeriod = None,
     restart: Restart = None,
     prewarm: Prewarm = None,
+    hot_spare: HotSpare = None,
 ) -> None:
-    """Change a job's description, restart policy or prewarm (PATCH with If-Match).
+    """Change a job's description, restart policy, prewarm or hot spare (PATCH, If-Match).
 
     Only the policy fields you give change: the rest are read from the job first, and the
     change is refused if someone else changed the job in between.
@@ -214,9 +229,11 @@ def jobs_edit(
     policy = _policy_options(
         min_backoff, max_backoff, random_factor, max_attempts, stable_period, restart
     )
-    if description is None and not policy and prewarm is None:
+    if description is None and not policy and prewarm is None and hot_spare is None:
         raise CliError(
-            "nothing to change: give --description, --[no-]prewarm or a policy option", Exit.USAGE
+            "nothing to change: give --description, --[no-]prewarm, --[no-]hot-spare or a "
+            "policy option",
+            Exit.USAGE,
         )
     current = ctx.api.get(f"/jobs/{seg(job)}")
     body: dict[str, Any] = {}
@@ -226,6 +243,8 @@ def jobs_edit(
         body["restart_policy"] = {**(current.get("restart_policy") or {}), **policy}
     if prewarm is not None:
         body["prewarm"] = prewarm
+    if hot_spare is not None:
+        body["hot_spare"] = hot_spare
     revision = if_match if if_match is not None else current.get("revision")
     updated = ctx.api.request(
         "PATCH", f"/jobs/{seg(job)}", json=body, headers={"If-Match": f'"{revision}"'}

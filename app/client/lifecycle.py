@@ -197,12 +197,23 @@ def restart(
     wait: WaitOption = False,
     timeout: TimeoutOption = None,
     idempotency_key: KeyOption = None,
+    prewarm: Annotated[
+        bool | None,
+        typer.Option(
+            "--prewarm/--no-prewarm",
+            help="Default: the job's prewarm. Start the next attempt's driver first, as a "
+            "spare; the run then stops at a batch boundary and the spare takes over at once. "
+            "--no-prewarm: stop, then start again (cold).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Restart the current version from its own checkpoint (applies pending startpoints).
 
     Example: tidegate restart clicks-per-minute --wait
     """
-    operate(ctx, job, "restart", None, idempotency_key, wait, timeout)
+    body = {"prewarm": prewarm} if prewarm is not None else None
+    operate(ctx, job, "restart", body, idempotency_key, wait, timeout)
 
 
 def update(

@@ -55,12 +55,16 @@ TRANSITIONS = text(
     group by r.job_id
     """
 )
-# Pre-warmed drivers waiting for go, per job: what a pre-warmed update costs while it lasts.
+# Pre-warmed drivers waiting for go, per job: an update's standby run (what a pre-warmed
+# update costs while it lasts) and a run's spare (a hot spare costs one for as long as it runs).
 STANDBYS = text(
     """
-    select j.name, count(*) filter (where r.standby_ready_at is not null), count(*)
-    from runs r join jobs j on j.id = r.job_id
-    where r.state = 'standby'
+    select j.name, count(*) filter (where w.ready), count(*)
+    from (
+        select job_id, standby_ready_at is not null as ready from runs where state = 'standby'
+        union all
+        select job_id, spare_ready_at is not null from runs where spare_attempt is not null
+    ) w join jobs j on j.id = w.job_id
     group by j.name
     """
 )
@@ -217,8 +221,9 @@ class StoreCollector(Collector):
                 restart_in.add_metric([job], max(0.0, float(in_s)))
         standbys = _gauge(
             "tidegate_job_standby_drivers",
-            "Pre-warmed drivers of the job (an update's standby, state standby): each holds a "
-            "driver and its executors until go. ready: its session built, waiting for go.",
+            "Pre-warmed drivers of the job (an update's standby run, or a run's spare for its "
+            "next attempt): each holds a driver and its executors until go. ready: its session "
+            "built, waiting for go.",
             ["job", "ready"],
         )
         for job, ready, total in session.execute(STANDBYS):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.core.db import Base, UTCDateTime, utcnow
@@ -16,7 +16,11 @@ class Run(Base):
     its checkpoint (``${checkpoint_root}/${job}/${run}/${query}``)."""
 
     __tablename__ = "runs"
-    __table_args__ = (Index("ix_runs_job_id_id", "job_id", "id"),)
+    __table_args__ = (
+        Index("ix_runs_job_id_id", "job_id", "id"),
+        # The reconciler's sweep finds runs with a spare to watch among all runs ever.
+        Index("ix_runs_spare", "id", postgresql_where=text("spare_attempt is not null")),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
@@ -79,6 +83,8 @@ class Run(Base):
     @property
     def tag(self) -> str:
         """The Spark app name / Livy batch name of the current attempt: finds it again."""
+        if self.attempt_spare_seq is not None:  # the attempt runs on a spare, named ahead
+            return f"tidegate-run-{self.id}-a{self.attempt}-spare{self.attempt_spare_seq}"
         return f"tidegate-run-{self.id}-a{self.attempt}"
 
     @property

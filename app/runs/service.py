@@ -207,6 +207,7 @@ def new_attempt(
         observed_state=None,
         unknown_since=None,
         running_since=None,
+        attempt_spare_seq=None,  # a spare's adoption sets it again
         **fields,
     )
 

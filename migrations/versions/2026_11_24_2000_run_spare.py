@@ -21,9 +21,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.add_column(
-        "runs", sa.Column("spare_seq", sa.Integer(), nullable=False, server_default="0")
-    )
+    op.add_column("runs", sa.Column("spare_seq", sa.Integer(), nullable=False, server_default="0"))
     op.add_column("runs", sa.Column("spare_attempt", sa.Integer()))
     op.add_column("runs", sa.Column("spare_backend_id", sa.String(128)))
     op.add_column("runs", sa.Column("spare_ready_at", sa.DateTime(timezone=True)))
@@ -34,6 +32,9 @@ def upgrade() -> None:
         sa.Column("spare_requested", sa.Boolean(), nullable=False, server_default=sa.false()),
     )
     op.add_column("runs", sa.Column("attempt_spare_seq", sa.Integer()))
+    op.create_index(
+        "ix_runs_spare", "runs", ["id"], postgresql_where=sa.text("spare_attempt is not null")
+    )
     op.add_column(
         "jobs",
         sa.Column("hot_spare", sa.Boolean(), nullable=False, server_default=sa.false()),
@@ -42,6 +43,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_column("jobs", "hot_spare")
+    op.drop_index("ix_runs_spare", table_name="runs")
     for column in (
         "attempt_spare_seq",
         "spare_requested",

@@ -1149,10 +1149,16 @@ export interface components {
             restart_policy?: components["schemas"]["RestartPolicy"];
             /**
              * Prewarm
-             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this.
+             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this. Restarts too: the run's next attempt starts as a spare first.
              * @default true
              */
             prewarm: boolean;
+            /**
+             * Hot Spare
+             * @description Keep a spare driver warm for the current run's next attempt (session built, Python started, waiting before its queries), so that after a driver crash the supervised restart takes over in seconds instead of paying a driver start. It costs one idle driver (its cores and memory) on the cluster for as long as the job runs; the run shows it (spare_*), and so does tidegate_job_standby_drivers.
+             * @default false
+             */
+            hot_spare: boolean;
         };
         /** JobResponse */
         JobResponse: {
@@ -1168,10 +1174,16 @@ export interface components {
             restart_policy: components["schemas"]["RestartPolicy"];
             /**
              * Prewarm
-             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this.
+             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this. Restarts too: the run's next attempt starts as a spare first.
              * @default true
              */
             prewarm: boolean;
+            /**
+             * Hot Spare
+             * @description Keep a spare driver warm for the current run's next attempt (session built, Python started, waiting before its queries), so that after a driver crash the supervised restart takes over in seconds instead of paying a driver start. It costs one idle driver (its cores and memory) on the cluster for as long as the job runs; the run shows it (spare_*), and so does tidegate_job_standby_drivers.
+             * @default false
+             */
+            hot_spare: boolean;
             /** Latest Version */
             latest_version?: number | null;
             /** Current Run Id */
@@ -1203,9 +1215,14 @@ export interface components {
             restart_policy?: components["schemas"]["RestartPolicy"] | null;
             /**
              * Prewarm
-             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this.
+             * @description Updates start the new version's driver as a standby while the old run processes, so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own prewarm overrides this. Restarts too: the run's next attempt starts as a spare first.
              */
             prewarm?: boolean | null;
+            /**
+             * Hot Spare
+             * @description Keep a spare driver warm for the current run's next attempt (session built, Python started, waiting before its queries), so that after a driver crash the supervised restart takes over in seconds instead of paying a driver start. It costs one idle driver (its cores and memory) on the cluster for as long as the job runs; the run shows it (spare_*), and so does tidegate_job_standby_drivers.
+             */
+            hot_spare?: boolean | null;
         };
         /** OperationResponse */
         OperationResponse: {
@@ -1603,6 +1620,14 @@ export interface components {
             /** Expected Migration */
             expected_migration: string | null;
         };
+        /** RestartBody */
+        RestartBody: {
+            /**
+             * Prewarm
+             * @description Default: the job's prewarm (true unless set otherwise). While the run runs, its next attempt's driver starts first as a spare (session built, Python started, waiting before its queries); the run then stops at a batch boundary and the spare takes over at once from the same checkpoint, so the output stands still for the stop and the first batch only. It needs room for one more driver on the cluster (a queued spare waits there; the run processes on). false: stop, then start again.
+             */
+            prewarm?: boolean | null;
+        };
         /**
          * RestartPolicy
          * @description PSTL's supervised exponential backoff. Defaults are PSTL's.
@@ -1780,6 +1805,8 @@ export interface components {
              * @description A pre-warmed run: when it was told to start its queries (the run it replaced had ended and its checkpoints were in place). Until then its state is standby and it is not its job's current run; it holds one idle driver.
              */
             go_at?: string | null;
+            /** @description The run's spare, if it has one (a hot spare, or a pre-warmed restart's): its next attempt's driver, started ahead and waiting before its queries, which takes over when the current attempt ends. It holds one idle driver. Also shown when the last one failed (last_error, retry_at). */
+            spare?: components["schemas"]["SpareResponse"] | null;
             /** Created By */
             created_by: string;
             /**
@@ -2002,6 +2029,34 @@ export interface components {
             options?: {
                 [key: string]: unknown;
             };
+        };
+        /** SpareResponse */
+        SpareResponse: {
+            /**
+             * Attempt
+             * @description The attempt it will become; null: none now.
+             */
+            attempt: number | null;
+            /**
+             * Backend Id
+             * @description Its driver on the backend (null: submitting).
+             */
+            backend_id: string | null;
+            /**
+             * Ready At
+             * @description When its runtime said it was ready.
+             */
+            ready_at: string | null;
+            /**
+             * Last Error
+             * @description Why the last spare's driver ended, if it did.
+             */
+            last_error: string | null;
+            /**
+             * Retry At
+             * @description No new spare before this (after a failure).
+             */
+            retry_at: string | null;
         };
         /**
          * SplitEntry
@@ -2475,6 +2530,7 @@ export type QueryResponse = components['schemas']['QueryResponse'];
 export type QuerySnapshot = components['schemas']['QuerySnapshot'];
 export type QuerySpec = components['schemas']['QuerySpec'];
 export type Readiness = components['schemas']['Readiness'];
+export type RestartBody = components['schemas']['RestartBody'];
 export type RestartPolicy = components['schemas']['RestartPolicy'];
 export type ResumeFrom = components['schemas']['ResumeFrom'];
 export type RetentionBody = components['schemas']['RetentionBody'];
@@ -2487,6 +2543,7 @@ export type SnapshotUseResponse = components['schemas']['SnapshotUseResponse'];
 export type SourceKind = components['schemas']['SourceKind'];
 export type SourceProgress = components['schemas']['SourceProgress'];
 export type SourceSpec = components['schemas']['SourceSpec'];
+export type SpareResponse = components['schemas']['SpareResponse'];
 export type SplitEntry = components['schemas']['SplitEntry'];
 export type StandbyAnswer = components['schemas']['StandbyAnswer'];
 export type StartpointResponse = components['schemas']['StartpointResponse'];
@@ -4461,7 +4518,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RestartBody"] | null;
+            };
+        };
         responses: {
             /** @description Accepted; follow the operation at /api/v1/operations/{id}. */
             202: {
@@ -5242,6 +5303,8 @@ export interface operations {
                 attempt?: number | null;
                 /** @description Long-poll: hold the answer up to this many seconds until go or release (answered the moment the worker decides). */
                 wait?: number;
+                /** @description A spare's number (its run's next attempt, started ahead): its go comes when that attempt starts. */
+                spare?: number | null;
             };
             header?: never;
             path: {

@@ -76,6 +76,7 @@ from .query_snapshot_offsets import QuerySnapshotOffsets
 from .query_spec import QuerySpec
 from .query_spec_output_mode import QuerySpecOutputMode
 from .readiness import Readiness
+from .restart_body import RestartBody
 from .restart_policy import RestartPolicy
 from .resume_from import ResumeFrom
 from .retention_body import RetentionBody
@@ -94,6 +95,7 @@ from .source_kind_drain import SourceKindDrain
 from .source_progress import SourceProgress
 from .source_spec import SourceSpec
 from .source_spec_options import SourceSpecOptions
+from .spare_response import SpareResponse
 from .split_entry import SplitEntry
 from .standby_answer import StandbyAnswer
 from .startpoint_response import StartpointResponse
@@ -199,6 +201,7 @@ __all__ = (
     "QuerySpec",
     "QuerySpecOutputMode",
     "Readiness",
+    "RestartBody",
     "RestartPolicy",
     "ResumeFrom",
     "RetentionBody",
@@ -217,6 +220,7 @@ __all__ = (
     "SourceProgress",
     "SourceSpec",
     "SourceSpecOptions",
+    "SpareResponse",
     "SplitEntry",
     "StandbyAnswer",
     "StartpointResponse",

@@ -23,13 +23,18 @@ class JobCreate:
         restart_policy (RestartPolicy | Unset): PSTL's supervised exponential backoff. Defaults are PSTL's.
         prewarm (bool | Unset): Updates start the new version's driver as a standby while the old run processes, so the
             switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own
-            prewarm overrides this. Default: True.
+            prewarm overrides this. Restarts too: the run's next attempt starts as a spare first. Default: True.
+        hot_spare (bool | Unset): Keep a spare driver warm for the current run's next attempt (session built, Python
+            started, waiting before its queries), so that after a driver crash the supervised restart takes over in seconds
+            instead of paying a driver start. It costs one idle driver (its cores and memory) on the cluster for as long as
+            the job runs; the run shows it (spare_*), and so does tidegate_job_standby_drivers. Default: False.
     """
 
     name: str
     description: None | str | Unset = UNSET
     restart_policy: RestartPolicy | Unset = UNSET
     prewarm: bool | Unset = True
+    hot_spare: bool | Unset = False
 
     def to_dict(self) -> dict[str, Any]:
         name = self.name
@@ -46,6 +51,8 @@ class JobCreate:
 
         prewarm = self.prewarm
 
+        hot_spare = self.hot_spare
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -59,6 +66,8 @@ class JobCreate:
             field_dict["restart_policy"] = restart_policy
         if prewarm is not UNSET:
             field_dict["prewarm"] = prewarm
+        if hot_spare is not UNSET:
+            field_dict["hot_spare"] = hot_spare
 
         return field_dict
 
@@ -87,11 +96,14 @@ class JobCreate:
 
         prewarm = d.pop("prewarm", UNSET)
 
+        hot_spare = d.pop("hot_spare", UNSET)
+
         job_create = cls(
             name=name,
             description=description,
             restart_policy=restart_policy,
             prewarm=prewarm,
+            hot_spare=hot_spare,
         )
 
         return job_create

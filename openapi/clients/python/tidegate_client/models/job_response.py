@@ -31,7 +31,11 @@ class JobResponse:
         updated_at (datetime.datetime):
         prewarm (bool | Unset): Updates start the new version's driver as a standby while the old run processes, so the
             switch pays no driver start (it costs one more driver on the cluster for the switch's length); an update's own
-            prewarm overrides this. Default: True.
+            prewarm overrides this. Restarts too: the run's next attempt starts as a spare first. Default: True.
+        hot_spare (bool | Unset): Keep a spare driver warm for the current run's next attempt (session built, Python
+            started, waiting before its queries), so that after a driver crash the supervised restart takes over in seconds
+            instead of paying a driver start. It costs one idle driver (its cores and memory) on the cluster for as long as
+            the job runs; the run shows it (spare_*), and so does tidegate_job_standby_drivers. Default: False.
         latest_version (int | None | Unset):
         current_run_id (int | None | Unset):
         next_restart_at (datetime.datetime | None | Unset):
@@ -46,6 +50,7 @@ class JobResponse:
     created_at: datetime.datetime
     updated_at: datetime.datetime
     prewarm: bool | Unset = True
+    hot_spare: bool | Unset = False
     latest_version: int | None | Unset = UNSET
     current_run_id: int | None | Unset = UNSET
     next_restart_at: datetime.datetime | None | Unset = UNSET
@@ -70,6 +75,8 @@ class JobResponse:
         updated_at = self.updated_at.isoformat()
 
         prewarm = self.prewarm
+
+        hot_spare = self.hot_spare
 
         latest_version: int | None | Unset
         if isinstance(self.latest_version, Unset):
@@ -107,6 +114,8 @@ class JobResponse:
         )
         if prewarm is not UNSET:
             field_dict["prewarm"] = prewarm
+        if hot_spare is not UNSET:
+            field_dict["hot_spare"] = hot_spare
         if latest_version is not UNSET:
             field_dict["latest_version"] = latest_version
         if current_run_id is not UNSET:
@@ -143,6 +152,8 @@ class JobResponse:
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
         prewarm = d.pop("prewarm", UNSET)
+
+        hot_spare = d.pop("hot_spare", UNSET)
 
         def _parse_latest_version(data: object) -> int | None | Unset:
             if data is None:
@@ -189,6 +200,7 @@ class JobResponse:
             created_at=created_at,
             updated_at=updated_at,
             prewarm=prewarm,
+            hot_spare=hot_spare,
             latest_version=latest_version,
             current_run_id=current_run_id,
             next_restart_at=next_restart_at,

@@ -22,12 +22,17 @@ class JobUpdate:
         restart_policy (None | RestartPolicy | Unset):
         prewarm (bool | None | Unset): Updates start the new version's driver as a standby while the old run processes,
             so the switch pays no driver start (it costs one more driver on the cluster for the switch's length); an
-            update's own prewarm overrides this.
+            update's own prewarm overrides this. Restarts too: the run's next attempt starts as a spare first.
+        hot_spare (bool | None | Unset): Keep a spare driver warm for the current run's next attempt (session built,
+            Python started, waiting before its queries), so that after a driver crash the supervised restart takes over in
+            seconds instead of paying a driver start. It costs one idle driver (its cores and memory) on the cluster for as
+            long as the job runs; the run shows it (spare_*), and so does tidegate_job_standby_drivers.
     """
 
     description: None | str | Unset = UNSET
     restart_policy: None | RestartPolicy | Unset = UNSET
     prewarm: bool | None | Unset = UNSET
+    hot_spare: bool | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.restart_policy import RestartPolicy  # noqa: PLC0415
@@ -52,6 +57,12 @@ class JobUpdate:
         else:
             prewarm = self.prewarm
 
+        hot_spare: bool | None | Unset
+        if isinstance(self.hot_spare, Unset):
+            hot_spare = UNSET
+        else:
+            hot_spare = self.hot_spare
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -61,6 +72,8 @@ class JobUpdate:
             field_dict["restart_policy"] = restart_policy
         if prewarm is not UNSET:
             field_dict["prewarm"] = prewarm
+        if hot_spare is not UNSET:
+            field_dict["hot_spare"] = hot_spare
 
         return field_dict
 
@@ -105,10 +118,20 @@ class JobUpdate:
 
         prewarm = _parse_prewarm(d.pop("prewarm", UNSET))
 
+        def _parse_hot_spare(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        hot_spare = _parse_hot_spare(d.pop("hot_spare", UNSET))
+
         job_update = cls(
             description=description,
             restart_policy=restart_policy,
             prewarm=prewarm,
+            hot_spare=hot_spare,
         )
 
         return job_update

@@ -12,6 +12,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.run_response_drain_type_0 import RunResponseDrainType0
     from ..models.run_response_progress import RunResponseProgress
+    from ..models.spare_response import SpareResponse
     from ..models.transition_response import TransitionResponse
 
 
@@ -48,6 +49,9 @@ class RunResponse:
         go_at (datetime.datetime | None | Unset): A pre-warmed run: when it was told to start its queries (the run it
             replaced had ended and its checkpoints were in place). Until then its state is standby and it is not its job's
             current run; it holds one idle driver.
+        spare (None | SpareResponse | Unset): The run's spare, if it has one (a hot spare, or a pre-warmed restart's):
+            its next attempt's driver, started ahead and waiting before its queries, which takes over when the current
+            attempt ends. It holds one idle driver. Also shown when the last one failed (last_error, retry_at).
         transitions (list[TransitionResponse] | None | Unset): Recent state changes, newest first (single-run reads
             only).
     """
@@ -74,11 +78,13 @@ class RunResponse:
     drain: None | RunResponseDrainType0 | Unset = UNSET
     standby_ready_at: datetime.datetime | None | Unset = UNSET
     go_at: datetime.datetime | None | Unset = UNSET
+    spare: None | SpareResponse | Unset = UNSET
     transitions: list[TransitionResponse] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.run_response_drain_type_0 import RunResponseDrainType0  # noqa: PLC0415
+        from ..models.spare_response import SpareResponse  # noqa: PLC0415
 
         id = self.id
 
@@ -162,6 +168,14 @@ class RunResponse:
         else:
             go_at = self.go_at
 
+        spare: dict[str, Any] | None | Unset
+        if isinstance(self.spare, Unset):
+            spare = UNSET
+        elif isinstance(self.spare, SpareResponse):
+            spare = self.spare.to_dict()
+        else:
+            spare = self.spare
+
         transitions: list[dict[str, Any]] | None | Unset
         if isinstance(self.transitions, Unset):
             transitions = UNSET
@@ -205,6 +219,8 @@ class RunResponse:
             field_dict["standby_ready_at"] = standby_ready_at
         if go_at is not UNSET:
             field_dict["go_at"] = go_at
+        if spare is not UNSET:
+            field_dict["spare"] = spare
         if transitions is not UNSET:
             field_dict["transitions"] = transitions
 
@@ -214,6 +230,7 @@ class RunResponse:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.run_response_drain_type_0 import RunResponseDrainType0  # noqa: PLC0415
         from ..models.run_response_progress import RunResponseProgress  # noqa: PLC0415
+        from ..models.spare_response import SpareResponse  # noqa: PLC0415
         from ..models.transition_response import TransitionResponse  # noqa: PLC0415
 
         d = dict(src_dict)
@@ -378,6 +395,23 @@ class RunResponse:
 
         go_at = _parse_go_at(d.pop("go_at", UNSET))
 
+        def _parse_spare(data: object) -> None | SpareResponse | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                spare_type_0 = SpareResponse.from_dict(data)
+
+                return spare_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SpareResponse | Unset, data)
+
+        spare = _parse_spare(d.pop("spare", UNSET))
+
         def _parse_transitions(data: object) -> list[TransitionResponse] | None | Unset:
             if data is None:
                 return data
@@ -423,6 +457,7 @@ class RunResponse:
             drain=drain,
             standby_ready_at=standby_ready_at,
             go_at=go_at,
+            spare=spare,
             transitions=transitions,
         )
 

@@ -8,12 +8,14 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.operation_response import OperationResponse
 from ...models.problem import Problem
+from ...models.restart_body import RestartBody
 from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     job: str,
     *,
+    body: None | RestartBody | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -26,6 +28,13 @@ def _get_kwargs(
             job=quote(str(job), safe=""),
         ),
     }
+
+    if isinstance(body, RestartBody):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body
+
+    headers["Content-Type"] = "application/json"
 
     _kwargs["headers"] = headers
     return _kwargs
@@ -100,6 +109,7 @@ def sync_detailed(
     job: str,
     *,
     client: AuthenticatedClient,
+    body: None | RestartBody | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
 ) -> Response[OperationResponse | Problem]:
     """Operation.Restart
@@ -108,6 +118,7 @@ def sync_detailed(
         job (str): The job's name.
         idempotency_key (None | str | Unset): Same key, same operation: a retried request has no
             second effect.
+        body (None | RestartBody | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -119,6 +130,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         job=job,
+        body=body,
         idempotency_key=idempotency_key,
     )
 
@@ -133,6 +145,7 @@ def sync(
     job: str,
     *,
     client: AuthenticatedClient,
+    body: None | RestartBody | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
 ) -> OperationResponse | Problem | None:
     """Operation.Restart
@@ -141,6 +154,7 @@ def sync(
         job (str): The job's name.
         idempotency_key (None | str | Unset): Same key, same operation: a retried request has no
             second effect.
+        body (None | RestartBody | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -153,6 +167,7 @@ def sync(
     return sync_detailed(
         job=job,
         client=client,
+        body=body,
         idempotency_key=idempotency_key,
     ).parsed
 
@@ -161,6 +176,7 @@ async def asyncio_detailed(
     job: str,
     *,
     client: AuthenticatedClient,
+    body: None | RestartBody | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
 ) -> Response[OperationResponse | Problem]:
     """Operation.Restart
@@ -169,6 +185,7 @@ async def asyncio_detailed(
         job (str): The job's name.
         idempotency_key (None | str | Unset): Same key, same operation: a retried request has no
             second effect.
+        body (None | RestartBody | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -180,6 +197,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         job=job,
+        body=body,
         idempotency_key=idempotency_key,
     )
 
@@ -192,6 +210,7 @@ async def asyncio(
     job: str,
     *,
     client: AuthenticatedClient,
+    body: None | RestartBody | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
 ) -> OperationResponse | Problem | None:
     """Operation.Restart
@@ -200,6 +219,7 @@ async def asyncio(
         job (str): The job's name.
         idempotency_key (None | str | Unset): Same key, same operation: a retried request has no
             second effect.
+        body (None | RestartBody | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -213,6 +233,7 @@ async def asyncio(
         await asyncio_detailed(
             job=job,
             client=client,
+            body=body,
             idempotency_key=idempotency_key,
         )
     ).parsed

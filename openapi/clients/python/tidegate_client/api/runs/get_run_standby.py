@@ -16,6 +16,7 @@ def _get_kwargs(
     *,
     attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
+    spare: int | None | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -28,6 +29,13 @@ def _get_kwargs(
     params["attempt"] = json_attempt
 
     params["wait"] = wait
+
+    json_spare: int | None | Unset
+    if isinstance(spare, Unset):
+        json_spare = UNSET
+    else:
+        json_spare = spare
+    params["spare"] = json_spare
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -113,6 +121,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
+    spare: int | None | Unset = UNSET,
 ) -> Response[Problem | StandbyAnswer]:
     """Run.Standby
 
@@ -121,6 +130,8 @@ def sync_detailed(
         attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
+        spare (int | None | Unset): A spare's number (its run's next attempt, started ahead): its
+            go comes when that attempt starts.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -134,6 +145,7 @@ def sync_detailed(
         run_id=run_id,
         attempt=attempt,
         wait=wait,
+        spare=spare,
     )
 
     response = client.get_httpx_client().request(
@@ -149,6 +161,7 @@ def sync(
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
+    spare: int | None | Unset = UNSET,
 ) -> Problem | StandbyAnswer | None:
     """Run.Standby
 
@@ -157,6 +170,8 @@ def sync(
         attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
+        spare (int | None | Unset): A spare's number (its run's next attempt, started ahead): its
+            go comes when that attempt starts.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -171,6 +186,7 @@ def sync(
         client=client,
         attempt=attempt,
         wait=wait,
+        spare=spare,
     ).parsed
 
 
@@ -180,6 +196,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
+    spare: int | None | Unset = UNSET,
 ) -> Response[Problem | StandbyAnswer]:
     """Run.Standby
 
@@ -188,6 +205,8 @@ async def asyncio_detailed(
         attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
+        spare (int | None | Unset): A spare's number (its run's next attempt, started ahead): its
+            go comes when that attempt starts.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -201,6 +220,7 @@ async def asyncio_detailed(
         run_id=run_id,
         attempt=attempt,
         wait=wait,
+        spare=spare,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -214,6 +234,7 @@ async def asyncio(
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
     wait: int | Unset = 0,
+    spare: int | None | Unset = UNSET,
 ) -> Problem | StandbyAnswer | None:
     """Run.Standby
 
@@ -222,6 +243,8 @@ async def asyncio(
         attempt (int | None | Unset): The caller's attempt.
         wait (int | Unset): Long-poll: hold the answer up to this many seconds until go or release
             (answered the moment the worker decides). Default: 0.
+        spare (int | None | Unset): A spare's number (its run's next attempt, started ahead): its
+            go comes when that attempt starts.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -237,5 +260,6 @@ async def asyncio(
             client=client,
             attempt=attempt,
             wait=wait,
+            spare=spare,
         )
     ).parsed
