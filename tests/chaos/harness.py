@@ -251,19 +251,40 @@ class Chaos:
         return tags
 
     def assert_one_driver_per_attempt(self, run_id: int) -> dict[str, Any]:
-        """Exactly one submission per attempt; only the current attempt may be alive."""
+        """Exactly one submission per attempt — its own, or the spare it adopted (named
+        ``…-a<k>-spare<s>``, submitted ahead) — and only the current attempt may be alive,
+        beside a spare still waiting for the next one."""
         run = self.stack.run(run_id)
         batches = self.batches(run_id)
-        names = [b["name"] for b in batches]
-        assert names == [f"tidegate-run-{run_id}-a{k}" for k in range(run["attempt"] + 1)], names
-        current = f"tidegate-run-{run_id}-a{run['attempt']}"
+        attempts = [_attempt_of(b["name"]) for b in batches]
+        adopted = [b["name"] for b in batches if not b["name"].endswith("-spare")]
+        per_attempt = [a for a, _ in attempts if a <= run["attempt"]]
+        # A spare that was never adopted (dropped, or waiting) is one more name for its attempt.
+        assert sorted(set(per_attempt)) == list(range(run["attempt"] + 1)), adopted
+        plain = [a for a, spare in attempts if not spare]
+        assert len(plain) == len(set(plain)), [b["name"] for b in batches]
+        current = run["tag"]
+        waiting = {
+            n
+            for n, (a, spare) in zip(adopted, attempts, strict=True)
+            if spare and a > run["attempt"]
+        }
         live = [b["name"] for b in batches if b["state"] not in RUNNER_ENDED]
-        assert live in ([], [current]), (live, run["state"])
+        assert set(live) <= {current} | waiting, (live, run["state"])
         if run["state"] in ("stopped", "cancelled", "failed", "succeeded"):
             assert not live, live
-        drivers = wait_until(lambda: self.drivers(run_id), lambda d: set(d) <= {current}, 30)
-        assert len(drivers) <= 1, drivers
+        drivers = wait_until(
+            lambda: self.drivers(run_id), lambda d: set(d) <= {current} | waiting, 30
+        )
+        assert len(set(drivers) - waiting) <= 1, drivers
         return run
+
+
+def _attempt_of(tag: str) -> tuple[int, bool]:
+    """(attempt, is a spare) of a driver's tag ``tidegate-run-<id>-a<k>[-spare<s>]``."""
+    rest = tag.split("-a")[-1]
+    attempt, _, spare = rest.partition("-spare")
+    return int(attempt), bool(spare)
 
 
 @contextmanager
