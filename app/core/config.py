@@ -82,6 +82,14 @@ class Settings(BaseSettings):
         description="How long a pre-warmed driver (a standby) waits for go before it exits by "
         "itself: the backstop for an update that never comes back to it.",
     )
+    spare_timeout_seconds: int = Field(
+        default=7 * 86_400,
+        ge=60,
+        le=365 * 86_400,
+        description="How long a run's spare (a hot spare waits as long as its run runs) waits "
+        "for go before it exits by itself, if the control plane cannot tell it to stop; the "
+        "reconciler then starts another.",
+    )
     log_level: str = "INFO"
     log_json: bool = True
     db_pool_size: int = 10

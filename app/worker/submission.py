@@ -103,7 +103,11 @@ def run_spec(ctx: WorkerContext, run: Any, token: str, *, spare: bool = False) -
     }
     if spare or run.state == states.STANDBY:
         conf[STANDBY_CONF] = "true"
-        conf[STANDBY_TIMEOUT_CONF] = str(ctx.settings.standby_timeout_seconds)
+        # A hot spare waits as long as its run runs; the channel tells it when to stop.
+        timeout = (
+            ctx.settings.spare_timeout_seconds if spare else ctx.settings.standby_timeout_seconds
+        )
+        conf[STANDBY_TIMEOUT_CONF] = str(timeout)
     if spare:
         conf[SPARE_CONF] = str(run.spare_seq)
     # The run token travels as an environment variable: not in the Spark UI's environment

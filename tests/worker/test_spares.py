@@ -73,6 +73,9 @@ def test_a_prewarmed_restart_hands_over_to_its_spare(ctx: WorkerContext, fake: F
     assert spec.tag == f"tidegate-run-{run_id}-a1-spare1"
     assert spec.conf["spark.tidegate.attempt"] == "1" and spec.conf[SPARE_CONF] == "1"
     assert spec.conf["spark.tidegate.standby"] == "true"
+    # It waits as long as its run needs it (a standby's hour would end a hot spare hourly).
+    timeout = spec.conf["spark.tidegate.standby_timeout_seconds"]
+    assert timeout == str(ctx.settings.spare_timeout_seconds) == str(7 * 86_400)
     assert run.attempt_spare_seq == 1 and run.spare_attempt is None and not run.spare_requested
     with transaction(ctx.factory) as session:  # its long-poll now answers go; an old one stop
         assert channel.standby(session, run_id, 1, 1).go
