@@ -3,18 +3,20 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 
 from app.backends.base import AppState, AppStatus, SubmitSpec
 from app.channel import service as channel
 from app.clusters.models import Cluster
 from app.core.config import Settings
-from app.core.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job, JobVersion
+from app.operations.models import Operation
 from app.worker.context import WorkerContext
 from tidegate_runtime.standby import SPARE_CONF, STANDBY_CONF
 
@@ -145,3 +147,35 @@ def make_job(ctx: WorkerContext, policy: dict[str, object] | None = None) -> int
             )
         )
         return job.id
+
+
+def die_after_step_then_resume(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch, op_id: int, fault: str
+) -> Operation:
+    """The worker carries the operation out until the step ``fault`` (``kind:step``) commits
+    and dies there (SystemExit stands in for SIGKILL); its lease runs out, and a second worker
+    claims the operation and finishes it. The operation as it ended."""
+    from app.worker import execute as ops
+    from app.worker import steps
+    from app.worker.loop import Worker
+
+    Worker(ctx, concurrency=1).claim()
+
+    def crash(name: str) -> None:
+        if name == fault:
+            raise SystemExit("killed")
+
+    monkeypatch.setattr(steps, "fault_point", crash)
+    with pytest.raises(SystemExit):
+        ops.execute(ctx, op_id)
+    monkeypatch.setattr(steps, "fault_point", lambda name: None)
+    with transaction(ctx.factory) as session:
+        session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+    other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
+    other.backend = ctx.backend  # type: ignore[method-assign]
+    assert Worker(other, concurrency=1).claim() == op_id
+    ops.execute(other, op_id)
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None
+        return op

@@ -22,11 +22,10 @@ from app.runs.models import Run
 from app.runs.schemas import DrainReport
 from app.startpoints.models import Startpoint
 from app.worker import execute as ops
-from app.worker import steps
 from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from tests.waiting import wait_for
-from tests.worker.conftest import FakeBackend, make_job
+from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
 
 END = {"clicks": {"0": 40, "1": 25}}
@@ -343,25 +342,9 @@ def test_update_by_drain_survives_the_worker_dying_after_every_step(
     old = _running(ctx, job_id)
     params = {"version": 2, "strategy": "drain", "verify_seconds": 0, "prewarm": prewarm}
     op_id = _enqueue(ctx, job_id, "update", params, old)
-    Worker(ctx, concurrency=1).claim()
-
-    def crash(name: str) -> None:
-        if name == f"update:{step}":
-            raise SystemExit("killed")  # stands in for SIGKILL right after the step commits
-
-    monkeypatch.setattr(steps, "fault_point", crash)
-    with pytest.raises(SystemExit):
-        ops.execute(ctx, op_id)
-    monkeypatch.setattr(steps, "fault_point", lambda name: None)
-    with transaction(ctx.factory) as session:
-        session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
-    other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
-    other.backend = ctx.backend  # type: ignore[method-assign]
-    assert Worker(other, concurrency=1).claim() == op_id
-    ops.execute(other, op_id)
+    op = die_after_step_then_resume(ctx, monkeypatch, op_id, f"update:{step}")
+    assert op.state == "succeeded", op.error
     with ctx.factory() as session:
-        op = session.get(Operation, op_id)
-        assert op is not None and op.state == "succeeded", op.error
         assert [s["name"] for s in op.steps] == (PREWARMED_STEPS if prewarm else COLD_STEPS)
         runs = session.scalars(select(Run).where(Run.job_id == job_id)).all()
         assert sorted(r.state for r in runs) == [states.DRAINED, states.RUNNING]

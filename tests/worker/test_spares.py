@@ -7,22 +7,18 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from app.backends.base import AppState
 from app.channel import service as channel
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
 from app.jobs.models import Job
-from app.operations.models import Operation
 from app.runs import spares
 from app.runs.models import Run, RunTransition
-from app.worker import execute as ops
-from app.worker import steps
 from app.worker.context import WorkerContext
-from app.worker.loop import Worker
 from app.worker.reconcile import reconcile_run
-from tests.worker.conftest import FakeBackend, make_job
+from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
 from tidegate_runtime.standby import SPARE_CONF
 
@@ -205,25 +201,8 @@ def test_a_prewarmed_restart_survives_the_worker_dying_after_every_step(
     job_id = make_job(ctx)
     run_id = _running(ctx, job_id)
     op_id = _enqueue(ctx, job_id, "restart", {"prewarm": True}, run_id)
-    Worker(ctx, concurrency=1).claim()
-
-    def crash(name: str) -> None:
-        if name == f"restart:{step}":
-            raise SystemExit("killed")
-
-    monkeypatch.setattr(steps, "fault_point", crash)
-    with pytest.raises(SystemExit):
-        ops.execute(ctx, op_id)
-    monkeypatch.setattr(steps, "fault_point", lambda name: None)
-    with transaction(ctx.factory) as session:
-        session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
-    other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
-    other.backend = ctx.backend  # type: ignore[method-assign]
-    assert Worker(other, concurrency=1).claim() == op_id
-    ops.execute(other, op_id)
-    with ctx.factory() as session:
-        op = session.get(Operation, op_id)
-        assert op is not None and op.state == "succeeded", op.error
+    op = die_after_step_then_resume(ctx, monkeypatch, op_id, f"restart:{step}")
+    assert op.state == "succeeded", op.error
     run = _passes(ctx, run_id)
     # One driver for the run, one spare ever submitted: nothing twice, nothing left over.
     assert run.state == states.RUNNING and run.attempt == 1
