@@ -115,7 +115,10 @@ def test_worker_killed_along_a_job_lifecycle(chaos: Chaos, tmp_path: Path) -> No
     wait_until(caught_up(chaos, run_id, root), bool, 180)
 
     sp_id = _pin_startpoint(chaos, job, root)
-    assert chaos.killed_at("reconcile:after_backend_submit", job, "restart") is not None
+    # Cold: the point is the new attempt's own submission (a pre-warmed restart adopts its
+    # spare instead; tests/worker/test_spares.py kills the worker after each of its steps).
+    cold = {"prewarm": False}
+    assert chaos.killed_at("reconcile:after_backend_submit", job, "restart", cold) is not None
     run = chaos.assert_one_driver_per_attempt(run_id)
     assert (run["state"], run["attempt"]) == ("running", 1)
     _assert_applied_once(chaos, job, sp_id, run_id)
