@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
@@ -38,10 +37,10 @@ from tidegate_runtime.channel_client import (
     ControlPlaneRefused,
     TidegateRuntimeError,
     UndeclaredQuery,
-    progress_report,
     pstl_to_spark_interval,
 )
 from tidegate_runtime.drain import Drainer
+from tidegate_runtime.reporter import ProgressReporter
 from tidegate_runtime.stopping import has_commit, stop_at_batch_boundary
 
 log = logging.getLogger("tidegate.runtime")
@@ -52,35 +51,6 @@ _FRESH_FILE_SOURCE = (
     '{{"logOffset": N}}), so the startpoint can only move a query that has a checkpoint. '
     "Withdraw it and start the query, then set it again and restart"
 )
-
-
-class _Reporter(StreamingQueryListener):
-    """Queues progress; a background thread posts it, so Spark's listener bus never waits
-    on the network."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-
-    def onQueryStarted(self, event: Any) -> None:
-        pass
-
-    def onQueryProgress(self, event: Any) -> None:
-        name = event.progress.name
-        if name in self.runtime.queries:
-            self.runtime._outbox.put(progress_report(name, event.progress))
-
-    def onQueryIdle(self, event: Any) -> None:
-        # No new input: the query started and waits. Spark posts no progress then, so say
-        # so (an update verifies a new run by its first batch, or by this when idle).
-        for name, query in list(self.runtime.queries.items()):
-            if str(query.id) == str(event.id):
-                last = query.lastProgress
-                batch = int(last["batchId"]) if last and "batchId" in last else 0
-                self.runtime._outbox.put({"query": name, "batch_id": batch, "idle": True})
-
-    def onQueryTerminated(self, event: Any) -> None:
-        # Events arrive in order: after this one, every progress of the query has been seen.
-        self.runtime._terminated.add(str(event.id))
 
 
 @dataclass
@@ -116,6 +86,7 @@ class Runtime(Drainer):
     _dry_targets: dict[str, int] = field(default_factory=dict)
     _dry_result: str = ""
     _dry_timeout: float = trial_batch.DEFAULT_TIMEOUT
+    _then: Any = None  # after a standby's dry run: wait for go, run the job again for real
 
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
@@ -125,23 +96,34 @@ class Runtime(Drainer):
         run_id = conf.get("spark.tidegate.run_id", None)
         if run_id is None:
             return cls(spark)
-        token = os.environ.get(TOKEN_ENV)
-        if not token:
+        # Keep the secret out of child processes that do not need it (Python workers).
+        token = os.environ.pop(TOKEN_ENV, None)
+        client = standby.went_with()  # the job's second pass after a standby's dry run
+        if client is None and not token:
             raise ControlPlaneRefused(
                 f"{TOKEN_ENV} is not set: this driver was started by tidegate (run {run_id}) "
                 "but has no run token, so it cannot be controlled. Resubmit through tidegate."
             )
-        # Keep the secret out of child processes that do not need it (Python workers).
-        os.environ.pop(TOKEN_ENV, None)
         runtime = cls(
             spark,
-            client=ControlClient(conf.get("spark.tidegate.api_url") or "", int(run_id), token),
+            client=client
+            or ControlClient(conf.get("spark.tidegate.api_url") or "", int(run_id), str(token)),
             attempt=int(conf.get("spark.tidegate.attempt", "0") or 0),
             checkpoint_dir=conf.get("spark.tidegate.checkpoint_dir", None),
             declared={
                 q["name"]: q for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
             },
         )
+        scratch = standby.dry_run_dir(spark)
+        if scratch is not None:
+            # A standby of an update by snapshot: the job's code runs its dry run first; then
+            # the standby waits for go and runs the job's code again (standby.py).
+            standby.warm_up(spark)
+            rehearsal = cls._for_dry_run(spark, scratch)
+            channel, attempt = runtime.client, runtime.attempt
+            assert channel is not None
+            rehearsal._then = lambda: standby.go_then_run_again(spark, channel, attempt)
+            return rehearsal
         # Pre-warmed (a standby or a spare): what came before is paid ahead; wait for go.
         if standby.wait_if_standby(spark, runtime.client, runtime.attempt):  # type: ignore[arg-type]
             log.info("run %s attempt %s: go", run_id, runtime.attempt)
@@ -154,15 +136,15 @@ class Runtime(Drainer):
         runtime.sources = first.get("sources", {})
         if first.get("drain") is None:
             runtime._clear_controls()  # a drain cap left by an earlier attempt must not apply
-        spark.streams.addListener(_Reporter(runtime))
+        spark.streams.addListener(ProgressReporter(runtime))
         threading.Thread(target=runtime._post_loop, name="tidegate-progress", daemon=True).start()
         return runtime
 
     @classmethod
-    def _for_dry_run(cls, spark: SparkSession) -> Runtime:
-        """A dry-run driver: no run, no token, no directives; every eventlog source held."""
+    def _for_dry_run(cls, spark: SparkSession, checkpoint_dir: str | None = None) -> Runtime:
+        """A dry run: no run, no token, no directives; every eventlog source held."""
         conf = spark.conf
-        checkpoint_dir = conf.get("spark.tidegate.checkpoint_dir", None)
+        checkpoint_dir = checkpoint_dir or conf.get("spark.tidegate.checkpoint_dir", None)
         if not checkpoint_dir:
             raise TidegateRuntimeError("a dry run needs spark.tidegate.checkpoint_dir")
         declared = {
@@ -368,6 +350,8 @@ class Runtime(Drainer):
                 self._dry_result,
                 self._dry_timeout,
             )
+            if self._then is not None:
+                self._then()
             return
         while self.queries and (any(q.isActive for q in self.queries.values()) or self._draining):
             for q in self.queries.values():

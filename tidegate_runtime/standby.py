@@ -3,6 +3,13 @@ its Python workers started; then it waits for go before its queries start, so th
 none of that. Nothing before go touches a checkpoint: the job's code has not reached its
 queries yet (``Runtime.from_spark`` is where it waits).
 
+A standby started for an update by snapshot runs that update's dry run first, in this same
+driver (``spark.tidegate.standby_dry_run_dir``): the job's code runs once on scratch copies of
+the state (see trial_batch.py), the verdict is written for the worker, and only then does the
+standby wait for go; at go the job's code runs again, for real, in the same session. One driver
+start serves both, and the second pass finds the exact plan's code generated, its source
+planned and its state store classes loaded.
+
 The wait is a long-poll on the control plane (``GET /runs/{id}/standby?wait=…``), which
 answers the moment the worker says go (PostgreSQL NOTIFY), so no polling interval sits in
 the switch. A standby whose go never comes exits by itself: released by its operation, or
@@ -13,6 +20,8 @@ Standard library and pyspark only: it runs inside Spark drivers."""
 from __future__ import annotations
 
 import logging
+import runpy
+import sys
 import time
 import urllib.error
 from collections.abc import Iterator
@@ -24,8 +33,14 @@ STANDBY_CONF = "spark.tidegate.standby"
 STANDBY_TIMEOUT_CONF = "spark.tidegate.standby_timeout_seconds"
 # A spare (the run's next attempt, started ahead): its number, which its go is given to.
 SPARE_CONF = "spark.tidegate.spare"
+# The scratch root of the dry run this standby runs before it waits (an update by snapshot).
+DRY_RUN_DIR_CONF = "spark.tidegate.standby_dry_run_dir"
 DEFAULT_TIMEOUT = 3600.0
 LONG_POLL_SECONDS = 25
+
+# The channel that gave this process its go after a dry run: the job's code then runs again
+# and its second Runtime.from_spark goes on with it (the run token left the environment).
+_went_with: Any = None
 
 
 class StandbyReleased(Exception):
@@ -36,17 +51,52 @@ class _Channel(Protocol):
     def standby(self, attempt: int, wait: int, spare: int | None = None) -> dict[str, Any]: ...
 
 
+def _is_standby(spark: Any) -> bool:
+    return (spark.conf.get(STANDBY_CONF, "false") or "").lower() == "true"
+
+
 def wait_if_standby(spark: Any, channel: _Channel, attempt: int) -> bool:
     """A driver submitted as a standby (or a spare) warms up and waits here for go; False
-    (at once) for any other driver."""
-    conf = spark.conf
-    if (conf.get(STANDBY_CONF, "false") or "").lower() != "true":
+    (at once) for any other driver. True at once for the job's second pass after go."""
+    if _went_with is not None:
+        return True
+    if not _is_standby(spark):
         return False
     warm_up(spark)
+    _await_go_for(spark, channel, attempt)
+    return True
+
+
+def went_with() -> Any:
+    """The channel of a go already given to this process (its job's code runs again), or None."""
+    return _went_with
+
+
+def dry_run_dir(spark: Any) -> str | None:
+    """The scratch root when this driver is a standby that runs its update's dry run before it
+    waits, and has not had its go yet."""
+    if _went_with is not None or not _is_standby(spark):
+        return None
+    return spark.conf.get(DRY_RUN_DIR_CONF, None) or None
+
+
+def go_then_run_again(spark: Any, channel: _Channel, attempt: int) -> None:
+    """After this standby's dry run (its verdict written): wait for go, then run the job's code
+    again, for real, in this session. StandbyReleased when go does not come."""
+    global _went_with
+    _await_go_for(spark, channel, attempt)
+    _went_with = channel
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None) or sys.argv[0]
+    log.info("standby: go after the dry run; the job's code runs again (%s)", path)
+    runpy.run_path(path, run_name="__main__")
+
+
+def _await_go_for(spark: Any, channel: _Channel, attempt: int) -> None:
+    conf = spark.conf
     spare = conf.get(SPARE_CONF, None)
     timeout = float(conf.get(STANDBY_TIMEOUT_CONF, None) or DEFAULT_TIMEOUT)
     await_go(channel, attempt, timeout, spare=int(spare) if spare else None)
-    return True
 
 
 def warm_up(spark: Any) -> None:

@@ -59,6 +59,9 @@ class Run(Base):
     standby_operation_id: Mapped[int | None] = mapped_column(BigInteger)
     standby_ready_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     go_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A standby that runs its update's dry run before it waits ({"scratch", "check",
+    # "timeout"}: app/worker/standby_dry_run.py); None for any other run.
+    standby_dry_run: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     # A spare (app/runs/spares.py): the run's next attempt, its driver submitted ahead and
     # waiting for go, so a restart (asked for, or after a crash) pays no start-up. spare_seq
     # numbers every spare submitted (its tag, never reused); spare_attempt is the attempt it

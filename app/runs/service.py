@@ -129,12 +129,25 @@ def _new_run(
 
 
 def create_standby(
-    session: Session, job: Job, version: JobVersion, *, created_by: str, operation_id: int
+    session: Session,
+    job: Job,
+    version: JobVersion,
+    *,
+    created_by: str,
+    operation_id: int,
+    dry_run: dict[str, Any] | None = None,
 ) -> Run:
     """A pre-warmed run of ``version``: its driver is submitted now and waits for go. It is
-    not its job's current run until then (the job shows the run it replaces)."""
+    not its job's current run until then (the job shows the run it replaces). ``dry_run``: its
+    driver first runs the update's dry run on that scratch copy."""
     run = _new_run(
-        session, job, version, states.STANDBY, created_by, standby_operation_id=operation_id
+        session,
+        job,
+        version,
+        states.STANDBY,
+        created_by,
+        standby_operation_id=operation_id,
+        standby_dry_run=dry_run,
     )
     session.add(
         RunTransition(

@@ -213,7 +213,6 @@ def await_outcome(
     """Wait for the driver (the timeout counts from its submission, across worker restarts),
     then read its result. Returns {"ok": bool, "queries": ..., "driver": ...}."""
     backend = ctx.backend(version.cluster)
-    result_path = scratch / runtime_dryrun.RESULT_FILE
     while True:
         status = backend.status(backend_id)
         if status.state.terminal:
@@ -228,9 +227,8 @@ def await_outcome(
                 f"({status.raw_state})",
             }
         time.sleep(ctx.poll_seconds)
-    try:
-        result: dict[str, Any] = json.loads(result_path.read_text())
-    except (OSError, ValueError):
+    result = read_result(scratch)
+    if result is None:
         tail = status.message or backend.log_tail(backend_id, 30) or ""
         return {
             "ok": False,
@@ -240,6 +238,15 @@ def await_outcome(
             f"(Runtime.start, Runtime.await_termination)? {tail[-2000:]}".strip(),
         }
     return {**result, "driver": status.raw_state}
+
+
+def read_result(scratch: Path) -> dict[str, Any] | None:
+    """The verdict a dry run wrote in its scratch root, or None."""
+    try:
+        result: dict[str, Any] = json.loads((scratch / runtime_dryrun.RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return result
 
 
 def problems(outcome: dict[str, Any], operators: dict[str, list[dict[str, Any]]]) -> list[str]:

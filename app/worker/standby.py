@@ -43,17 +43,28 @@ def wanted(op: Operation) -> bool:
     return op.params.get("prewarm") is not False
 
 
-def prepare(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int) -> int:
+def prepare(
+    ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, suffix: str = ""
+) -> int:
     """Create the standby run (the reconciler submits its driver) and wait until it is ready.
     OperationFailed (the standby released) when its driver fails or is not ready in time:
-    nothing was stopped."""
-    run_id = start(ctx, op, steps, version_number)
-    await_ready(ctx, op, steps, run_id, version_number)
+    nothing was stopped. ``suffix``: a second standby's steps (``standby_2``…), after a first
+    was released (app/worker/standby_dry_run.py)."""
+    run_id = start(ctx, op, steps, version_number, suffix=suffix)
+    await_ready(ctx, op, steps, run_id, version_number, suffix=suffix)
     return run_id
 
 
-def start(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int) -> int:
-    """The standby run, in state standby: the reconciler submits its driver from here on."""
+def start(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    dry_run: dict[str, Any] | None = None,
+    suffix: str = "",
+) -> int:
+    """The standby run, in state standby: the reconciler submits its driver from here on.
+    ``dry_run``: its driver runs the update's dry run first (app/worker/standby_dry_run.py)."""
 
     def new_run() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
@@ -61,16 +72,26 @@ def start(ctx: WorkerContext, op: Operation, steps: Steps, version_number: int) 
             assert job is not None
             version = get_version(session, job.name, version_number)
             run = runs.create_standby(
-                session, job, version, created_by=op.created_by, operation_id=op.id
+                session,
+                job,
+                version,
+                created_by=op.created_by,
+                operation_id=op.id,
+                dry_run=dry_run,
             )
-            return {"run_id": run.id, "version": version_number}
+            return {"run_id": run.id, "version": version_number, "dry_run": dry_run is not None}
 
-    steps.run("standby", new_run)
-    return int(detail(steps, "standby")["run_id"])
+    steps.run(f"standby{suffix}", new_run)
+    return int(detail(steps, f"standby{suffix}")["run_id"])
 
 
 def await_ready(
-    ctx: WorkerContext, op: Operation, steps: Steps, run_id: int, version_number: int
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    run_id: int,
+    version_number: int,
+    suffix: str = "",
 ) -> None:
     """Until the standby's runtime has called in; OperationFailed (released) otherwise."""
     timeout = float(op.params.get("start_timeout_seconds") or READY_SECONDS)
@@ -114,7 +135,7 @@ def await_ready(
             "waited_seconds": round((run.standby_ready_at - run.created_at).total_seconds(), 3),
         }
 
-    steps.run("standby_ready", ready)
+    steps.run(f"standby_ready{suffix}", ready)
 
 
 def go(ctx: WorkerContext, op: Operation, run_id: int, plan: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text, update
@@ -125,7 +126,12 @@ def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> dict[s
 
 
 def dry_run(
-    ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, plan: dict[str, Any]
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    plan: dict[str, Any],
+    first_attempt: int = 1,
 ) -> None:
     """Run the new version's app on a scratch copy of the state it would resume (see
     app/worker/preflight.py); OperationFailed naming query, operator and what differs when Spark
@@ -143,13 +149,35 @@ def dry_run(
     # Each attempt is its own steps (the first with today's names); an attempt whose driver
     # failed for infrastructure reasons records that in its "dry_run" step and the next starts
     # from a fresh scratch copy.
-    for attempt in range(1, preflight.ATTEMPTS + 1):
+    for attempt in range(first_attempt, preflight.ATTEMPTS + 1):
         if _dry_run_attempt(ctx, op, steps, version_number, version, job_name, plan, attempt):
             return
 
 
 def _step(name: str, attempt: int) -> str:
     return name if attempt == 1 else f"{name}_{attempt}"
+
+
+def prepare_dry_run(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version: JobVersion,
+    job_name: str,
+    plan: dict[str, Any],
+    attempt: int,
+) -> tuple[Path, dict[str, Any]]:
+    """The attempt's scratch copy (step ``dry_run_prepare``): its root and what it checks."""
+    scratch = preflight.scratch_dir(ctx, job_name, op.id, attempt)
+
+    def prepare() -> dict[str, Any]:
+        try:
+            return preflight.prepare(ctx, plan, job_name, list(version.queries), scratch)
+        except SnapshotFailed as exc:
+            raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
+
+    steps.run(_step("dry_run_prepare", attempt), prepare)
+    return scratch, detail(steps, _step("dry_run_prepare", attempt))
 
 
 def _dry_run_attempt(
@@ -164,16 +192,7 @@ def _dry_run_attempt(
 ) -> bool:
     """One attempt's steps: True when the dry run passed (or had nothing to check), False when
     its driver failed for infrastructure reasons and another attempt follows."""
-    scratch = preflight.scratch_dir(ctx, job_name, op.id, attempt)
-
-    def prepare() -> dict[str, Any]:
-        try:
-            return preflight.prepare(ctx, plan, job_name, list(version.queries), scratch)
-        except SnapshotFailed as exc:
-            raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
-
-    steps.run(_step("dry_run_prepare", attempt), prepare)
-    prepared = detail(steps, _step("dry_run_prepare", attempt))
+    scratch, prepared = prepare_dry_run(ctx, op, steps, version, job_name, plan, attempt)
     check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
     if not check:
         steps.run(_step("dry_run", attempt), lambda: {"skipped": "no resumed query holds state"})
@@ -193,42 +212,7 @@ def _dry_run_attempt(
             scratch,
             float(op.params.get("dry_run_timeout_seconds") or preflight.DRY_RUN_TIMEOUT_SECONDS),
         )
-        if result.get("ok"):
-            return {"ok": True, "checked": check, "queries": result.get("queries")}
-        infrastructure = preflight.infrastructure_error(result)
-        if infrastructure is not None:
-            log.warning(
-                "operation %s: dry run attempt %s failed for infrastructure reasons: %s",
-                op.id,
-                attempt,
-                infrastructure,
-            )
-            if attempt < preflight.ATTEMPTS:
-                return {
-                    "ok": False,
-                    "attempt": attempt,
-                    "infrastructure_error": infrastructure,
-                    "dry_run": result,
-                }
-            earlier = [
-                str(detail(steps, _step("dry_run", n)).get("infrastructure_error"))
-                for n in range(1, attempt)
-            ]
-            raise OperationFailed(
-                f"the dry run of version {version_number} could not be completed because of a "
-                f"Spark infrastructure error ({attempt} attempts; the last: {infrastructure}). "
-                "Nothing was stopped; retrying the update is safe.",
-                {"dry_run": result, "infrastructure_errors": [*earlier, infrastructure]},
-            )
-        lines = preflight.problems(result, prepared.get("operators") or {})
-        raise OperationFailed(
-            f"version {version_number} was refused by a dry run on a scratch copy of the "
-            "state it would resume (nothing was stopped): "
-            + "; ".join(lines)
-            + ". Keep the state's operators and schemas, or start those queries with fresh "
-            "state (a resume point with mode 'initialize', or update strategy 'drain').",
-            {"dry_run": result},
-        )
+        return judge_dry_run(op, steps, version_number, prepared, result, attempt)
 
     try:
         steps.run(_step("dry_run", attempt), outcome)
@@ -237,6 +221,57 @@ def _dry_run_attempt(
         raise
     preflight.cleanup(scratch)  # (a temporary backend error keeps it: the step resumes)
     return bool(detail(steps, _step("dry_run", attempt)).get("ok"))
+
+
+def judge_dry_run(
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    prepared: dict[str, Any],
+    result: dict[str, Any],
+    attempt: int,
+) -> dict[str, Any]:
+    """A dry run's result as its ``dry_run`` step's detail: ok, or an infrastructure error that
+    another attempt may get past ({"ok": False, "infrastructure_error": ...}). OperationFailed
+    on a refusal (naming query, operator and what differs), or an infrastructure error at the
+    last attempt."""
+    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    if result.get("ok"):
+        return {"ok": True, "checked": check, "queries": result.get("queries")}
+    infrastructure = preflight.infrastructure_error(result)
+    if infrastructure is not None:
+        log.warning(
+            "operation %s: dry run attempt %s failed for infrastructure reasons: %s",
+            op.id,
+            attempt,
+            infrastructure,
+        )
+        if attempt < preflight.ATTEMPTS:
+            return {
+                "ok": False,
+                "attempt": attempt,
+                "infrastructure_error": infrastructure,
+                "dry_run": result,
+            }
+        earlier = [
+            str(detail(steps, _step("dry_run", n)).get("infrastructure_error"))
+            for n in range(1, attempt)
+        ]
+        raise OperationFailed(
+            f"the dry run of version {version_number} could not be completed because of a "
+            f"Spark infrastructure error ({attempt} attempts; the last: {infrastructure}). "
+            "Nothing was stopped; retrying the update is safe.",
+            {"dry_run": result, "infrastructure_errors": [*earlier, infrastructure]},
+        )
+    lines = preflight.problems(result, prepared.get("operators") or {})
+    raise OperationFailed(
+        f"version {version_number} was refused by a dry run on a scratch copy of the "
+        "state it would resume (nothing was stopped): "
+        + "; ".join(lines)
+        + ". Keep the state's operators and schemas, or start those queries with fresh "
+        "state (a resume point with mode 'initialize', or update strategy 'drain').",
+        {"dry_run": result},
+    )
 
 
 def create_planned_run(

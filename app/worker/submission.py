@@ -14,7 +14,13 @@ from app.backends.base import PermanentBackendError, SubmitSpec
 from app.core import run_states as states
 from app.worker.context import WorkerContext
 from app.worker.runtime_bundle import runtime_bundle
-from tidegate_runtime.standby import SPARE_CONF, STANDBY_CONF, STANDBY_TIMEOUT_CONF
+from tidegate_runtime import trial_batch
+from tidegate_runtime.standby import (
+    DRY_RUN_DIR_CONF,
+    SPARE_CONF,
+    STANDBY_CONF,
+    STANDBY_TIMEOUT_CONF,
+)
 
 __all__ = [
     "SPARE_CONF",
@@ -108,12 +114,26 @@ def run_spec(ctx: WorkerContext, run: Any, token: str, *, spare: bool = False) -
             ctx.settings.spare_timeout_seconds if spare else ctx.settings.standby_timeout_seconds
         )
         conf[STANDBY_TIMEOUT_CONF] = str(timeout)
+    if not spare and run.state == states.STANDBY and run.standby_dry_run:
+        conf.update(standby_dry_run_conf(run.standby_dry_run))
     if spare:
         conf[SPARE_CONF] = str(run.spare_seq)
     # The run token travels as an environment variable: not in the Spark UI's environment
     # page, and not in logs.
     tag = run.spare_tag if spare else run.tag
     return spec(ctx, version, tag, conf, env={"TIDEGATE_RUN_TOKEN": token})
+
+
+def standby_dry_run_conf(dry_run: dict[str, Any]) -> dict[str, str]:
+    """A standby that runs its update's dry run on the scratch copy before it waits (the same
+    confs a dry-run driver reads, but its checkpoint_dir stays its run's own)."""
+    scratch = str(dry_run["scratch"])
+    return {
+        DRY_RUN_DIR_CONF: scratch,
+        trial_batch.CHECK_CONF: json.dumps(sorted(dry_run["check"])),
+        trial_batch.RESULT_CONF: f"{scratch}/{trial_batch.RESULT_FILE}",
+        trial_batch.TIMEOUT_CONF: str(int(dry_run["timeout"])),
+    }
 
 
 def spec(

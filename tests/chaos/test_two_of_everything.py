@@ -45,15 +45,17 @@ T0 = 1_767_225_600_000
 # strategy -> the steps after which the worker may be killed: each one the update reaches on
 # its way (the kill lands in the step that follows it).
 POINTS = {
+    # Pre-warmed (the job's default): the dry run runs inside the standby's driver.
     "snapshot": (
-        "dry_run_submit",  # the dry run's driver is up: the next worker must await that one
-        "dry_run",
+        "dry_run_prepare",  # the scratch copy is in place: the standby is being created
+        "standby",  # its driver is being submitted: the next worker must find that one
+        "standby_ready",  # its dry run is done: the verdict is being read
+        "dry_run",  # the standby waits for go while the old run is asked to stop
         "request_stop",  # the old run is stopping
         "stopped",  # about to export the snapshot
         "export",
-        "materialise",  # checkpoints restored, the new run not created yet
-        "create_run",  # the new run is being submitted
-        "await_submitted",  # verifying the new run
+        "materialise",  # checkpoints restored, go not given yet
+        "go",  # verifying the new run
     ),
     "drain": (
         "target",

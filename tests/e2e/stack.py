@@ -189,6 +189,11 @@ def assert_switch(
     ending = next(n for n in names if n in ("request_stop", "request_drain"))
     assert names.index("standby_ready") < names.index(ending) < names.index("go"), names
     assert "create_run" not in names, names
+    checked = next((s["detail"] for s in op["steps"] if s["name"] == "dry_run"), {})
+    if checked.get("checked") and "cold_dry_run" not in names:
+        # An update by snapshot: its dry run ran inside the standby, no driver of its own.
+        assert checked["in_standby_run"] == new["id"] and "dry_run_submit" not in names, names
+        assert names.index("standby") < names.index("dry_run") < names.index(ending), names
     assert watch.looks > 0, "the watcher never saw the standby waiting"
     assert watch.touched == [], f"the standby touched {watch.touched} before go"
     go_at = datetime.fromisoformat(new["go_at"]).timestamp()

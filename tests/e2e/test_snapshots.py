@@ -256,8 +256,16 @@ def test_new_version_from_a_snapshot_of_a_running_job(
     assert "value schema of operator 0 (stateStoreSave) changed" in error, error
     assert "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE" in error, error
     names = [s["name"] for s in dry["steps"]]
-    assert "dry_run_submit" in names and "request_stop" not in names, names
+    # Pre-warmed (the job's default): the dry run ran inside the standby's driver, the one
+    # driver of the new version, and its refusal released it.
+    assert "standby_ready" in names and "dry_run_submit" not in names, names
+    assert "request_stop" not in names, names
     assert stack.run(old_run)["state"] == "running" and _output(out) == before
+    (refused,) = [
+        r for r in stack.client.get(f"/jobs/{job}/runs").json()["items"] if r["id"] > old_run
+    ]
+    assert refused["stop_reason"] == "released" and refused["go_at"] is None, refused
+    assert not (stack.checkpoint_root / job / str(refused["id"])).exists()
     assert not any(
         s["name"].startswith("update-") and s["state"] == "ready"
         for s in stack.client.get("/snapshots", params={"job": job}).json()["items"]

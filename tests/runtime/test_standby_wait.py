@@ -4,12 +4,23 @@ ends it, a release or the timeout raises, an unreachable control plane is asked 
 from __future__ import annotations
 
 import logging
+import sys
+import types
 import urllib.error
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tidegate_runtime.standby import LONG_POLL_SECONDS, StandbyReleased, await_go, warm_up
+from tidegate_runtime import standby
+from tidegate_runtime.standby import (
+    DRY_RUN_DIR_CONF,
+    LONG_POLL_SECONDS,
+    STANDBY_CONF,
+    StandbyReleased,
+    await_go,
+    warm_up,
+)
 
 
 class Clock:
@@ -82,3 +93,62 @@ def test_the_warm_up_runs_every_step_on_a_real_session(
     assert spark.read.format("tidegate_warm_up").load().count() == max(
         1, spark.sparkContext.defaultParallelism
     )
+
+
+class Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+class Session:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.conf = Conf(values)
+
+
+def test_a_standby_with_a_dry_run_runs_the_job_again_after_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first pass is the dry run (dry_run_dir names the scratch root); at go the job's
+    main file runs again in this process, and its second from_spark waits for nothing: it
+    goes on with the channel that gave go."""
+    monkeypatch.setattr(standby, "_went_with", None)
+    scratch = str(tmp_path / "scratch")
+    session = Session({STANDBY_CONF: "true", DRY_RUN_DIR_CONF: scratch})
+    assert standby.dry_run_dir(Session({DRY_RUN_DIR_CONF: scratch})) is None  # not a standby
+    assert standby.dry_run_dir(Session({STANDBY_CONF: "true"})) is None  # no dry run in it
+    assert standby.dry_run_dir(session) == scratch
+    main = tmp_path / "job.py"
+    marker = tmp_path / "ran"
+    main.write_text(
+        "from tidegate_runtime import standby\n"
+        f"open({str(marker)!r}, 'a').write(str(standby.went_with() is not None))\n"
+    )
+    monkeypatch.setattr(sys, "argv", [str(main)])
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+    clock = Clock()
+    channel = Channel(clock, [{}, {"go": True}])
+    standby.go_then_run_again(session, channel, 0)
+    assert marker.read_text() == "True"  # ran once more, after go
+    assert len(channel.waits) == 2 and standby.went_with() is channel
+    # The second pass: no dry run again, no wait (the channel is asked nothing more).
+    assert standby.dry_run_dir(session) is None
+    assert standby.wait_if_standby(session, channel, 0) is True
+    assert len(channel.waits) == 2
+
+
+def test_a_standby_released_after_its_dry_run_never_runs_the_job_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(standby, "_went_with", None)
+    main = tmp_path / "job.py"
+    main.write_text("raise AssertionError('must not run')\n")
+    monkeypatch.setattr(sys, "argv", [str(main)])
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+    session = Session({STANDBY_CONF: "true", DRY_RUN_DIR_CONF: str(tmp_path)})
+    channel = Channel(Clock(), [{"stop": True, "reason": "refused by its dry run"}])
+    with pytest.raises(StandbyReleased, match="refused by its dry run"):
+        standby.go_then_run_again(session, channel, 0)
+    assert standby.went_with() is None

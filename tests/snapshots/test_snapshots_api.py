@@ -3,6 +3,7 @@ scripted backend stands in for Spark; checkpoints are written the way Spark writ
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.worker.conftest import FakeBackend
+from tidegate_runtime.standby import DRY_RUN_DIR_CONF
 
 API = "/api/v1"
 SOURCE = {"name": "events", "kind": "eventlog", "options": {"stream": "s"}}
@@ -384,11 +386,36 @@ def test_update_carries_state_over(
     )
 
 
-def test_a_prewarmed_update_refused_by_its_dry_run_starts_no_standby(
+def test_a_prewarmed_update_runs_its_dry_run_inside_the_standby(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
 ) -> None:
-    """The dry run comes first (a standby beside it could take the executors it needs); its
-    refusal leaves the old run, never asked to stop, running, and no standby behind."""
+    """One driver start serves the dry run and the switch: the standby's driver is submitted
+    with the scratch copy to check, and no dry-run driver of its own is."""
+    old_run, _ = _running_job(client, ctx, settings)
+    v2 = _version(client, "j", COUNTS, ENRICH)
+    op = _operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    names = op["steps"]
+    assert "dry_run_submit" not in names, names
+    order = ["dry_run_prepare", "standby", "standby_ready", "dry_run", "request_stop", "go"]
+    assert [n for n in names if n in order] == order, names
+    standbys = [a.spec for a in fake.apps.values() if a.spec.conf.get(DRY_RUN_DIR_CONF)]
+    (spec,) = standbys  # the standby's, the one driver of v2
+    assert spec.tag == f"tidegate-run-{op['run_id']}-a0"
+    scratch = Path(spec.conf[DRY_RUN_DIR_CONF])
+    assert json.loads(spec.conf["spark.tidegate.dry_run_queries"]) == ["counts"]
+    assert spec.conf["spark.tidegate.dry_run_result"] == f"{scratch}/_dryrun.json"
+    # Its own checkpoint stays its run's; the scratch copy is gone once judged.
+    assert spec.conf["spark.tidegate.checkpoint_dir"].endswith(f"/j/{op['run_id']}")
+    assert "spark.tidegate.dry_run" not in spec.conf and not scratch.exists()
+    assert client.get(f"{API}/runs/{old_run}").json()["state"] == "stopped"
+
+
+def test_a_prewarmed_update_refused_by_its_dry_run_releases_the_standby(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
+) -> None:
+    """The dry run runs inside the standby; its refusal releases the standby and leaves the
+    old run, never asked to stop, running."""
     old_run, _ = _running_job(client, ctx, settings)
     v2 = _version(client, "j", COUNTS, ENRICH)
     fake.dry_run_outcome = {
@@ -397,12 +424,48 @@ def test_a_prewarmed_update_refused_by_its_dry_run_starts_no_standby(
     op = _operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
     assert op["state"] == "failed" and "refused by a dry run" in op["error"], op
     names = op["steps"]
-    assert "dry_run_submit" in names and "standby" not in names, names
+    # (the refusing dry_run step is not recorded: the operation failed in it)
+    assert names[-3:] == ["dry_run_prepare", "standby", "standby_ready"], names
     assert "request_stop" not in names
     runs = client.get(f"{API}/jobs/j/runs").json()["items"]
-    assert [r["id"] for r in runs] == [old_run] and runs[0]["state"] == "running"
+    by_id = {r["id"]: r for r in runs}
+    assert by_id[old_run]["state"] == "running"
+    (released,) = [r for r in runs if r["id"] != old_run]
+    assert released["state"] == "stopped" and released["stop_reason"] == "released", released
+    assert released["go_at"] is None
     assert client.get(f"{API}/jobs/j").json()["current_run_id"] == old_run
-    assert fake.alive() == [runs[0]["backend_id"]]
+    assert fake.alive() == [by_id[old_run]["backend_id"]]
+
+
+def test_a_standby_dry_run_hit_by_spark_infrastructure_is_retried_by_its_own_driver(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
+) -> None:
+    """A "Python worker failed to connect back" proves nothing: the standby is released, a
+    dry-run driver of its own tries again, and a second standby takes the switch."""
+    old_run, _ = _running_job(client, ctx, settings)
+    v2 = _version(client, "j", COUNTS, ENRICH)
+    infra = {
+        "counts": {
+            "ok": False,
+            "error_class": "StreamingQueryException",
+            "message": "Python worker failed to connect back.",
+        }
+    }
+    fake.dry_run_outcomes = [infra, None]
+    op = _operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    names = op["steps"]
+    retried = ["dry_run", "cold_dry_run", "dry_run_prepare_2", "dry_run_submit_2", "dry_run_2"]
+    assert [n for n in names if n in retried] == retried, names
+    after = ["dry_run_2", "standby_2", "standby_ready_2", "request_stop", "go"]
+    assert [n for n in names if n in after] == after, names
+    assert "create_run" not in names, names
+    runs = client.get(f"{API}/jobs/j/runs").json()["items"]
+    released = [r for r in runs if r["stop_reason"] == "released"]
+    assert len(released) == 1 and released[0]["go_at"] is None, runs
+    assert op["run_id"] not in (old_run, released[0]["id"])
+    new = client.get(f"{API}/runs/{op['run_id']}").json()
+    assert new["state"] == "running" and new["go_at"] is not None
 
 
 def test_a_job_without_prewarm_updates_cold_unless_the_request_says_otherwise(

@@ -18,7 +18,7 @@ from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
 from app.worker.context import WorkerContext
-from tidegate_runtime.standby import SPARE_CONF, STANDBY_CONF
+from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF, STANDBY_CONF
 
 
 @dataclass
@@ -73,6 +73,8 @@ class FakeBackend:
     def _standby_calls_in(self, app: FakeApp) -> None:
         if self.factory is None:
             return
+        if app.spec.conf.get(DRY_RUN_DIR_CONF):  # its dry run first, as the runtime does
+            self._write_dry_run_result(app)
         spare = app.spec.conf.get(SPARE_CONF)
         with transaction(self.factory) as session:
             channel.standby(
@@ -83,12 +85,15 @@ class FakeBackend:
             )
 
     def _finish_dry_run(self, app: FakeApp) -> None:
+        self._write_dry_run_result(app)
+        app.state = AppState.SUCCEEDED
+
+    def _write_dry_run_result(self, app: FakeApp) -> None:
         checked = json.loads(app.spec.conf["spark.tidegate.dry_run_queries"])
         scripted = self.dry_run_outcomes.pop(0) if self.dry_run_outcomes else self.dry_run_outcome
         outcome = scripted or {q: {"ok": True} for q in checked}
         result = {"ok": all(o.get("ok") for o in outcome.values()), "queries": outcome}
         Path(app.spec.conf["spark.tidegate.dry_run_result"]).write_text(json.dumps(result))
-        app.state = AppState.SUCCEEDED
 
     def kill(self, backend_id: str) -> None:
         self.kills.append(backend_id)

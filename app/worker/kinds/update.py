@@ -1,6 +1,7 @@
-"""update (strategy ``snapshot``, the default): dry run, save a snapshot stopping the old run,
-start the new version from it; on failure start the old version again from the same snapshot.
-The other strategies are in app/worker/kinds/update_fresh.py."""
+"""update (strategy ``snapshot``, the default): dry run (pre-warmed: inside the standby's
+driver), save a snapshot stopping the old run, start the new version from it; on failure start
+the old version again from the same snapshot. The other strategies are in
+app/worker/kinds/update_fresh.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from app.runs.models import Run
 from app.snapshots import transfer as snapshot_worker
 from app.snapshots.models import Snapshot
 from app.snapshots.store_access import SnapshotFailed
-from app.worker import standby
+from app.worker import standby, standby_dry_run
 from app.worker.context import WorkerContext
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
@@ -62,6 +63,9 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
     # a `stop: false` export would hold: immutable files of its latest committed batch), not
     # on the snapshot this update saves: saving it stops the run first (hz-cli save-snapshot),
     # and a refusal must leave the old run as it was.
+    # Pre-warmed, the dry run runs inside the standby's driver (app/worker/standby_dry_run.py):
+    # one driver start for both, and the standby is ready when the dry run has passed.
+    in_standby = standby.wanted(op) and op.params.get("dry_run") is not False
     if not steps.load().step_done("request_stop"):
         try:
             steps.run(
@@ -77,15 +81,21 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
                     or live_plan(ctx, op, new_version, old_run_id)
                 ),
             )
-            dry_run(ctx, op, steps, new_version, detail(steps, "dry_run_plan"))
+            if in_standby:
+                standby_dry_run.prepare(ctx, op, steps, new_version, detail(steps, "dry_run_plan"))
+            else:
+                dry_run(ctx, op, steps, new_version, detail(steps, "dry_run_plan"))
         except OperationFailed as exc:
             snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
             raise
-    # Pre-warmed: the new version's driver starts while the old run still processes. After
-    # the dry run, not beside it: on a cluster with room for one more driver, a standby
-    # started beside the dry run took the executors the dry run needed (it timed out).
+    # Pre-warmed: the new version's driver starts while the old run still processes (ready
+    # already when it ran the dry run: the steps are recorded, so this finds it again). Never
+    # beside a separate dry-run driver: on a cluster with room for one more driver, a standby
+    # started beside it took the executors the dry run needed (it timed out).
+    # (After a standby's inconclusive dry run, released, a second standby: ``standby_2``.)
+    again = "_2" if standby_dry_run.fell_back(steps) else ""
     try:
-        warm = standby.prepare(ctx, op, steps, new_version) if standby.wanted(op) else None
+        warm = standby.prepare(ctx, op, steps, new_version, again) if standby.wanted(op) else None
     except OperationFailed as exc:
         snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
         raise

@@ -1,0 +1,95 @@
+"""A pre-warmed update by snapshot runs its dry run inside its standby's driver, so one driver
+start serves both: the standby runs the new version's code on a scratch copy of the state it
+would resume (as a dry-run driver would, tidegate_runtime/trial_batch.py), writes the verdict,
+and only then waits for go; at go the same session runs the job's code again, for real, its
+plan's code generated and its source planned already (tidegate_runtime/standby.py).
+
+Steps, before anything stops:
+1. ``dry_run_prepare``: the scratch copy, as a cold dry run's (app/worker/preflight.py);
+2. ``standby``: the standby run, carrying the scratch root (``runs.standby_dry_run``); the
+   reconciler submits its driver;
+3. ``standby_ready``: its dry run is done and it waits for go;
+4. ``dry_run``: the verdict read. A refusal releases the standby and fails the update: the old
+   run was never touched.
+
+A dry run that hit a Spark infrastructure error proves nothing either way: the standby is
+released (``cold_dry_run``), dry-run drivers of their own try again (attempts 2 and 3, as
+without prewarm), and a second standby starts after them (``standby_2``, ``standby_ready_2``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from app.jobs.models import Job
+from app.jobs.service import get_version
+from app.operations.models import Operation
+from app.worker import preflight, standby, startup
+from app.worker.context import WorkerContext
+from app.worker.steps import OperationFailed, Steps, detail
+
+log = logging.getLogger(__name__)
+
+
+def prepare(
+    ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, plan: dict[str, Any]
+) -> int | None:
+    """The ready standby's run id once its dry run passed; None when it was released because
+    its dry run was inconclusive (separate drivers retried it). OperationFailed on a refusal."""
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        job_name = job.name
+        version = get_version(session, job_name, version_number)
+        session.expunge(version)
+    scratch, prepared = startup.prepare_dry_run(ctx, op, steps, version, job_name, plan, 1)
+    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    if not check:
+        steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
+        return standby.prepare(ctx, op, steps, version_number)
+    wanted = {
+        "scratch": str(scratch),
+        "check": check,
+        "timeout": preflight.IN_DRIVER_TIMEOUT_SECONDS,
+    }
+    run_id = standby.start(ctx, op, steps, version_number, dry_run=wanted)
+    try:
+        standby.await_ready(ctx, op, steps, run_id, version_number)
+    except OperationFailed:
+        preflight.cleanup(scratch)
+        raise
+
+    def outcome() -> dict[str, Any]:
+        result = preflight.read_result(scratch) or {
+            "ok": False,
+            "message": f"the standby run {run_id} called in without a dry-run result",
+        }
+        verdict = startup.judge_dry_run(op, steps, version_number, prepared, result, 1)
+        return {**verdict, "in_standby_run": run_id}
+
+    try:
+        steps.run("dry_run", outcome)
+    except OperationFailed:
+        standby.release(ctx, run_id, "its dry run refused the new version")
+        preflight.cleanup(scratch)
+        raise
+    preflight.cleanup(scratch)
+    verdict = detail(steps, "dry_run")
+    if verdict.get("ok"):
+        return run_id
+    steps.run(
+        "cold_dry_run",
+        lambda: {
+            "released_standby": run_id,
+            "why": verdict.get("infrastructure_error"),
+        },
+    )
+    standby.release(ctx, run_id, "its dry run hit a Spark infrastructure error")
+    startup.dry_run(ctx, op, steps, version_number, plan, first_attempt=2)
+    return None
+
+
+def fell_back(steps: Steps) -> bool:
+    """The standby's dry run was inconclusive: it was released, and another standby follows."""
+    return steps.load().step_done("cold_dry_run")
