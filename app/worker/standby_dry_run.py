@@ -22,8 +22,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.jobs.models import Job
-from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.worker import preflight, standby, startup
 from app.worker.context import WorkerContext
@@ -37,12 +35,7 @@ def prepare(
 ) -> int | None:
     """The ready standby's run id once its dry run passed; None when it was released because
     its dry run was inconclusive (separate drivers retried it). OperationFailed on a refusal."""
-    with ctx.factory() as session:
-        job = session.get(Job, op.job_id)
-        assert job is not None
-        job_name = job.name
-        version = get_version(session, job_name, version_number)
-        session.expunge(version)
+    job_name, version = startup.detached_version(ctx, op, version_number)
     scratch, prepared = startup.prepare_dry_run(ctx, op, steps, version, job_name, plan, 1)
     check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
     if not check:

@@ -140,18 +140,25 @@ def dry_run(
     if op.params.get("dry_run") is False:
         steps.run("dry_run", lambda: {"skipped": "dry_run: false in the request"})
         return
-    with ctx.factory() as session:
-        job = session.get(Job, op.job_id)
-        assert job is not None
-        job_name = job.name
-        version = get_version(session, job_name, version_number)
-        session.expunge(version)
+    job_name, version = detached_version(ctx, op, version_number)
     # Each attempt is its own steps (the first with today's names); an attempt whose driver
     # failed for infrastructure reasons records that in its "dry_run" step and the next starts
     # from a fresh scratch copy.
     for attempt in range(first_attempt, preflight.ATTEMPTS + 1):
         if _dry_run_attempt(ctx, op, steps, version_number, version, job_name, plan, attempt):
             return
+
+
+def detached_version(
+    ctx: WorkerContext, op: Operation, version_number: int
+) -> tuple[str, JobVersion]:
+    """The operation's job name and ``version_number`` of it, readable after the session."""
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        version = get_version(session, job.name, version_number)
+        session.expunge(version)
+        return job.name, version
 
 
 def _step(name: str, attempt: int) -> str:

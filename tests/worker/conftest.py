@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -155,25 +156,35 @@ def make_job(ctx: WorkerContext, policy: dict[str, object] | None = None) -> int
 
 
 def die_after_step_then_resume(
-    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch, op_id: int, fault: str
+    ctx: WorkerContext,
+    monkeypatch: pytest.MonkeyPatch,
+    op_id: int,
+    fault: str,
+    where: Any = None,
+    between: Callable[[], None] | None = None,
 ) -> Operation:
     """The worker carries the operation out until the step ``fault`` (``kind:step``) commits
     and dies there (SystemExit stands in for SIGKILL); its lease runs out, and a second worker
-    claims the operation and finishes it. The operation as it ended."""
+    claims the operation and finishes it. The operation as it ended. ``where``: the module
+    whose ``fault_point`` names the fault (the steps' by default); ``between``: called while
+    no worker holds the operation."""
     from app.worker import execute as ops
     from app.worker import steps
     from app.worker.loop import Worker
 
+    where = where or steps
     Worker(ctx, concurrency=1).claim()
 
     def crash(name: str) -> None:
         if name == fault:
-            raise SystemExit("killed")
+            raise SystemExit("killed")  # stands in for SIGKILL at that very point
 
-    monkeypatch.setattr(steps, "fault_point", crash)
+    monkeypatch.setattr(where, "fault_point", crash)
     with pytest.raises(SystemExit):
         ops.execute(ctx, op_id)
-    monkeypatch.setattr(steps, "fault_point", lambda name: None)
+    monkeypatch.setattr(where, "fault_point", lambda name: None)
+    if between is not None:
+        between()
     with transaction(ctx.factory) as session:
         session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
     other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)

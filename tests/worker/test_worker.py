@@ -27,7 +27,7 @@ from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from app.worker.reconcile import reconcile_run
 from tests.waiting import wait_for
-from tests.worker.conftest import FakeBackend, make_job
+from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
 
 ACTOR = Principal("tester", Scope.OPERATE)
 
@@ -83,27 +83,15 @@ def test_crash_between_submit_and_record_does_not_submit_twice(
 ) -> None:
     job_id = make_job(ctx)
     op_id = _enqueue(ctx, job_id, "submit", {"version": 1})
-    Worker(ctx, concurrency=1).claim()
 
-    def crash(name: str) -> None:
-        if name == "reconcile:after_backend_submit":
-            raise SystemExit("killed")  # stands in for SIGKILL at that very point
+    def submitted_once() -> None:
+        assert fake.submits == 1 and fake.finds == 0
 
-    monkeypatch.setattr(rec, "fault_point", crash)
-    with pytest.raises(SystemExit):
-        ops.execute(ctx, op_id)
-    assert fake.submits == 1 and fake.finds == 0
-    monkeypatch.setattr(rec, "fault_point", lambda name: None)
     # Another worker takes the operation over once the lease has run out.
-    with transaction(ctx.factory) as session:
-        session.execute(update(Operation).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
-    other = WorkerContext(ctx.factory, ctx.settings, "worker-2", poll_seconds=0.01)
-    other.backend = ctx.backend  # type: ignore[method-assign]
-    assert Worker(other, concurrency=1).claim() == op_id
-    ops.execute(other, op_id)
-    with ctx.factory() as session:
-        op = session.get(Operation, op_id)
-        assert op is not None and op.state == "succeeded", op.error
+    op = die_after_step_then_resume(
+        ctx, monkeypatch, op_id, "reconcile:after_backend_submit", rec, submitted_once
+    )
+    assert op.state == "succeeded", op.error
     # The intent was recorded before the call: the resumed worker looked first, found it.
     assert fake.submits == 1 and fake.finds == 1 and len(fake.alive()) == 1
 
