@@ -89,6 +89,11 @@ def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int, attempt: int = 1)
     return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / name
 
 
+def spare_scratch_dir(ctx: WorkerContext, job_name: str, spare_tag: str) -> Path:
+    """Where a spare rehearses (app/worker/reconcile_spare.py): one folder per spare."""
+    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / spare_tag
+
+
 def infrastructure_error(outcome: dict[str, Any]) -> str | None:
     """The first line of the error when a failed dry run failed for a known transient Spark
     infrastructure reason (``TRANSIENT_SIGNATURES``), else None (a refusal). Infrastructure only

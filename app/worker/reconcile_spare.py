@@ -3,6 +3,12 @@ one when the run wants it, watch it, and drop it (killing its driver) when it is
 use or has died. Adoption (the spare becoming the run's next attempt) is part of the run's
 own submission, in reconcile.py, after the previous attempt is fenced.
 
+A spare of a run with state *rehearses* before it waits: it runs the job's code on a scratch
+copy of the run's latest committed state (as an update's dry run does, with noop sinks), so
+that at go the plan's code is generated, its source planned and its state store classes
+loaded; it removes the copy itself once done. The copy is best effort: without it the spare
+only warms up.
+
 Like every reconciler step it is safe to repeat after a crash at any point: the intent is
 committed before the backend is called, and a spare whose submission may have gone out is
 looked up by its tag (never used twice) before another is submitted."""
@@ -10,14 +16,18 @@ looked up by its tag (never used twice) before another is submitted."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from app.auth.service import Scope, create_token
 from app.backends.base import AppState, Backend, BackendError
 from app.core.db import transaction
+from app.core.errors import TidegateError
+from app.resume_points import service as resume_points
 from app.runs import spares
 from app.runs.models import Run
 from app.runs.service import lock_run
-from app.worker import submission
+from app.snapshots.store_access import SnapshotFailed
+from app.worker import preflight, submission
 from app.worker.context import WorkerContext, fault_point
 
 log = logging.getLogger(__name__)
@@ -43,6 +53,7 @@ def reconcile_spare(ctx: WorkerContext, run_id: int) -> None:
             return
     if dropped is not None:  # its driver is killed (it also hears stop, and exits)
         _kill(backend, watched or _find(backend, dropped), run_id)
+        _forget_rehearsal(ctx, run_id, dropped)
     elif watched is not None:
         _observe(ctx, run_id, backend, watched)
     else:  # a new one, or one a worker that died may have submitted
@@ -56,9 +67,12 @@ def _observe(ctx: WorkerContext, run_id: int, backend: Backend, backend_id: str)
     with transaction(ctx.factory) as session:
         run = lock_run(session, run_id)
         assert run is not None
-        if run.spare_backend_id == backend_id:
-            detail = status.message or status.raw_state
-            spares.drop(session, run, f"its driver ended: {detail}", failed=True)
+        if run.spare_backend_id != backend_id:
+            return
+        tag = run.spare_tag
+        detail = status.message or status.raw_state
+        spares.drop(session, run, f"its driver ended: {detail}", failed=True)
+    _forget_rehearsal(ctx, run_id, tag)
 
 
 def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
@@ -71,6 +85,7 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
         tag = run.spare_tag
     found = backend.find(tag) if look_first else None
     if found is None:
+        rehearsal = _rehearsal(ctx, run_id, tag)
         with transaction(ctx.factory) as session:
             run = lock_run(session, run_id)
             assert run is not None
@@ -78,7 +93,7 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
             _, secret = create_token(
                 session, name=f"run-{run.id}-spare{run.spare_seq}", scope=Scope.RUN, run_id=run.id
             )
-            spec = submission.run_spec(ctx, run, secret, spare=True)
+            spec = submission.run_spec(ctx, run, secret, spare=True, rehearsal=rehearsal)
         fault_point("reconcile:before_spare_submit")
         try:
             found = backend.submit(spec)
@@ -98,6 +113,44 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
             spares.submitted(run, found)
         else:  # dropped meanwhile: it goes too
             _kill(backend, found, run_id)
+
+
+def _rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | None:
+    """A scratch copy of the run's latest committed state for the spare to rehearse on, or
+    None (no state yet, or the copy failed: the spare then only warms up)."""
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        job_name, queries = run.job.name, list(run.version.queries)
+        try:
+            plan = resume_points.plan_from_run(session, ctx.settings, run.version, run).to_json()
+        except TidegateError as exc:
+            log.warning("run %s: spare %s will not rehearse (%s)", run_id, tag, exc.detail)
+            return None
+    scratch = preflight.spare_scratch_dir(ctx, job_name, tag)
+    try:
+        prepared = preflight.prepare(ctx, plan, job_name, queries, scratch)
+    except (SnapshotFailed, OSError) as exc:
+        log.warning("run %s: spare %s will not rehearse (%s)", run_id, tag, exc)
+        preflight.cleanup(scratch)
+        return None
+    if not prepared.get("check"):
+        preflight.cleanup(scratch)
+        return None
+    return {
+        "scratch": str(scratch),
+        "check": prepared["check"],
+        "timeout": preflight.IN_DRIVER_TIMEOUT_SECONDS,
+    }
+
+
+def _forget_rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> None:
+    """A dropped spare's scratch copy, if it died before removing it itself."""
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        job_name = run.job.name if run is not None else None
+    if job_name is not None:
+        preflight.cleanup(preflight.spare_scratch_dir(ctx, job_name, tag))
 
 
 def _find(backend: Backend, tag: str) -> str | None:

@@ -90,10 +90,18 @@ def queries_conf(version: Any, *, scratch: bool = False) -> str:
     )
 
 
-def run_spec(ctx: WorkerContext, run: Any, token: str, *, spare: bool = False) -> SubmitSpec:
+def run_spec(
+    ctx: WorkerContext,
+    run: Any,
+    token: str,
+    *,
+    spare: bool = False,
+    rehearsal: dict[str, Any] | None = None,
+) -> SubmitSpec:
     """The submission of a run's current attempt, or (``spare``) of its spare for the next
     one. A standby run's driver and a spare build their session, start Python, then wait for
-    go before the job's code reaches a checkpoint."""
+    go before the job's code reaches a checkpoint. ``rehearsal``: the spare first runs the
+    job's code on that scratch copy of the run's state (app/worker/reconcile_spare.py)."""
     version = run.version
     checkpoint_dir = ctx.settings.resolved_checkpoint_root / run.job.name / str(run.id)
     attempt = run.spare_attempt if spare else run.attempt
@@ -116,6 +124,8 @@ def run_spec(ctx: WorkerContext, run: Any, token: str, *, spare: bool = False) -
         conf[STANDBY_TIMEOUT_CONF] = str(timeout)
     if not spare and run.state == states.STANDBY and run.standby_dry_run:
         conf.update(standby_dry_run_conf(run.standby_dry_run))
+    if spare and rehearsal:
+        conf.update(standby_dry_run_conf(rehearsal))
     if spare:
         conf[SPARE_CONF] = str(run.spare_seq)
     # The run token travels as an environment variable: not in the Spark UI's environment

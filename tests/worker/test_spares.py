@@ -4,7 +4,9 @@ PostgreSQL and a scripted backend. The same on real Spark: tests/e2e/test_spares
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -18,9 +20,10 @@ from app.runs import spares
 from app.runs.models import Run, RunTransition
 from app.worker.context import WorkerContext
 from app.worker.reconcile import reconcile_run
+from tests.snapshots.conftest import FakeCheckpoint
 from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
-from tidegate_runtime.standby import SPARE_CONF
+from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF
 
 RESTART_STEPS = [
     "target",
@@ -235,3 +238,43 @@ def test_spare_rules() -> None:
     assert spares.keep(run)
     run.attempt = 5  # an attempt it was not adopted for
     assert not spares.keep(run)
+
+
+def test_a_spare_of_a_run_with_state_rehearses_on_a_copy_of_it(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """Its submission names a scratch copy of the run's latest committed state (the dry run's
+    confs, its own checkpoint untouched); the copy goes with a spare that is dropped."""
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id)
+    live = FakeCheckpoint(ctx.settings.resolved_checkpoint_root / "job" / str(run_id) / "q")
+    for _ in range(2):
+        live.batch()
+    with transaction(ctx.factory) as session:
+        session.get(Job, job_id).hot_spare = True  # type: ignore[union-attr]
+    run = _passes(ctx, run_id)
+    (spare,) = _spares(fake)
+    conf = fake.apps[spare].spec.conf
+    scratch = Path(conf[DRY_RUN_DIR_CONF])
+    assert scratch.name == run.spare_tag and ".tidegate-dryrun" in scratch.parts
+    assert json.loads(conf["spark.tidegate.dry_run_queries"]) == ["q"]
+    assert conf["spark.tidegate.checkpoint_dir"].endswith(f"/job/{run_id}")
+    # The committed batch (1) copied, and the empty batch 2 planned on the copy only.
+    assert (scratch / "q" / "commits" / "1").is_file() and (
+        scratch / "q" / "offsets" / "2"
+    ).is_file()
+    assert not (live.root / "offsets" / "2").exists()
+    with transaction(ctx.factory) as session:
+        session.get(Job, job_id).hot_spare = False  # type: ignore[union-attr]
+    _passes(ctx, run_id)
+    assert spare in fake.kills and not scratch.exists()
+
+
+def test_a_spare_of_a_run_without_state_only_warms_up(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    job_id = make_job(ctx)
+    run_id = _running(ctx, job_id, hot_spare=True)
+    _passes(ctx, run_id)
+    (spare,) = _spares(fake)
+    assert DRY_RUN_DIR_CONF not in fake.apps[spare].spec.conf
