@@ -16,12 +16,14 @@ looked up by its tag (never used twice) before another is submitted."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from app.auth.service import Scope, create_token
 from app.backends.base import AppState, Backend, BackendError
-from app.core.db import transaction
+from app.core.db import transaction, utcnow
 from app.core.errors import TidegateError
+from app.core.paths import checkpoint_path
 from app.resume_points import service as resume_points
 from app.runs import spares
 from app.runs.models import Run
@@ -29,8 +31,12 @@ from app.runs.service import lock_run
 from app.snapshots.store_access import SnapshotFailed
 from app.worker import preflight, submission
 from app.worker.context import WorkerContext, fault_point
+from tidegate_runtime.stopping import has_commit
 
 log = logging.getLogger(__name__)
+
+# How long a new run's hot spare may wait for the run's first commit (to rehearse on its state).
+REHEARSAL_WAIT = timedelta(seconds=120)
 
 
 def reconcile_spare(ctx: WorkerContext, run_id: int) -> None:
@@ -40,6 +46,8 @@ def reconcile_spare(ctx: WorkerContext, run_id: int) -> None:
         run = session.get(Run, run_id)
         if run is None or (run.spare_attempt is None and not spares.due(run)):
             return  # the common case, decided without a lock
+        if run.spare_attempt is None and _state_to_come(ctx, run):
+            return
         backend = ctx.backend(run.version.cluster)
     dropped: str | None = None
     with transaction(ctx.factory) as session:
@@ -113,6 +121,21 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
             spares.submitted(run, found)
         else:  # dropped meanwhile: it goes too
             _kill(backend, found, run_id)
+
+
+def _state_to_come(ctx: WorkerContext, run: Run) -> bool:
+    """A hot spare of a run that holds state waits for the run's first committed batch (at most
+    ``REHEARSAL_WAIT`` after it started running), so that it has state to rehearse on. A spare
+    an operation asked for never waits."""
+    if run.spare_requested or run.running_since is None:
+        return False
+    if utcnow() - run.running_since > REHEARSAL_WAIT:
+        return False
+    stateful = [q for q in run.version.queries if q.get("stateful_operators")]
+    root = ctx.settings.resolved_checkpoint_root
+    return bool(stateful) and not any(
+        has_commit(str(checkpoint_path(root, run.job.name, run.id, q))) for q in stateful
+    )
 
 
 def _rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | None:

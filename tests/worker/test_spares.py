@@ -15,11 +15,12 @@ from app.backends.base import AppState
 from app.channel import service as channel
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
-from app.jobs.models import Job
+from app.jobs.models import Job, JobVersion
 from app.runs import spares
 from app.runs.models import Run, RunTransition
 from app.worker.context import WorkerContext
 from app.worker.reconcile import reconcile_run
+from app.worker.reconcile_spare import REHEARSAL_WAIT
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
@@ -278,3 +279,33 @@ def test_a_spare_of_a_run_without_state_only_warms_up(
     _passes(ctx, run_id)
     (spare,) = _spares(fake)
     assert DRY_RUN_DIR_CONF not in fake.apps[spare].spec.conf
+
+
+def test_a_hot_spare_of_a_stateful_run_waits_for_its_first_commit(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """So that it has state to rehearse on (at most REHEARSAL_WAIT after the run started)."""
+    job_id = make_job(ctx)
+    with transaction(ctx.factory) as session:
+        version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
+        version.queries = [{"name": "q", "sources": [], "stateful_operators": [{"kind": "x"}]}]
+    run_id = _running(ctx, job_id, hot_spare=True)
+    assert _passes(ctx, run_id).spare_attempt is None and _spares(fake) == []
+    live = FakeCheckpoint(ctx.settings.resolved_checkpoint_root / "job" / str(run_id) / "q")
+    live.batch()
+    run = _passes(ctx, run_id)
+    (spare,) = _spares(fake)
+    assert run.spare_attempt == 1 and DRY_RUN_DIR_CONF in fake.apps[spare].spec.conf
+
+
+def test_a_hot_spare_waits_no_longer_than_its_bound(ctx: WorkerContext, fake: FakeBackend) -> None:
+    job_id = make_job(ctx)
+    with transaction(ctx.factory) as session:
+        version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
+        version.queries = [{"name": "q", "sources": [], "stateful_operators": [{"kind": "x"}]}]
+    run_id = _running(ctx, job_id, hot_spare=True)
+    with transaction(ctx.factory) as session:
+        run = session.get(Run, run_id)
+        assert run is not None and run.running_since is not None
+        run.running_since -= REHEARSAL_WAIT + timedelta(seconds=1)
+    assert _passes(ctx, run_id).spare_attempt == 1  # an idle source: a spare that only warms up
