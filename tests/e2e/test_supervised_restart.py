@@ -93,7 +93,6 @@ def _prewarmed_restart(stack: Stack, job: str, run_id: int, root: Path, out: Pat
     """A restart (pre-warmed by default) on the job's next spare: it is ready before the run
     is asked to stop, and takes over at the batch boundary."""
     wait_until(lambda: stack.run(run_id)["spare"], _ready(2), 240)
-    produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=T0 + 240_000, ts_step_ms=400)
     restart = _operate(stack, job, "restart")
     assert restart["state"] == "succeeded", restart
     assert restart["result"]["spare_taken_over"] is True, restart["result"]
@@ -101,6 +100,10 @@ def _prewarmed_restart(stack: Stack, job: str, run_id: int, root: Path, out: Pat
     assert steps[:4] == ["target", "spare", "spare_ready", "request_stop"], steps
     graceful = next(s for s in restart["steps"] if s["name"] == "graceful_stop")
     assert graceful["detail"]["graceful"] is True, restart["steps"]  # at a batch boundary
+    # Input arriving after the switch. (Before it, the stop could land between the batch that
+    # read it and the no-data batch that emits the windows its watermark closes; Spark runs
+    # that one after a restart only once new data comes, so the output would wait for more.)
+    produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=T0 + 240_000, ts_step_ms=400)
     wait_until(lambda: _caught_up(stack, run_id, root, 2), bool, 240)
     assert stack.run(run_id)["tag"] == f"tidegate-run-{run_id}-a2-spare2"
     assert driver_jvms(f"tidegate-run-{run_id}-a1-spare1") == []
