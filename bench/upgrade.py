@@ -559,6 +559,16 @@ def _figure(values: list[float], base: list[float] | None) -> list[str]:
     ]
 
 
+def _go_to_commit(switch: Switch) -> float | None:
+    """From the moment the new driver was told to go (an update's ``go`` step; for a restart
+    or a crash, the run back to ``running`` on its spare or new driver) to its first commit."""
+    go = switch.phases.get("step go")
+    if go is None:
+        running = [t for name, t in switch.phases.items() if name.endswith("→ running")]
+        go = max(running) if running else None
+    return None if go is None else switch.request_to_commit - go
+
+
 def _report(switches: dict[str, list[Switch]], reps: int) -> None:
     done = {s: v for s, v in switches.items() if v}
     bare_runs = done.get("bare")
@@ -584,6 +594,12 @@ def _report(switches: dict[str, list[Switch]], reps: int) -> None:
     )
     header = ["strategy", "request→commit", "spread", "vs bare", "stood still", "spread"]
     print(table(rows, [*header, "vs bare", "vs flink", "load"]))
+    handed = {s: [g for x in v if (g := _go_to_commit(x)) is not None] for s, v in done.items()}
+    if any(handed.values()):
+        print("\nthe new driver told to go → its first commit (median; min-max): Spark's part")
+        for strategy, seen in handed.items():
+            if seen:
+                print(f"  {strategy}: {median(seen):.1f} s ({min(seen):.1f}-{max(seen):.1f})")
     for strategy, values in done.items():
         names = list(dict.fromkeys(name for s in values for name in s.phases))
         if not names:
@@ -613,6 +629,7 @@ def _report(switches: dict[str, list[Switch]], reps: int) -> None:
                 s: {
                     "request_to_commit": median([x.request_to_commit for x in v]),
                     "stood_still": median([x.stood_still for x in v]),
+                    **({"go_to_commit": median(handed[s])} if handed[s] else {}),
                 }
                 for s, v in done.items()
             },
