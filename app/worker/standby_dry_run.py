@@ -37,7 +37,7 @@ def prepare(
     its dry run was inconclusive (separate drivers retried it). OperationFailed on a refusal."""
     job_name, version = startup.detached_version(ctx, op, version_number)
     scratch, prepared = startup.prepare_dry_run(ctx, op, steps, version, job_name, plan, 1)
-    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    check = startup.dry_run_checks(prepared)
     if not check:
         steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
         return standby.prepare(ctx, op, steps, version_number)

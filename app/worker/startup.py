@@ -161,6 +161,11 @@ def detached_version(
         return job.name, version
 
 
+def dry_run_checks(prepared: dict[str, Any]) -> dict[str, int]:
+    """What a ``dry_run_prepare`` step planned: each checked query and the batch it must commit."""
+    return {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+
+
 def _step(name: str, attempt: int) -> str:
     return name if attempt == 1 else f"{name}_{attempt}"
 
@@ -200,7 +205,7 @@ def _dry_run_attempt(
     """One attempt's steps: True when the dry run passed (or had nothing to check), False when
     its driver failed for infrastructure reasons and another attempt follows."""
     scratch, prepared = prepare_dry_run(ctx, op, steps, version, job_name, plan, attempt)
-    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    check = dry_run_checks(prepared)
     if not check:
         steps.run(_step("dry_run", attempt), lambda: {"skipped": "no resumed query holds state"})
         return True
@@ -242,7 +247,7 @@ def judge_dry_run(
     another attempt may get past ({"ok": False, "infrastructure_error": ...}). OperationFailed
     on a refusal (naming query, operator and what differs), or an infrastructure error at the
     last attempt."""
-    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    check = dry_run_checks(prepared)
     if result.get("ok"):
         return {"ok": True, "checked": check, "queries": result.get("queries")}
     infrastructure = preflight.infrastructure_error(result)
