@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -19,9 +20,9 @@ cli.add_typer(tokens_cli, name="tokens")
 
 
 def _setup(settings: Settings) -> None:
-    from app.core.logging_setup import configure_logging
+    from app.core.logging_setup import configure_from
 
-    configure_logging(settings.log_level, json=settings.log_json)
+    configure_from(settings)
 
 
 @cli.command()
@@ -99,7 +100,15 @@ def run() -> None:
     """
     from app.devtools.local_stack import run_local_stack
 
+    # The terminal shows the banner and warnings; every line goes to DATA_DIR/logs/.
+    os.environ.setdefault("TIDEGATE_LOG_TERMINAL_LEVEL", "WARNING")  # the children's too
     settings = get_settings()
+    settings = settings.model_copy(
+        update={
+            "log_terminal_level": os.environ["TIDEGATE_LOG_TERMINAL_LEVEL"],
+            "log_file": settings.log_file or settings.data_dir.absolute() / "logs" / "api.log",
+        }
+    )
     _setup(settings)
     run_local_stack(settings)
 

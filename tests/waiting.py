@@ -4,6 +4,7 @@ a deadline passes; never read once, never waited for with a fixed sleep."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -31,3 +32,10 @@ def wait_for(
                 f"timed out after {timeout:.0f}s waiting for {awaited}; last value: {value!r}"
             )
         time.sleep(every)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

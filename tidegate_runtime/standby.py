@@ -189,8 +189,10 @@ def await_go(
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             if isinstance(exc, urllib.error.HTTPError) and exc.code < 500:
                 raise
+            # A busy API (503) says when to ask again; otherwise back off.
+            after = _retry_after(exc)
             log.warning("standby: the control plane did not answer (%s); asking again", exc)
-            sleep(min(pause, max(0.0, deadline - clock())))
+            sleep(min(pause if after is None else after, max(0.0, deadline - clock())))
             pause = min(pause * 2, 5.0)
             continue
         pause = 0.5
@@ -201,3 +203,13 @@ def await_go(
                 f"released without go: {answer.get('reason') or 'its update ended'}; this "
                 "standby exits without having touched a checkpoint"
             )
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds from an HTTP error's Retry-After (seconds form), at most a minute."""
+    headers = getattr(exc, "headers", None)
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        return min(max(float(value), 0.0), 60.0) if value is not None else None
+    except ValueError:
+        return None

@@ -18,12 +18,14 @@ from app.clusters.routes import router as clusters_router
 from app.core.config import Settings, get_settings
 from app.core.db import make_engine, make_sessionmaker
 from app.core.migrate import head_revision
+from app.core.notify import Notifier
 from app.jobs.routes import router as jobs_router
 from app.metrics import store_registry
 from app.operations.routes import router as operations_router
 from app.operations.startpoints_routes import router as set_startpoints_router
 from app.resume_points.routes import router as resume_points_router
 from app.runs.routes import router as runs_router
+from app.runs.service import STANDBY_CHANNEL
 from app.snapshots.routes import router as snapshots_router
 from app.startpoints.routes import router as startpoints_router
 from app.tokens.routes import router as tokens_router
@@ -55,9 +57,12 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
             statement_timeout_ms=settings.db_statement_timeout_ms,
         )
 
+    notifier = Notifier(engine, (STANDBY_CHANNEL,), max_waiters=settings.max_waiting_drivers)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        notifier.close()
         engine.dispose()
 
     app = FastAPI(
@@ -89,6 +94,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.notifier = notifier
     app.state.metrics_registry = store_registry(app.state.sessionmaker)
     app.state.migration_head = head_revision()
     install_error_handlers(app)

@@ -7,19 +7,25 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
 
 from app.auth.service import Principal, Scope, authenticate, check_scope
-from app.core.deps import DbSession
+from app.core.deps import DbSession, in_transaction
 
 # auto_error=False: we answer missing tokens ourselves, as problem+json.
 _bearer = HTTPBearer(auto_error=False, description="A tidegate API token.")
+Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def _principal(
-    request: Request,
-    session: DbSession,
-    _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Principal:
+def _principal(request: Request, session: DbSession, _: Bearer) -> Principal:
+    return _authenticate(request, session)
+
+
+async def _principal_without_session(request: Request, _: Bearer) -> Principal:
+    return await in_transaction(request, lambda session: _authenticate(request, session))
+
+
+def _authenticate(request: Request, session: Session) -> Principal:
     admin = request.app.state.settings.admin_token
     principal = authenticate(
         session,
@@ -31,6 +37,8 @@ def _principal(
 
 
 CurrentPrincipal = Annotated[Principal, Depends(_principal)]
+# For an async endpoint that holds no connection while it waits (a long-poll).
+PrincipalWithoutSession = Annotated[Principal, Depends(_principal_without_session)]
 
 
 def require(scope: Scope) -> Callable[[Principal], Principal]:

@@ -79,6 +79,12 @@ class Backend(Protocol):
 
     def status(self, backend_id: str) -> AppStatus: ...
 
+    def statuses(self) -> dict[str, AppStatus] | None:
+        """Every application the backend knows, by backend id, in one listing (without the
+        failure messages ``status`` adds); None when it cannot list. The reconciler's sweep
+        reads this once per cluster instead of asking about each run."""
+        ...
+
     def kill(self, backend_id: str) -> None:
         """Idempotent: killing an app that already ended is not an error."""
         ...

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -142,24 +143,32 @@ class LivyBackend:
         self._ok(resp, what)
         logger.info("deleted batch %s at %s", backend_id, self.url)
 
+    def statuses(self) -> dict[str, AppStatus]:
+        out = {}
+        for batch in self._batches("list batches"):
+            raw = str(batch.get("state") or "unknown")
+            out[str(batch["id"])] = AppStatus(
+                str(batch["id"]), STATES.get(raw, AppState.UNKNOWN), raw
+            )
+        return out
+
     def find(self, tag: str) -> str | None:
-        found: int | None = None
+        found = [int(b["id"]) for b in self._batches(f"find {tag}") if b.get("name") == tag]
+        return str(max(found)) if found else None
+
+    def _batches(self, what: str) -> Iterator[dict[str, Any]]:
+        """Every batch the server knows, page by page (GET /batches?from=&size=)."""
         start = 0
         while True:
             resp = self._call(
-                "GET",
-                "/batches",
-                what=f"find {tag}",
-                params={"from": start, "size": self.page_size},
+                "GET", "/batches", what=what, params={"from": start, "size": self.page_size}
             )
-            body = self._ok(resp, f"find {tag}")
+            body = self._ok(resp, what)
             sessions = body.get("sessions") or []
-            for s in sessions:
-                if s.get("name") == tag and (found is None or int(s["id"]) > found):
-                    found = int(s["id"])
+            yield from (s for s in sessions if isinstance(s, dict) and "id" in s)
             start += len(sessions)
             if not sessions or start >= int(body.get("total") or 0):
-                return None if found is None else str(found)
+                return
 
     def log_tail(self, backend_id: str, lines: int = 50) -> str | None:
         what = f"log {backend_id}"

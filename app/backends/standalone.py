@@ -206,6 +206,19 @@ class StandaloneBackend:
                 parts.append(tail)
         return AppStatus(backend_id, state, raw, "\n".join(parts) or None)
 
+    def statuses(self) -> dict[str, AppStatus]:
+        # The master's JSON lists active and (its retained) completed drivers; one missing
+        # here is asked about with ``status``.
+        state = self._master_state()
+        drivers = [*state.get("activedrivers", []), *state.get("completeddrivers", [])]
+        return {
+            str(d["id"]): AppStatus(
+                str(d["id"]), STATES.get(str(d.get("state")), AppState.UNKNOWN), str(d.get("state"))
+            )
+            for d in drivers
+            if isinstance(d, dict) and d.get("id")
+        }
+
     def kill(self, backend_id: str) -> None:
         what = f"kill {backend_id}"
         _check_id(backend_id)

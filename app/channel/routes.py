@@ -3,15 +3,18 @@ directives and reports progress, drain state and applied startpoints."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from sqlalchemy.orm import Session
 
-from app.auth.deps import CurrentPrincipal, Reader
+from app.auth.deps import CurrentPrincipal, PrincipalWithoutSession, Reader
 from app.auth.service import check_run
 from app.channel import service as channel
-from app.core.db import listener
-from app.core.deps import AppSettings, DbSession
+from app.core.deps import AppSettings, DbSession, in_transaction
+from app.core.errors import ServiceUnavailable
+from app.core.notify import Notifier, TooManyWaiters
 from app.core.pagination import Limit
 from app.core.params import RunId
 from app.runs.schemas import (
@@ -36,6 +39,15 @@ def _run_channel(run_id: RunId, principal: CurrentPrincipal) -> int:
 
 
 RunChannel = Annotated[int, Depends(_run_channel)]
+
+
+def _waiting_run_channel(run_id: RunId, principal: PrincipalWithoutSession) -> int:
+    check_run(principal, run_id)
+    return run_id
+
+
+# The same check for a long-poll, whose token is read in a transaction of its own.
+WaitingRunChannel = Annotated[int, Depends(_waiting_run_channel)]
 
 
 @router.get(
@@ -63,9 +75,8 @@ def get_directives(
     name="run.standby",
     tags=["runtime"],
 )
-def get_standby(
-    run_id: RunChannel,
-    session: DbSession,
+async def get_standby(
+    run_id: WaitingRunChannel,
     request: Request,
     attempt: Annotated[
         int | None, Query(ge=0, le=2**31, description="The caller's attempt.")
@@ -89,14 +100,32 @@ def get_standby(
         ),
     ] = None,
 ) -> StandbyAnswer:
-    # Listening before the first read: a go decided in between is not missed.
-    with listener(request.app.state.engine, STANDBY_CHANNEL) as notified:
-        answer = channel.standby(session, run_id, attempt, spare)
-        if answer.go or answer.stop or wait == 0:
-            return answer
-        session.commit()  # "ready" is seen now; no pooled connection is held while waiting
-        notified(str(run_id), wait)
-    return channel.standby(session, run_id, attempt, spare)
+    # Async, and each read in a transaction of its own: a waiting driver holds no thread and
+    # no database connection, only its place among the notifier's waiters.
+    def read(session: Session) -> StandbyAnswer:
+        return channel.standby(session, run_id, attempt, spare)
+
+    if wait == 0:
+        return await in_transaction(request, read)
+    notifier: Notifier = request.app.state.notifier
+    deadline = time.monotonic() + wait
+    try:
+        # Subscribed before the first read: a go decided in between is not missed.
+        with notifier.subscribe(STANDBY_CHANNEL, str(run_id)) as waiter:
+            answer = await in_transaction(request, read)
+            while not (answer.go or answer.stop):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                await waiter.wait(notifier.poll_interval(left))
+                answer = await in_transaction(request, read)
+    except TooManyWaiters as exc:
+        raise ServiceUnavailable(
+            f"This API process holds as many waiting drivers as it may ({exc}); ask again "
+            "after Retry-After seconds, or spread drivers over more API processes.",
+            headers={"Retry-After": "2"},
+        ) from None
+    return answer
 
 
 @router.post(

@@ -92,7 +92,29 @@ class Settings(BaseSettings):
     )
     log_level: str = "INFO"
     log_json: bool = True
-    db_pool_size: int = 10
+    log_file: Path | None = Field(
+        default=None, description="Also write every log line to this file."
+    )
+    log_terminal_level: str | None = Field(
+        default=None,
+        description="Only lines at this level and above go to stderr (with log_file, the "
+        "rest goes to the file only). 'tidegate run' sets WARNING.",
+    )
+    db_pool_size: int = Field(
+        default=10,
+        ge=1,
+        le=500,
+        description="Pooled connections per API process (as many again may overflow); sized "
+        "with PostgreSQL's max_connections in docs/deploy.md.",
+    )
+    max_waiting_drivers: int = Field(
+        default=2000,
+        ge=1,
+        le=100_000,
+        description="Long-polls (standbys and spares waiting for go) one API process holds at "
+        "once; more answer 503 with Retry-After. A waiting driver costs no thread and no "
+        "connection, only a socket and a little memory.",
+    )
     db_statement_timeout_ms: int = 15_000
     max_page_size: int = 500
     eventlog_roots: str | None = Field(

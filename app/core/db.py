@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-import psycopg
-from psycopg import sql
 from sqlalchemy import DateTime, Engine, MetaData, create_engine, func, select
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
@@ -49,7 +46,13 @@ def sqlalchemy_url(url: str) -> str:
     raise ValueError(f"not a PostgreSQL URL: {url.split('@')[-1]}")
 
 
-def make_engine(url: str, *, pool_size: int = 10, statement_timeout_ms: int = 15_000) -> Engine:
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    statement_timeout_ms: int = 15_000,
+    application_name: str = "tidegate",
+) -> Engine:
     return create_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
@@ -59,7 +62,7 @@ def make_engine(url: str, *, pool_size: int = 10, statement_timeout_ms: int = 15
         connect_args={
             "connect_timeout": 5,
             "options": f"-c statement_timeout={statement_timeout_ms}",
-            "application_name": "tidegate",
+            "application_name": application_name,
         },
     )
 
@@ -97,24 +100,3 @@ def advisory_lock(
             if got:
                 conn.scalar(select(release(namespace, key)))
                 conn.commit()
-
-
-@contextmanager
-def listener(engine: Engine, channel: str) -> Iterator[Callable[[str, float], bool]]:
-    """LISTEN on a connection of its own (not the pool's: a pooled connection would keep
-    listening after it is handed back), from before the caller reads the state it waits on,
-    so no NOTIFY falls between the read and the wait. Yields ``wait(payload, seconds)``: True
-    when a notification with that payload came within the time."""
-    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-
-        def wait(payload: str, seconds: float) -> bool:
-            deadline = time.monotonic() + seconds
-            while (left := deadline - time.monotonic()) > 0:
-                for note in conn.notifies(timeout=left, stop_after=1):
-                    if note.payload == payload:
-                        return True
-            return False
-
-        yield wait

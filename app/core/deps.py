@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, TypeVar
 
 import anyio
 from fastapi import Depends, Request
@@ -14,6 +14,7 @@ from app.core.config import Settings
 from app.core.errors import ServiceUnavailable
 
 SLOT_WAIT_SECONDS = 5.0
+T = TypeVar("T")
 
 
 def _slots(request: Request) -> anyio.CapacityLimiter:
@@ -54,11 +55,7 @@ def _end(session: Session, commit: bool) -> None:
         session.close()
 
 
-async def _session(request: Request) -> AsyncIterator[Session]:
-    # scope="function" (below) commits before the response is sent, so a failed commit
-    # becomes an error response instead of an acknowledged write that was lost.
-    slots = _slots(request)
-    borrower = object()  # this request's claim on a slot
+async def _take_slot(slots: anyio.CapacityLimiter, borrower: object) -> None:
     acquired = False
     with anyio.move_on_after(SLOT_WAIT_SECONDS):
         await slots.acquire_on_behalf_of(borrower)
@@ -68,6 +65,38 @@ async def _session(request: Request) -> AsyncIterator[Session]:
             "Every database connection is busy; nothing was changed. Retry shortly.",
             headers={"Retry-After": "1"},
         )
+
+
+async def in_transaction(request: Request, work: Callable[[Session], T]) -> T:
+    """``work(session)`` in a transaction of its own, on the thread pool: for an async endpoint
+    that must not hold a connection (or a slot) between its reads, such as a long-poll."""
+    slots = _slots(request)
+    borrower = object()
+    await _take_slot(slots, borrower)
+    try:
+
+        def unit() -> T:
+            session: Session = request.app.state.sessionmaker()
+            session.begin()
+            try:
+                result = work(session)
+            except BaseException:
+                _end(session, False)
+                raise
+            _end(session, True)
+            return result
+
+        return await anyio.to_thread.run_sync(unit)
+    finally:
+        slots.release_on_behalf_of(borrower)
+
+
+async def _session(request: Request) -> AsyncIterator[Session]:
+    # scope="function" (below) commits before the response is sent, so a failed commit
+    # becomes an error response instead of an acknowledged write that was lost.
+    slots = _slots(request)
+    borrower = object()  # this request's claim on a slot
+    await _take_slot(slots, borrower)
     try:
         session: Session = request.app.state.sessionmaker()
         session.begin()  # the connection is taken on first use, in the endpoint's thread

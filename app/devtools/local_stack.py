@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -55,9 +56,11 @@ def _register_local_cluster(database_url: str, runner_url: str, runner_auth: str
     engine.dispose()
 
 
-def _kill_live_batches(runner_url: str, runner_auth: str) -> None:
-    """Stop the drivers the embedded runner started: they are this stack's children too."""
+def _kill_live_batches(runner_url: str, runner_auth: str) -> int:
+    """Stop the drivers the embedded runner started (this stack's, or ones a stack that
+    crashed left running): they are nobody's once the stack is gone. Returns how many."""
     headers = {"Authorization": runner_auth}
+    stopped = 0
     try:
         body = httpx.get(
             f"{runner_url}/batches", params={"size": 10_000}, headers=headers, timeout=10
@@ -65,8 +68,15 @@ def _kill_live_batches(runner_url: str, runner_auth: str) -> None:
         for batch in body.get("sessions", []):
             if batch.get("state") not in ("success", "dead", "killed"):
                 httpx.delete(f"{runner_url}/batches/{batch['id']}", headers=headers, timeout=60)
+                stopped += 1
     except httpx.HTTPError as e:
         log.warning("could not stop the runner's batches: %s", e)
+    return stopped
+
+
+def _say(text: str) -> None:
+    """A line for the person at the terminal (the logs go to files)."""
+    print(f"tidegate: {text}", file=sys.stderr, flush=True)
 
 
 def _watch_children(children: list[subprocess.Popen[bytes]], stop: threading.Event) -> None:
@@ -142,9 +152,27 @@ def terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
         proc.kill()
 
 
-def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the stack's process dies (Linux), so a killed
+    stack does not leave its worker and runner behind."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def spawn(
+    args: list[str], env: dict[str, str] | None = None, *, log_file: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """A child in a session of its own: Ctrl-C (SIGINT to the terminal's process group)
+    reaches only the stack, which stops its children in order; they do not race it."""
+    log_env = {"TIDEGATE_LOG_FILE": str(log_file)} if log_file else {}
     return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args], env={**os.environ, **(env or {})}
+        [sys.executable, "-m", "app.cli", *args],
+        env={**os.environ, **(env or {}), **log_env},
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
     )
 
 
@@ -172,6 +200,7 @@ def run_local_stack(settings: Settings) -> None:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     runner_url = f"http://127.0.0.1:{settings.runner_port}"
     watching = threading.Event()
+    logs = settings.data_dir.absolute() / "logs"
     try:
         children.append(
             spawn(
@@ -183,11 +212,16 @@ def run_local_stack(settings: Settings) -> None:
                     str(settings.data_dir.absolute() / "runner"),
                 ],
                 {**env, "TIDEGATE_RUNNER_TOKEN": runner_secret},
+                log_file=logs / "runner.log",
             )
         )
         _wait_http(runner_url + "/batches")
+        # Drivers a stack that crashed left running write to checkpoints with no control
+        # plane: stop them before the worker supervises their runs again.
+        if left := _kill_live_batches(runner_url, runner_auth):
+            _say(f"stopped {left} Spark driver(s) an earlier tidegate run left running")
         _register_local_cluster(database_url, runner_url, runner_auth)
-        children.append(spawn(["worker"], env))
+        children.append(spawn(["worker"], env, log_file=logs / "worker.log"))
         server = uvicorn.Server(
             uvicorn.Config(
                 create_app(settings),
@@ -211,9 +245,18 @@ def run_local_stack(settings: Settings) -> None:
             sys.exit(3)  # uvicorn's startup failure (e.g. the port is taken); it said why
     finally:
         watching.set()
-        # The worker first (so it restarts nothing), then the drivers, then the runner.
-        if len(children) > 1:
-            terminate(children[1])
-        if children:
-            _kill_live_batches(runner_url, runner_auth)
-            terminate(children[0])
+        _stop_children(children, runner_url, runner_auth)
+
+
+def _stop_children(
+    children: list[subprocess.Popen[bytes]], runner_url: str, runner_auth: str
+) -> None:
+    """The worker first (so it restarts nothing), then the drivers, then the runner."""
+    if len(children) > 1:
+        _say("stopping the worker")
+        terminate(children[1])
+    if children:
+        stopped = _kill_live_batches(runner_url, runner_auth) if children[0].poll() is None else 0
+        _say(f"stopped {stopped} Spark driver(s); stopping the runner")
+        terminate(children[0])
+    _say("stopped")

@@ -22,10 +22,10 @@ WorkDir = Annotated[Path, typer.Option(help="Holds the worker's work dir, logs a
 
 def _setup_logging() -> None:
     from app.core.config import get_settings
-    from app.core.logging_setup import configure_logging
+    from app.core.logging_setup import configure_from
 
     settings = get_settings()
-    configure_logging(settings.log_level, json=settings.log_json)
+    configure_from(settings)
 
 
 @spark_app.command()

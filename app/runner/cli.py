@@ -45,11 +45,11 @@ def run(
 
     from app.core.config import get_settings
     from app.core.embedded import kept_secret
-    from app.core.logging_setup import configure_logging
+    from app.core.logging_setup import configure_from
     from app.runner.app import LOOPBACK_HOSTS, create_app
 
     settings = get_settings()
-    configure_logging(settings.log_level, json=settings.log_json)
+    configure_from(settings)
     if settings.runner_token is not None:
         token = settings.runner_token.get_secret_value()
     else:

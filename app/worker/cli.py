@@ -27,12 +27,12 @@ def worker(
     from app.core.config import get_settings
     from app.core.db import make_engine, make_sessionmaker
     from app.core.embedded import resolve_database_url
-    from app.core.logging_setup import configure_logging
+    from app.core.logging_setup import configure_from
     from app.worker.context import WorkerContext
     from app.worker.loop import run_worker, worker_id
 
     settings = get_settings()
-    configure_logging(settings.log_level, json=settings.log_json)
+    configure_from(settings)
     url = resolve_database_url(settings)
     engine = make_engine(url, pool_size=concurrency + 4)
     ctx = WorkerContext(

@@ -17,6 +17,7 @@ from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.core.config import Settings
 from app.core.db import advisory_lock
+from app.worker.listing import Listings
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +39,24 @@ class WorkerContext:
     lost_after_seconds: float = 60.0
     # The process's one reconciler thread (app/worker/reconcile.py::reconciler starts it).
     reconciler: Any = None
+    # One backend listing per cluster per sweep (see app/worker/listing.py).
+    listings: Listings = field(default_factory=Listings)
     _backends: dict[tuple[int, str], Backend] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.listings.max_age = max(self.poll_seconds, 0.5)
+
     def backend(self, cluster: Cluster) -> Backend:
-        key = (cluster.id, cluster.url)
+        key = backend_key(cluster)
         with self._lock:
             if key not in self._backends:
                 self._backends[key] = backend_for(cluster)
             return self._backends[key]
+
+
+def backend_key(cluster: Cluster) -> tuple[int, str]:
+    return (cluster.id, cluster.url)
 
 
 def fault_point(name: str) -> None:

@@ -26,7 +26,7 @@ from app.runs.models import Run
 from app.runs.policy import RestartPolicy
 from app.runs.service import lock_run, new_attempt, transition
 from app.worker import submission
-from app.worker.context import WorkerContext, fault_point, run_guard
+from app.worker.context import WorkerContext, backend_key, fault_point, run_guard
 from app.worker.reconcile_spare import reconcile_spare
 
 log = logging.getLogger(__name__)
@@ -34,13 +34,14 @@ log = logging.getLogger(__name__)
 ERROR_LIMIT = 4000
 
 
-def reconcile_run(ctx: WorkerContext, run_id: int) -> str | None:
-    """One pass over one run. Returns its state afterwards, or None if another worker holds it."""
+def reconcile_run(ctx: WorkerContext, run_id: int, *, fresh: bool = True) -> str | None:
+    """One pass over one run. Returns its state afterwards, or None if another worker holds it.
+    ``fresh=False`` (the periodic sweep) observes the run through its cluster's listing."""
     with run_guard(ctx, run_id) as mine:
         if not mine:
             return None
         try:
-            state = _reconcile(ctx, run_id)
+            state = _reconcile(ctx, run_id, fresh)
         except BackendError as exc:
             if not exc.temporary:
                 _record_error(ctx, run_id, str(exc))
@@ -58,7 +59,7 @@ def reconcile_run(ctx: WorkerContext, run_id: int) -> str | None:
         return state
 
 
-def _reconcile(ctx: WorkerContext, run_id: int) -> str:
+def _reconcile(ctx: WorkerContext, run_id: int, fresh: bool) -> str:
     with transaction(ctx.factory) as session:
         run = lock_run(session, run_id)
         assert run is not None
@@ -76,6 +77,7 @@ def _reconcile(ctx: WorkerContext, run_id: int) -> str:
         if run.state not in states.ON_BACKEND:
             return run.state
         backend = ctx.backend(run.version.cluster)
+        listing_key = backend_key(run.version.cluster)
         backend_id = run.backend_id
         state = run.state
         kill = state == states.STOPPING and run.kill_attempt == run.attempt
@@ -98,7 +100,8 @@ def _reconcile(ctx: WorkerContext, run_id: int) -> str:
             run = lock_run(session, run_id)
             assert run is not None
             return _ended(session, run, None).state
-    status = backend.status(backend_id)
+    # A kill is decided on a current status, never on a listed one.
+    status = ctx.listings.status(listing_key, backend, backend_id, fresh=fresh or kill)
     if kill and not (status.state.terminal or status.state == AppState.UNKNOWN):
         # An operation asked for it (runs.service.request_kill): a stop that did not come.
         log.info("run %s: killing %s as requested (%s)", run_id, backend_id, status.raw_state)

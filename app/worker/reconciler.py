@@ -45,7 +45,9 @@ class Reconciler:
                 raise self._died
 
     def sweep(self, run_ids: list[int], timeout: float = 600.0) -> None:
-        """One pass over each of ``run_ids`` (behind any urgent one); waits for them."""
+        """One pass over each of ``run_ids`` (behind any urgent one), on one new listing
+        per cluster; waits for them."""
+        self.ctx.listings.forget()
         with self._cond:
             targets = {r: self._passes.get(r, 0) + 1 for r in run_ids}
             self._sweep.extend(r for r in run_ids if r not in self._sweep)
@@ -62,17 +64,22 @@ class Reconciler:
             self._stopping = True
             self._cond.notify_all()
 
-    def _next(self) -> int | None:
+    def _next(self) -> tuple[int, bool] | None:
+        """The next run to pass over, and whether the pass is urgent (an operation waits)."""
         with self._cond:
             self._cond.wait_for(lambda: self._urgent or self._sweep or self._stopping)
             if self._stopping:
                 return None
-            return (self._urgent or self._sweep).pop(0)
+            if self._urgent:
+                return self._urgent.pop(0), True
+            return self._sweep.pop(0), False
 
     def _serve(self) -> None:
-        while (run_id := self._next()) is not None:
+        while (picked := self._next()) is not None:
+            run_id, urgent = picked
             try:
-                reconcile_run(self.ctx, run_id)
+                # The sweep reads its cluster's listing; an operation's pass asks the backend.
+                reconcile_run(self.ctx, run_id, fresh=urgent)
             except Exception:
                 log.exception("run %s: reconcile failed; will retry", run_id)
                 time.sleep(0.1)  # a failing store: do not spin

@@ -5,7 +5,6 @@ Spark: operations stay ``pending`` unless a test moves them on in the database."
 from __future__ import annotations
 
 import json
-import socket
 import tempfile
 import threading
 import time
@@ -31,12 +30,7 @@ from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
 from tests.conftest import ADMIN_TOKEN
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.waiting import free_port
 
 
 @dataclass

@@ -3,6 +3,7 @@ ends it, a release or the timeout raises, an unreachable control plane is asked 
 
 from __future__ import annotations
 
+import email.message
 import logging
 import sys
 import types
@@ -78,6 +79,33 @@ def test_an_unreachable_control_plane_is_asked_again_but_a_refusal_is_not() -> N
     refused = urllib.error.HTTPError("u", 403, "Forbidden", {}, None)  # type: ignore[arg-type]
     with pytest.raises(urllib.error.HTTPError):
         await_go(Channel(clock, [refused]), 0, 3600, clock=clock, sleep=clock.sleep)
+
+
+def test_a_busy_control_plane_is_asked_again_after_its_retry_after() -> None:
+    clock = Clock()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.sleep(seconds)
+
+    busy = urllib.error.HTTPError(
+        "u",
+        503,
+        "Service Unavailable",
+        _headers({"Retry-After": "7"}),
+        None,
+    )
+    channel = Channel(clock, [busy, {"go": True}])
+    assert await_go(channel, 0, 3600, clock=clock, sleep=sleep)["go"] is True
+    assert slept == [7.0]  # not the 0.5 s back-off: the server said when
+
+
+def _headers(headers: dict[str, str]) -> email.message.Message:
+    message = email.message.Message()
+    for key, value in headers.items():
+        message[key] = value
+    return message
 
 
 @pytest.mark.spark

@@ -1,0 +1,128 @@
+"""The reconciler's sweep over a fleet reads one backend listing per cluster, not one request
+per run, and still sees a dead driver on its next pass. Real PostgreSQL, the real Livy
+backend, and a Livy-compatible stand-in (bench/fake_livy.py) that counts calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, select
+
+from app.clusters.models import Cluster
+from app.core import run_states as states
+from app.core.config import Settings
+from app.core.db import make_sessionmaker, transaction
+from app.jobs.models import Job, JobVersion
+from app.runs import service as runs
+from app.runs.models import Run
+from app.worker.context import WorkerContext
+from app.worker.reconcile import due_runs
+from app.worker.reconciler import pass_now, reconciler
+from bench.fake_livy import FakeLivy
+
+RUNS = 120  # more than one page of GET /batches (100 by default)
+
+
+@pytest.fixture
+def livy() -> Iterator[FakeLivy]:
+    fake = FakeLivy().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def fleet_ctx(db: Engine, tmp_path: Path) -> Iterator[WorkerContext]:
+    ctx = WorkerContext(
+        factory=make_sessionmaker(db),
+        settings=Settings(data_dir=tmp_path, log_json=False),
+        worker_id="fleet-worker",
+        poll_seconds=60,  # the listing stays fresh for the whole test unless it is dropped
+    )
+    yield ctx
+    if ctx.reconciler is not None:
+        ctx.reconciler.stop()
+
+
+def _fleet(ctx: WorkerContext, livy: FakeLivy, count: int) -> list[int]:
+    """``count`` jobs, each with a running run whose driver is a batch on the stand-in."""
+    ids = []
+    with transaction(ctx.factory) as session:
+        cluster = Cluster(name="livy", kind="livy", url=livy.url)
+        session.add(cluster)
+        session.flush()
+        for i in range(count):
+            job = Job(name=f"job-{i}", restart_policy={"min_backoff": "1s"}, created_by="t")
+            session.add(job)
+            session.flush()
+            version = JobVersion(
+                job_id=job.id,
+                number=1,
+                cluster_id=cluster.id,
+                app={"file": "/x.py"},
+                conf={},
+                queries=[{"name": "q", "sources": []}],
+                created_by="t",
+            )
+            session.add(version)
+            session.flush()
+            run = runs.create_run(session, job, version, created_by="t")
+            _, body = livy.create({"name": run.tag})
+            run.backend_id = str(body["id"])
+            runs.transition(session, run, states.RUNNING, reason="test", running_since=None)
+            ids.append(run.id)
+    return ids
+
+
+def _calls(livy: FakeLivy) -> tuple[int, int]:
+    """(listings, per-batch status requests) the stand-in has answered."""
+    with livy.lock:
+        listings = sum(1 for c in livy.calls if c.method == "GET" and c.path == "/batches")
+        each = sum(1 for c in livy.calls if c.method == "GET" and c.path.startswith("/batches/"))
+    return listings, each
+
+
+def test_a_sweep_over_many_runs_lists_the_backend_once(
+    fleet_ctx: WorkerContext, livy: FakeLivy
+) -> None:
+    ids = _fleet(fleet_ctx, livy, RUNS)
+    assert sorted(due_runs(fleet_ctx)) == sorted(ids)
+
+    reconciler(fleet_ctx).sweep(due_runs(fleet_ctx))
+    listings, each = _calls(livy)
+    assert (listings, each) == (2, 0)  # two pages of one listing; no request per run
+    with fleet_ctx.factory() as session:
+        observed = session.scalars(select(Run.observed_state).where(Run.id.in_(ids))).all()
+    assert set(observed) == {"running"}
+
+    # A driver dies: the next sweep (on a new listing) sees it and restarts its run.
+    dead_run = ids[7]
+    with fleet_ctx.factory() as session:
+        dead_batch = int(session.get(Run, dead_run).backend_id)  # type: ignore[union-attr, arg-type]
+    with livy.lock:
+        livy.batches[dead_batch]["state"] = "dead"
+    reconciler(fleet_ctx).sweep(due_runs(fleet_ctx))
+    listings, each = _calls(livy)
+    # One more listing (2 pages); the failed one asked for its message, nobody else.
+    assert listings == 4
+    assert each <= 3, each  # its status (with the failure) and its log tail
+    with fleet_ctx.factory() as session:
+        run = session.get(Run, dead_run)
+        assert run is not None and run.state == states.RESTARTING, run.state
+        others = session.scalars(select(Run.state).where(Run.id.in_(ids), Run.id != dead_run))
+        assert set(others.all()) == {states.RUNNING}
+
+
+def test_an_operations_pass_asks_the_backend_not_the_listing(
+    fleet_ctx: WorkerContext, livy: FakeLivy
+) -> None:
+    (run_id,) = _fleet(fleet_ctx, livy, 1)
+    reconciler(fleet_ctx).sweep([run_id])  # a listing, fresh for a minute
+    with livy.lock:
+        livy.batches[0]["state"] = "success"
+    pass_now(fleet_ctx, run_id)  # an operation waiting on the run must see the current state
+    with fleet_ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None and run.state == states.SUCCEEDED
+    assert _calls(livy)[1] == 1
