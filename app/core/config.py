@@ -107,6 +107,14 @@ class Settings(BaseSettings):
         description="Pooled connections per API process (as many again may overflow); sized "
         "with PostgreSQL's max_connections in docs/deploy.md.",
     )
+    api_threads: int = Field(
+        default=40,
+        ge=4,
+        le=1000,
+        description="Threads per API process for the synchronous endpoints (anyio's pool). "
+        "Requests at work on the database are bounded by the pool anyway (2 x db_pool_size); "
+        "the rest of the threads serve requests that wait for a connection slot without one.",
+    )
     max_waiting_drivers: int = Field(
         default=2000,
         ge=1,

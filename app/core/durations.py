@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import timedelta
 
@@ -31,7 +32,14 @@ _TRIGGER_UNITS_MS = {
 
 def parse_duration(text: str) -> timedelta:
     """``50s``, ``100ms``, ``250us``, ``1m``/``1min``, ``1h``, ``1d`` (no space, as in PSTL)."""
-    m = _BACKOFF.match(text.strip()) if isinstance(text, str) else None
+    if not isinstance(text, str):
+        raise ValueError(f"'{text}' is not a duration: use a string such as 50s or 1m")
+    return _parse_duration(text)
+
+
+@functools.lru_cache(maxsize=1024)  # a page of jobs parses the same few policies again and again
+def _parse_duration(text: str) -> timedelta:
+    m = _BACKOFF.match(text.strip())
     if not m:
         raise ValueError(
             f"'{text}' is not a duration: use a number and a unit with no space, "

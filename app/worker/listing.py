@@ -44,12 +44,14 @@ class Listings:
         """``backend_id``'s status from the cluster's listing, or from the backend itself when
         ``fresh``, when the listing lacks it, or for a failure (its message is not listed)."""
         if not fresh:
-            listed = self._listing(key, backend).get(backend_id)
+            listed = self.listed(key, backend).get(backend_id)
             if listed is not None and listed.state is not AppState.FAILED:
                 return listed
         return backend.status(backend_id)
 
-    def _listing(self, key: object, backend: Backend) -> dict[str, AppStatus]:
+    def listed(self, key: object, backend: Backend) -> dict[str, AppStatus]:
+        """The cluster's listing (taken now if there is none younger than ``max_age``);
+        empty when the backend cannot list."""
         with self._lock:
             now = time.monotonic()
             current = self._taken.get(key)

@@ -24,7 +24,7 @@ from app.snapshots.retention import retention_sweep
 from app.worker.context import WorkerContext
 from app.worker.execute import execute
 from app.worker.reconcile import due_runs
-from app.worker.reconciler import reconciler
+from app.worker.sweep import sweep
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,17 @@ BEAT = text(
     """
 )
 STOPPED = text("update worker_heartbeats set stopped_at = now() where worker_id = :me")
+# Live as /metrics counts them: not stopped, last beat under three beats old.
+LIVE = text(
+    """
+    select worker_id from worker_heartbeats
+    where stopped_at is null and heartbeat_at > now() - make_interval(secs => 3 * every_seconds)
+    order by worker_id
+    """
+)
+# The sweeps share the runs out among the live workers; every this many sweeps a worker
+# passes over all of them, so a worker that died unseen leaves no run unwatched for long.
+FULL_SWEEP_EVERY = 5
 
 
 # How often the loop applies every job's snapshot retention (max_age expires between exports).
@@ -56,6 +67,7 @@ class Worker:
         self.ctx = ctx
         self.retention_every = retention_every
         self._retention_due = 0.0
+        self._sweeps = 0
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="op")
         self.concurrency = concurrency
         self.active: dict[int, Future[None]] = {}
@@ -96,8 +108,23 @@ class Worker:
             self.active[op_id] = self.pool.submit(self._run_op, op_id)
 
     def supervise(self) -> None:
-        """One pass over every due run, by the reconciler thread (the one actor on runs)."""
-        reconciler(self.ctx).sweep(due_runs(self.ctx))
+        """One pass over this worker's share of the due runs (all of them every
+        ``FULL_SWEEP_EVERY`` sweeps), by the reconciler thread (the one actor on runs)."""
+        due = due_runs(self.ctx)
+        self._sweeps += 1
+        if self._sweeps % FULL_SWEEP_EVERY:
+            due = self.share(due)
+        sweep(self.ctx, due)
+
+    def share(self, run_ids: list[int]) -> list[int]:
+        """This worker's runs among the live workers (by run id modulo their number): each
+        run is swept by one worker, not by all. All of them while it is not live yet."""
+        with self.ctx.factory() as session:
+            live = list(session.scalars(LIVE))
+        if self.ctx.worker_id not in live:
+            return run_ids
+        mine, count = live.index(self.ctx.worker_id), len(live)
+        return [r for r in run_ids if r % count == mine]
 
     def retention(self, *, force: bool = False) -> None:
         """Every ``retention_every`` seconds: snapshot retention of every job, then gc; then

@@ -45,9 +45,7 @@ class Reconciler:
                 raise self._died
 
     def sweep(self, run_ids: list[int], timeout: float = 600.0) -> None:
-        """One pass over each of ``run_ids`` (behind any urgent one), on one new listing
-        per cluster; waits for them."""
-        self.ctx.listings.forget()
+        """One pass over each of ``run_ids`` (behind any urgent one); waits for them."""
         with self._cond:
             targets = {r: self._passes.get(r, 0) + 1 for r in run_ids}
             self._sweep.extend(r for r in run_ids if r not in self._sweep)

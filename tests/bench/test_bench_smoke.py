@@ -127,3 +127,25 @@ def test_metrics(server_url: str, tmp_path: Path) -> None:
         assert _positive(figures["requests"][name]["p50_ms"]), name
     assert _positive(figures["ratio_vs_empty_scrape"]) and _positive(figures["ratio_vs_healthz"])
     assert "vs 0-job scrape" in stdout and "load average" in stdout
+
+
+def test_fleet(server_url: str, tmp_path: Path) -> None:
+    # Six servers start at once (2 API, 2 worker, 2 bare baselines): ~15 s when the machine is
+    # busy, hence a longer bound than the others'.
+    args = "--jobs 20 --waiting 5 --warm-up 1 --rest-seconds 1 --rounds 1 --requests 40 "
+    args += "--seconds 0.5 --deaths 2 --operations 2"
+    stdout, figures = _run("fleet", args.split(), server_url, tmp_path, limit=90)
+    assert figures["spares"]["ready"] == 5 and figures["spares"]["submitted"] >= 5
+    for window in ("rest_no_spares", "rest_spares", "rest_silent"):
+        cores = figures[window]["cores"]
+        assert _positive(cores["api+worker"]) and _positive(cores["machine (all processes)"])
+    for name in ("GET /jobs/{job}", "GET /jobs (page of 50)"):
+        read = figures["reads"][name]
+        assert read["tidegate"]["errors"] == 0 and read["baseline"]["errors"] == 0, read
+        assert _positive(read["ratio"]["rps"]) and _positive(read["tidegate"]["p99_ms"])
+    assert figures["death_to_go"]["samples"] == 2 and _positive(figures["death_to_go"]["p99_ms"])
+    assert _positive(figures["stop_to_delete"]["p99_ms"])
+    phases = figures["connections"]
+    assert phases["rest, spares waiting"]["max_waiting"] == 5
+    assert phases["rest, spares waiting"]["max"]["api (both)"] >= 1
+    assert "req/s ratio" in stdout and "death -> spare hears go" in stdout

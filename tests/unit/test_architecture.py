@@ -235,14 +235,16 @@ def test_the_circle_finder_finds_circles() -> None:
 
 # The one actor on a run: only the reconciler calls the backend about a run. The dry run's
 # own driver (app/worker/preflight.py) is not a run: the operation owns it from start to end.
-# The pass, its second half over the run's spare (called only from the pass), and its thread.
+# The pass, its second half over the run's spare (called only from the pass), its thread, and
+# the clusters' listings the pass and the sweep observe through (they only read).
 RUN_ACTOR = {
     "app/worker/reconcile.py",
     "app/worker/reconcile_spare.py",
     "app/worker/reconciler.py",
+    "app/worker/listing.py",
 }
 NOT_A_RUN = {"app/worker/preflight.py": "the dry run's driver belongs to its operation"}
-BACKEND_CALLS = {"submit", "kill", "find", "status", "log_tail"}
+BACKEND_CALLS = {"submit", "kill", "find", "status", "statuses", "log_tail"}
 
 
 def test_only_the_reconciler_acts_on_a_run() -> None:

@@ -17,9 +17,13 @@ from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job, JobVersion
 from app.runs import service as runs
 from app.runs.models import Run
+from app.worker import loop
+from app.worker import sweep as sweeping
 from app.worker.context import WorkerContext
+from app.worker.loop import FULL_SWEEP_EVERY, Worker
 from app.worker.reconcile import due_runs
 from app.worker.reconciler import pass_now, reconciler
+from app.worker.sweep import quiet_runs, sweep
 from bench.fake_livy import FakeLivy
 
 RUNS = 120  # more than one page of GET /batches (100 by default)
@@ -89,7 +93,7 @@ def test_a_sweep_over_many_runs_lists_the_backend_once(
     ids = _fleet(fleet_ctx, livy, RUNS)
     assert sorted(due_runs(fleet_ctx)) == sorted(ids)
 
-    reconciler(fleet_ctx).sweep(due_runs(fleet_ctx))
+    sweep(fleet_ctx, due_runs(fleet_ctx))
     listings, each = _calls(livy)
     assert (listings, each) == (2, 0)  # two pages of one listing; no request per run
     with fleet_ctx.factory() as session:
@@ -102,7 +106,7 @@ def test_a_sweep_over_many_runs_lists_the_backend_once(
         dead_batch = int(session.get(Run, dead_run).backend_id)  # type: ignore[union-attr, arg-type]
     with livy.lock:
         livy.batches[dead_batch]["state"] = "dead"
-    reconciler(fleet_ctx).sweep(due_runs(fleet_ctx))
+    sweep(fleet_ctx, due_runs(fleet_ctx))
     listings, each = _calls(livy)
     # One more listing (2 pages); the failed one asked for its message, nobody else.
     assert listings == 4
@@ -126,3 +130,64 @@ def test_an_operations_pass_asks_the_backend_not_the_listing(
         run = session.get(Run, run_id)
         assert run is not None and run.state == states.SUCCEEDED
     assert _calls(livy)[1] == 1
+
+
+def test_live_workers_share_the_sweep_and_each_sweeps_all_now_and_then(
+    fleet_ctx: WorkerContext, livy: FakeLivy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _fleet(fleet_ctx, livy, 30)
+    one = Worker(fleet_ctx, concurrency=1)
+    other_ctx = WorkerContext(fleet_ctx.factory, fleet_ctx.settings, "fleet-worker-2")
+    two = Worker(other_ctx, concurrency=1)
+    assert one.share(ids) == ids  # not live yet: it sweeps everything
+    one.beat()
+    two.beat()
+    mine, theirs = one.share(ids), two.share(ids)
+    assert mine and theirs and not set(mine) & set(theirs)
+    assert sorted(mine + theirs) == sorted(ids)
+
+    swept: list[list[int]] = []
+    monkeypatch.setattr(loop, "sweep", lambda ctx, run_ids: swept.append(sorted(run_ids)))
+    for _ in range(FULL_SWEEP_EVERY):
+        one.supervise()
+    assert [len(s) for s in swept] == [len(mine)] * (FULL_SWEEP_EVERY - 1) + [len(ids)]
+
+
+def test_quiet_runs_are_those_a_full_pass_would_leave_alone(
+    fleet_ctx: WorkerContext, livy: FakeLivy
+) -> None:
+    plain, wants_spare, spare_alive, spare_dead, failed_before = _fleet(fleet_ctx, livy, 5)
+    with transaction(fleet_ctx.factory) as session:
+        for run in session.scalars(select(Run)):
+            run.observed_state = "running"
+        session.get(Run, wants_spare).job.hot_spare = True  # type: ignore[union-attr]
+        for run_id, state in ((spare_alive, "running"), (spare_dead, "dead")):
+            run = session.get(Run, run_id)
+            assert run is not None
+            run.job.hot_spare = True
+            _, body = livy.create({"name": f"{run.tag}-spare"})
+            livy.batches[body["id"]]["state"] = state
+            run.spare_attempt, run.spare_backend_id = run.attempt + 1, str(body["id"])
+        session.get(Run, failed_before).failures = 1  # type: ignore[union-attr]
+    fleet_ctx.listings.forget()
+    quiet = quiet_runs(fleet_ctx, [plain, wants_spare, spare_alive, spare_dead, failed_before])
+    assert quiet == {plain, spare_alive}
+
+    # The sweep passes over the others one by one and touches the quiet ones in bulk.
+    passed: list[int] = []
+    real = reconciler(fleet_ctx)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sweeping, "reconciler", lambda ctx: _Spy(real, passed))
+        sweep(fleet_ctx, [plain, wants_spare, spare_alive, spare_dead, failed_before])
+    assert sorted(passed) == sorted([wants_spare, spare_dead, failed_before])
+    with fleet_ctx.factory() as session:
+        assert session.get(Run, plain).observed_at is not None  # type: ignore[union-attr]
+
+
+class _Spy:
+    def __init__(self, real: object, passed: list[int]) -> None:
+        self.real, self.passed = real, passed
+
+    def sweep(self, run_ids: list[int]) -> None:
+        self.passed.extend(run_ids)
+        self.real.sweep(run_ids)  # type: ignore[attr-defined]
