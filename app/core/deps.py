@@ -8,7 +8,7 @@ from typing import Annotated, TypeVar
 import anyio
 from fastapi import Depends, Request
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
 from app.core.errors import ServiceUnavailable
@@ -31,6 +31,26 @@ def _slots(request: Request) -> anyio.CapacityLimiter:
         size = getattr(pool, "size", lambda: 10)() + max(getattr(pool, "_max_overflow", 0), 0)
         slots = request.app.state.db_slots = anyio.CapacityLimiter(max(1, size))
     return slots
+
+
+# Reads need no transaction: without BEGIN and COMMIT a GET costs two round trips fewer. A GET
+# that records something (a driver's directives call marks it seen) writes single statements,
+# each committed as it goes; a long-poll opens transactions of its own (in_transaction).
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+
+def _sessionmaker_for(request: Request) -> sessionmaker[Session]:
+    state = request.app.state
+    if request.method not in READ_METHODS:
+        factory: sessionmaker[Session] = state.sessionmaker
+        return factory
+    reads: sessionmaker[Session] | None = getattr(state, "read_sessionmaker", None)
+    if reads is None:
+        engine = state.sessionmaker.kw["bind"].execution_options(isolation_level="AUTOCOMMIT")
+        reads = state.read_sessionmaker = sessionmaker(
+            engine, expire_on_commit=False, autoflush=True
+        )
+    return reads
 
 
 def _end(session: Session, commit: bool) -> None:
@@ -98,7 +118,7 @@ async def _session(request: Request) -> AsyncIterator[Session]:
     borrower = object()  # this request's claim on a slot
     await _take_slot(slots, borrower)
     try:
-        session: Session = request.app.state.sessionmaker()
+        session: Session = _sessionmaker_for(request)()
         session.begin()  # the connection is taken on first use, in the endpoint's thread
         request.state.session = session
         try:

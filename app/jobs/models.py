@@ -12,9 +12,11 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    func,
+    select,
     text,
 )
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, column_property, mapped_column, relationship
 
 from app.clusters.models import Cluster
 from app.core.db import Base, UTCDateTime, utcnow
@@ -86,3 +88,14 @@ class JobVersion(Base):
 
     job: Mapped[Job] = relationship(back_populates="versions")
     cluster: Mapped[Cluster] = relationship(lazy="joined")
+
+
+# The job's newest version number, read with the job where a response needs it (a job's page
+# or a job: one statement, not two); deferred, so a locked read never carries the aggregate.
+Job.latest_version_number = column_property(  # type: ignore[attr-defined]
+    select(func.max(JobVersion.number))
+    .where(JobVersion.job_id == Job.id)
+    .correlate_except(JobVersion)
+    .scalar_subquery(),
+    deferred=True,
+)

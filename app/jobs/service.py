@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, undefer
 
 from app.audit import service as audit
 from app.auth.service import Principal
@@ -30,6 +30,8 @@ from app.jobs.schemas import (
 )
 from tidegate_runtime.chain import drain_stages
 
+LATEST = Job.latest_version_number  # type: ignore[attr-defined]
+
 # Keys tidegate sets itself on every submission; a version may not override them.
 RESERVED_CONF_PREFIXES = ("spark.tidegate.",)
 RESERVED_CONF_KEYS = frozenset({"spark.app.name", "spark.master", "spark.submit.deployMode"})
@@ -37,8 +39,8 @@ RESERVED_CONF_KEYS = frozenset({"spark.app.name", "spark.master", "spark.submit.
 
 def get_job(session: Session, name: str, *, lock: bool = False) -> Job:
     stmt = select(Job).where(Job.name == name)
-    if lock:
-        stmt = stmt.with_for_update()
+    # A locked read never carries the aggregate (its latest version is read when needed).
+    stmt = stmt.with_for_update() if lock else stmt.options(undefer(LATEST))
     job = session.scalar(stmt)
     if job is None:
         raise NotFound(f"No job named '{name}'. List jobs with GET /api/v1/jobs.")
@@ -65,7 +67,7 @@ def create_job(session: Session, body: JobCreate, actor: Principal) -> Job:
 def list_jobs(
     session: Session, *, state: str | None, limit: int, cursor: str | None
 ) -> tuple[list[Job], str | None]:
-    stmt = select(Job)
+    stmt = select(Job).options(undefer(LATEST))
     if state is not None:
         stmt = stmt.where(Job.state == state)
     return keyset_page(session, stmt, Job.name, limit=limit, cursor=cursor)
@@ -120,38 +122,37 @@ def job_response(session: Session, job: Job) -> JobResponse:
 
 
 def job_responses(session: Session, jobs: list[Job]) -> list[JobResponse]:
-    """Responses for a page of jobs in two statements, whatever its size."""
-    ids = [job.id for job in jobs]
-    latest: dict[int, int] = {
-        job_id: number
-        for job_id, number in session.execute(
+    """Responses for a page of jobs: no statement when the jobs were read with their latest
+    version number (get_job, list_jobs), one whatever the page's size otherwise."""
+    latest: dict[int, int | None] = {
+        job.id: job.__dict__["latest_version_number"]
+        for job in jobs
+        if "latest_version_number" in job.__dict__
+    }
+    if missing := [job.id for job in jobs if job.id not in latest]:
+        rows = session.execute(
             select(JobVersion.job_id, func.max(JobVersion.number))
-            .where(JobVersion.job_id.in_(ids))
+            .where(JobVersion.job_id.in_(missing))
             .group_by(JobVersion.job_id)
         )
-    }
+        latest.update((job_id, number) for job_id, number in rows)
+    # Built without validation: every field comes from a row written through a validated
+    # request, and validating a page of them again was most of a list's time.
     return [
-        JobResponse.model_validate(
-            {
-                "current_run_id": job.current_run_id,
-                "next_restart_at": job.next_restart_at,
-                **{
-                    k: getattr(job, k)
-                    for k in (
-                        "name",
-                        "description",
-                        "prewarm",
-                        "hot_spare",
-                        "state",
-                        "revision",
-                        "created_by",
-                        "created_at",
-                        "updated_at",
-                    )
-                },
-                "restart_policy": job.restart_policy,
-                "latest_version": latest.get(job.id),
-            }
+        JobResponse.model_construct(
+            name=job.name,
+            description=job.description,
+            state=job.state,
+            restart_policy=RestartPolicy.model_construct(**job.restart_policy),
+            prewarm=job.prewarm,
+            hot_spare=job.hot_spare,
+            latest_version=latest.get(job.id),
+            current_run_id=job.current_run_id,
+            next_restart_at=job.next_restart_at,
+            revision=job.revision,
+            created_by=job.created_by,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
         )
         for job in jobs
     ]
