@@ -142,7 +142,7 @@ def job_responses(session: Session, jobs: list[Job]) -> list[JobResponse]:
         JobResponse.model_construct(
             name=job.name,
             description=job.description,
-            state=job.state,
+            state=job.state,  # type: ignore[arg-type]  # a JobState, as stored
             restart_policy=RestartPolicy.model_construct(**job.restart_policy),
             prewarm=job.prewarm,
             hot_spare=job.hot_spare,
