@@ -13,6 +13,7 @@ decided about a quiet run that a full pass would decide otherwise.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -29,6 +30,9 @@ from app.worker.reconciler import reconciler
 log = logging.getLogger(__name__)
 
 _WAITING = frozenset({AppState.PENDING, AppState.RUNNING})
+# A quiet run's observed_at is brought up to date this often, not every sweep: a thousand
+# rows rewritten each second would be most of what a fleet at rest writes to PostgreSQL.
+OBSERVED_EVERY = timedelta(seconds=15)
 
 
 def sweep(ctx: WorkerContext, run_ids: list[int]) -> None:
@@ -37,11 +41,16 @@ def sweep(ctx: WorkerContext, run_ids: list[int]) -> None:
     ctx.listings.forget()
     quiet = quiet_runs(ctx, run_ids)
     if quiet:
+        now = utcnow()
         with transaction(ctx.factory) as session:
             session.execute(
                 update(Run)
-                .where(Run.id.in_(quiet), Run.state == states.RUNNING)
-                .values(observed_at=utcnow())
+                .where(
+                    Run.id.in_(quiet),
+                    Run.state == states.RUNNING,
+                    Run.observed_at < now - OBSERVED_EVERY,
+                )
+                .values(observed_at=now)
                 .execution_options(synchronize_session=False)
             )
     reconciler(ctx).sweep([r for r in run_ids if r not in quiet])

@@ -5,6 +5,7 @@ backend, and a Livy-compatible stand-in (bench/fake_livy.py) that counts calls."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from sqlalchemy import Engine, select
 from app.clusters.models import Cluster
 from app.core import run_states as states
 from app.core.config import Settings
-from app.core.db import make_sessionmaker, transaction
+from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.runs import service as runs
 from app.runs.models import Run
@@ -169,6 +170,9 @@ def test_quiet_runs_are_those_a_full_pass_would_leave_alone(
             livy.batches[body["id"]]["state"] = state
             run.spare_attempt, run.spare_backend_id = run.attempt + 1, str(body["id"])
         session.get(Run, failed_before).failures = 1  # type: ignore[union-attr]
+        before, recent = utcnow() - timedelta(minutes=5), utcnow()
+        session.get(Run, plain).observed_at = before  # type: ignore[union-attr]
+        session.get(Run, spare_alive).observed_at = recent  # type: ignore[union-attr]
     fleet_ctx.listings.forget()
     quiet = quiet_runs(fleet_ctx, [plain, wants_spare, spare_alive, spare_dead, failed_before])
     assert quiet == {plain, spare_alive}
@@ -181,7 +185,9 @@ def test_quiet_runs_are_those_a_full_pass_would_leave_alone(
         sweep(fleet_ctx, [plain, wants_spare, spare_alive, spare_dead, failed_before])
     assert sorted(passed) == sorted([wants_spare, spare_dead, failed_before])
     with fleet_ctx.factory() as session:
-        assert session.get(Run, plain).observed_at is not None  # type: ignore[union-attr]
+        # Observed long enough ago: brought up to date; observed just now: left as it is.
+        assert session.get(Run, plain).observed_at > before  # type: ignore[union-attr, operator]
+        assert session.get(Run, spare_alive).observed_at == recent  # type: ignore[union-attr]
 
 
 class _Spy:
