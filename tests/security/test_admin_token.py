@@ -1,5 +1,5 @@
-"""The bootstrap admin token: weak ones (short, placeholders) stop the process at start-up
-with a message that says how to make a good one."""
+"""The bootstrap admin token: weak ones (short, placeholders, few guesses by zxcvbn's
+estimate) stop the process at start-up with a message that says how to make a good one."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ WEAK = [
     "x" * 31,
     "a" * 64,  # long but one character repeated
     "change-me-change-me-change-me-change-me",  # long placeholder
+    # Long, many characters, no placeholder, and still guessed in moments (issue 26, #8):
+    "12345678123456781234567812345678",  # a repeated sequence
+    "qwertyuiopasdfghjklzxcvbnmqwertyuiop",  # keyboard rows
+    "Password1234Password1234Password",  # a word and a sequence, repeated
 ]
 
 
