@@ -32,6 +32,15 @@ HTTP_LATENCY = Histogram(
 )
 
 
+# Metric labels come from closed sets: a made-up method is "other", not a new time series.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def _method(scope: Scope) -> str:
+    method = str(scope.get("method", ""))
+    return method if method in METHODS else "other"
+
+
 def _operation(scope: Scope) -> str:
     # The route's name (e.g. "job.get"): bounded cardinality, stable across path changes.
     route = scope.get("route")
@@ -104,8 +113,9 @@ class RequestMiddleware:
         status = status_holder["status"]
         operation = _operation(scope)
         elapsed = time.perf_counter() - start
-        HTTP_REQUESTS.labels(scope["method"], operation, str(status)).inc()
-        HTTP_LATENCY.labels(scope["method"], operation).observe(elapsed)
+        method = _method(scope)
+        HTTP_REQUESTS.labels(method, operation, str(status)).inc()
+        HTTP_LATENCY.labels(method, operation).observe(elapsed)
         log.info(
             "%s %s %s %.1fms",
             scope["method"],
