@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +40,9 @@ MANIFEST_FORMAT = 1
 # A file's identity for the hash cache: same path, size and mtime means the same content
 # (state files are never rewritten in place).
 FileKey = tuple[str, int, int]
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass
@@ -79,6 +83,10 @@ class SnapshotStore:
     # ---- paths ------------------------------------------------------------------------
 
     def blob_path(self, sha256: str) -> str:
+        # A manifest is data read back from storage: its hash must be one before it names
+        # a path (a crafted one could say "../../elsewhere").
+        if not _SHA256.fullmatch(sha256):
+            raise StoreError(f"not a SHA-256 hex digest: {sha256[:80]!r}")
         return f"{self.root}/blobs/{sha256[:2]}/{sha256}"
 
     def manifest_path(self, job: str, name: str) -> str:

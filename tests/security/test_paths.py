@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.config import Settings
+from app.snapshots.store import SnapshotStore, StoreError
 from tests.api.conftest import version_body
 
 
@@ -143,3 +144,15 @@ def test_event_log_roots_default_to_the_data_dir(tmp_path: Path) -> None:
     assert settings.resolved_eventlog_roots == [(tmp_path / "data").absolute()]
     many = Settings(eventlog_roots=f"{tmp_path}/a, /srv/logs")
     assert many.resolved_eventlog_roots == [tmp_path / "a", Path("/srv/logs")]
+
+
+def test_a_manifest_s_hash_must_be_a_digest_before_it_names_a_blob(tmp_path: Path) -> None:
+    """Issue 26, #13: a manifest is read back from storage; a crafted ``sha256`` such as
+    ``../../<elsewhere>`` must not become a path the restore reads."""
+    store = SnapshotStore(str(tmp_path / "store"))
+    outside = tmp_path / "secret"
+    outside.write_text("not a blob")
+    for bad in ("../../secret", "ab/../../../secret", "A" * 64, "0" * 63, ""):
+        with pytest.raises(StoreError, match="not a SHA-256"):
+            store.restore({"state/1.delta": {"sha256": bad, "size": 1}}, tmp_path / "dest")
+    assert not (tmp_path / "dest" / "state" / "1.delta").exists()
