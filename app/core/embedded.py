@@ -15,6 +15,7 @@ import psutil
 import psycopg
 
 from app.core.config import Settings, check_token_strength
+from app.core.paths import private_dir, private_file
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,7 @@ class _WarningsToRoot(logging.Handler):
 def _quiet_server_logs(data_dir: Path) -> Path:
     """The embedded server logs every command it runs: worth a file, not the terminal. Its
     warnings and errors (a failed start shows PostgreSQL's log) still reach the terminal."""
-    path = server_log_path(data_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = private_file(server_log_path(data_dir))
     logger = logging.getLogger(SERVER_LOGGER)
     if not any(getattr(h, "baseFilename", None) == str(path) for h in logger.handlers):
         to_file = logging.FileHandler(path, encoding="utf-8")
@@ -50,8 +50,7 @@ def _quiet_server_logs(data_dir: Path) -> Path:
 def embedded_database_url(data_dir: Path) -> str:
     """Start (or reuse) the PostgreSQL under ``data_dir/pg`` and return a URL to its database.
     The server stops when the last process that started it exits."""
-    data_dir = data_dir.absolute()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = private_dir(data_dir.absolute())
     server_log = _quiet_server_logs(data_dir)
     with warnings.catch_warnings():
         # platformdirs: "XDG_RUNTIME_DIR is not set" on servers, harmless and not ours to fix
@@ -115,7 +114,7 @@ def kept_secret(path: Path, prefix: str) -> str:
             raise SystemExit(f"tidegate: the token in {path} is {exc}") from None
         return kept
     token = prefix + secrets.token_urlsafe(32)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")

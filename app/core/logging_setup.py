@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from app.core.paths import private_file
 from app.core.redaction import redact_log_event
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def configure_logging(
     if terminal_level:
         handlers[0].setLevel(terminal_level.upper())
     if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        private_file(file)
         handlers.append(logging.FileHandler(file, encoding="utf-8"))
     for handler in handlers:
         handler.setFormatter(formatter)

@@ -60,3 +60,20 @@ def within_any(candidate: str, roots: list[Path]) -> bool:
         if real == real_root or real_root in real.parents:
             return True
     return False
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` (and missing parents) as a folder only its owner can enter: data, logs and
+    batch records hold tokens' neighbours, state and driver output."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path`` created if missing, readable and writable by its owner only (a log file
+    others could read would show what its process logs)."""
+    private_dir(path.parent)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    path.chmod(0o600)
+    return path

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 
+from app.core.paths import private_dir
 from app.core.redaction import redact
 from app.devtools.spark_local import spark_home
 from app.runner.driver_io import (
@@ -102,7 +103,8 @@ class BatchManager:
         kill_grace: float = 10.0,
     ) -> None:
         self.root = Path(state_dir).absolute() / "batches"
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root.parent)  # the runner's state: drivers' confs, logs, exit codes
+        private_dir(self.root)
         self.master = master
         self.python = python
         self.spark_submit = spark_submit or str(spark_home() / "bin" / "spark-submit")
@@ -218,7 +220,7 @@ class BatchManager:
         while True:
             folder = self._folder(batch_id)
             try:
-                folder.mkdir()
+                folder.mkdir(mode=0o700)
                 return batch_id, folder
             except FileExistsError:
                 batch_id += 1

@@ -99,6 +99,11 @@ def test_ctrl_c_stops_every_driver_in_order_and_the_terminal_stays_quiet(
     before = shown[: shown.index("tidegate is ready")]
     assert not [line for line in before.splitlines() if line.startswith("{")], before
     assert "Running upgrade" in (data / "logs" / "api.log").read_text()
+    # Its own user only (issue 26, #11): the data, its logs, the runner's batch records.
+    for folder in (data, data / "logs", data / "runner", data / "runner" / "batches"):
+        assert folder.stat().st_mode & 0o777 == 0o700, (folder, oct(folder.stat().st_mode))
+    for log_file in (data / "logs").iterdir():
+        assert log_file.stat().st_mode & 0o077 == 0, (log_file, oct(log_file.stat().st_mode))
 
 
 def test_drivers_a_crashed_stack_left_are_stopped_by_the_next(tmp_path: Path) -> None:
