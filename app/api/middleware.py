@@ -14,7 +14,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.audit.service import MUTATING, record_failure
-from app.core.errors import problem
+from app.auth.service import Principal, authenticate
+from app.core.errors import Unauthorized, problem
 from app.core.request_context import set_request_id
 
 log = logging.getLogger("tidegate.access")
@@ -88,6 +89,8 @@ class RequestMiddleware:
                 f"The request body exceeds {self.max_body_bytes} bytes; send less per call.",
             )
             await response(scope, receive, send_wrapper)
+        elif (refusal := await self._authenticate_first(scope, headers)) is not None:
+            await refusal(scope, receive, send_wrapper)
         else:
             received = 0
 
@@ -133,6 +136,34 @@ class RequestMiddleware:
             # Only authenticated callers: anyone can send 401s, and each would be a row.
             await self._audit_failure(scope, status)
         structlog.contextvars.unbind_contextvars("request_id")
+
+    async def _authenticate_first(self, scope: Scope, headers: dict[str, str]) -> Any:
+        """A request to the API with a body is authenticated before a byte of its body is
+        read: an anonymous client must not make the service buffer and parse megabytes. The
+        principal is kept for the route's own check (app/auth/deps.py). Returns the refusal,
+        or None to go on (a store that cannot answer is left to the route's 503)."""
+        has_body = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
+        if not (has_body and scope["path"].startswith("/api/")):
+            return None
+        app = scope["app"]
+        admin = app.state.settings.admin_token
+
+        def check() -> Principal:
+            with app.state.sessionmaker() as session:
+                return authenticate(
+                    session,
+                    headers.get("authorization"),
+                    admin.get_secret_value() if admin else None,
+                )
+
+        try:
+            principal = await anyio.to_thread.run_sync(check)
+        except Unauthorized as exc:
+            return problem(401, exc.title, exc.detail, headers=exc.headers)
+        except Exception:  # e.g. the store is down: the route answers for itself
+            return None
+        scope.setdefault("state", {})["principal"] = principal
+        return None
 
     async def _audit_failure(self, scope: Scope, status: int) -> None:
         state = scope.get("state") or {}

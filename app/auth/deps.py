@@ -26,6 +26,10 @@ async def _principal_without_session(request: Request, _: Bearer) -> Principal:
 
 
 def _authenticate(request: Request, session: Session) -> Principal:
+    # A request with a body was authenticated before its body was read (the middleware).
+    known: Principal | None = getattr(request.state, "principal", None)
+    if known is not None:
+        return known
     admin = request.app.state.settings.admin_token
     principal = authenticate(
         session,
