@@ -14,6 +14,7 @@ from app.api import health
 from app.api.error_handlers import document_problems, install_error_handlers
 from app.api.middleware import RequestMiddleware
 from app.audit.routes import router as audit_router
+from app.audit.service import Repeats
 from app.channel.routes import router as channel_router
 from app.clusters.routes import router as clusters_router
 from app.core.config import Settings, get_settings
@@ -97,6 +98,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.notifier = notifier
+    app.state.refusals = Repeats()  # refusals repeated within a minute: one audit row
     app.state.metrics_registry = store_registry(app.state.sessionmaker)
     app.state.migration_head = head_revision()
     install_error_handlers(app)

@@ -182,6 +182,7 @@ class RequestMiddleware:
                 job=job if isinstance(job, str) and len(job) <= 128 else None,
                 status_code=status,
                 title=_title(status),
+                repeats=app.state.refusals,
             )
         )
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -46,6 +48,31 @@ def record(
     )
 
 
+class Repeats:
+    """Refusals of one kind (the same caller, action and status) are audited once per
+    ``window``; the repeats in between are counted, and the next row of that kind says how
+    many there were. A token cannot fill the audit log with its own 403s, and no refusal goes
+    unmentioned. Per API process, bounded in memory."""
+
+    def __init__(self, window: float = 60.0, limit: int = 10_000) -> None:
+        self.window, self.limit = window, limit
+        self._kinds: dict[tuple[object, ...], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def admit(self, kind: tuple[object, ...]) -> int | None:
+        """None: a repeat, counted, not to be recorded; else the repeats it follows."""
+        now = time.monotonic()
+        with self._lock:
+            since, repeats = self._kinds.get(kind, (-self.window, 0))
+            if now - since < self.window:
+                self._kinds[kind] = (since, repeats + 1)
+                return None
+            if len(self._kinds) >= self.limit:  # forget the kinds whose window has passed
+                self._kinds = {k: v for k, v in self._kinds.items() if now - v[0] < self.window}
+            self._kinds[kind] = (now, 0)
+            return repeats
+
+
 def record_failure(
     factory: sessionmaker[Session],
     *,
@@ -55,8 +82,17 @@ def record_failure(
     job: str | None,
     status_code: int,
     title: str,
+    repeats: Repeats | None = None,
 ) -> None:
-    """A refused change is audited in its own transaction: the request's was rolled back."""
+    """A refused change is audited in its own transaction: the request's was rolled back.
+    With ``repeats``, a refusal repeated within its window is counted instead."""
+    kind = (actor, actor_token_id, action, job, status_code)
+    repeated = repeats.admit(kind) if repeats is not None else 0
+    if repeated is None:
+        return
+    detail: dict[str, Any] = {"error": title}
+    if repeated:
+        detail["repeats_not_recorded"] = repeated  # since the last row of this kind
     try:
         with factory() as session, session.begin():
             session.add(
@@ -67,7 +103,7 @@ def record_failure(
                     job=job,
                     result="error",
                     status_code=status_code,
-                    detail={"error": title},
+                    detail=detail,
                     request_id=current_request_id(),
                 )
             )

@@ -72,3 +72,26 @@ def test_events_name_the_token_that_acted(client: TestClient) -> None:
     client.post("/api/v1/jobs", json={"name": "boot"})  # the bootstrap admin token: no row
     (event,) = client.get("/api/v1/events", params={"job": "boot"}).json()["items"]
     assert (event["actor"], event["actor_token_id"]) == ("admin-token", None)
+
+
+def test_a_token_cannot_fill_the_audit_log_with_its_own_refusals(
+    client: TestClient,
+    token_for,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 26, #10: twenty forbidden POST /jobs by a read token were twenty rows. Repeats of
+    one refusal within a minute are counted, and the next row of that kind says how many."""
+    reader = {"Authorization": f"Bearer {token_for('read')}"}
+    for _ in range(20):
+        assert client.post("/api/v1/jobs", json={"name": "x"}, headers=reader).status_code == 403
+    assert client.delete("/api/v1/jobs/x", headers=reader).status_code == 403  # another kind
+    events = client.get("/api/v1/events").json()["items"]
+    assert [(e["action"], e["status_code"]) for e in events] == [
+        ("job.delete", 403),
+        ("job.create", 403),
+    ]
+    # The window passes: the next refusal of that kind is recorded with its count.
+    client.app.state.refusals.window = 0  # type: ignore[attr-defined]
+    assert client.post("/api/v1/jobs", json={"name": "x"}, headers=reader).status_code == 403
+    latest = client.get("/api/v1/events").json()["items"][0]
+    assert latest["action"] == "job.create"
+    assert latest["detail"]["repeats_not_recorded"] == 19
