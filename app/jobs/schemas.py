@@ -108,6 +108,15 @@ class AppSpec(Body):
     )
     args: list[Annotated[str, Field(max_length=4096)]] = Field(default_factory=list, max_length=200)
 
+    @field_validator("py_files")
+    @classmethod
+    def _one_file_each(cls, files: list[str]) -> list[str]:
+        # Spark joins and splits this list on commas: a comma would make one entry two files.
+        for entry in files:
+            if "," in entry:
+                raise ValueError(f"'{entry}' holds a comma: give each file as an entry of its own")
+        return files
+
 
 class SourceSpec(Body):
     name: Name = Field(description="Unique within the job; startpoints address sources by it.")

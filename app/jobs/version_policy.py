@@ -1,38 +1,68 @@
 """Who may make a version run what. A version is code the cluster runs as its service user:
 an ``admin`` token may create any version; an ``operate`` token only one whose files lie
-under an app root the admin configured (``TIDEGATE_APP_ROOTS``) and whose Spark conf stays
-clear of the keys that load other code, change the driver's JVM or environment, or hide
-secrets in the UI. See docs/security.md."""
+under an app root the admin configured (``TIDEGATE_APP_ROOTS``), checked as Spark will read
+them (lists split on commas, URLs normalised), and whose Spark conf keys are on an allow-list
+of tuning settings. See docs/security.md."""
 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 from app.auth.service import Principal, Scope
 from app.core.config import Settings
 from app.core.errors import Forbidden
 from app.jobs.schemas import VersionCreate
 
-# Conf an operate token may never set: each would run code of its choosing or weaken what
-# the admin set (the JVM's flags and classpath, extra jars/files/archives, the driver's
-# environment, the Python that runs the driver, what the UI redacts, plugins and listeners).
-DENIED_CONF_PATTERNS = (
-    r"spark\.jars(\..+)?",  # spark.jars, .packages, .repositories, .ivySettings…
-    r"spark\.(driver|executor|yarn\.am)\.(extra|default)(JavaOptions|ClassPath|LibraryPath)",
-    r"spark\.(driver|executor)\.userClassPathFirst",
-    r"spark\.(yarn\.appMasterEnv|executorEnv|kubernetes\.driverEnv)\..+",
-    r"spark\.(sql\.)?redaction\..+",
-    r"spark\.pyspark\.(driver\.)?python",
-    r"spark\.(submit\.)?(pyFiles|files|archives)",
-    r"spark\.(plugins|extraListeners|sql\.extensions|sql\.queryExecutionListeners)",
-    r"spark\.sql\.streaming\.streamingQueryListeners",
-    r"spark\.(driver|executor)\.resource\..+\.discoveryScript",
-    r"spark\.hadoop\..+\.impl",
+# Conf an operate token may set: an allow-list of tuning keys (resources, parallelism, SQL and
+# streaming settings, state store). Anything else — a key that loads code, a class, an image
+# or a file, or changes the JVM, the environment or what the UI redacts, and every key Spark
+# may add tomorrow — is an admin's. Spark's conf keys are case-sensitive: so is this.
+ALLOWED_CONF_PATTERNS = (
+    r"spark\.sql\.[A-Za-z0-9_.-]+",  # minus SQL_DENIED below
+    r"spark\.(driver|executor)\.(memory|cores|memoryOverhead|memoryOverheadFactor)",
+    r"spark\.driver\.maxResultSize",
+    r"spark\.executor\.(instances|heartbeatInterval)",
+    r"spark\.(cores\.max|default\.parallelism|scheduler\.mode|network\.timeout)",
+    r"spark\.task\.(cpus|maxFailures)",
+    r"spark\.dynamicAllocation\.[A-Za-z.]+",
+    r"spark\.memory\.(fraction|storageFraction|offHeap\.enabled|offHeap\.size)",
+    r"spark\.speculation(\.[A-Za-z.]+)?",
+    r"spark\.locality\.wait(\.[A-Za-z]+)?",
+    r"spark\.python\.worker\.(memory|reuse)",
+    r"spark\.(rdd|shuffle|broadcast)\.compress",
+    r"spark\.shuffle\.(spill\.compress|file\.buffer|partitions)",
+    r"spark\.ui\.(enabled|showConsoleProgress|retainedJobs|retainedStages)",
 )
-DENIED_CONF = re.compile("|".join(f"(?:{p})" for p in DENIED_CONF_PATTERNS), re.IGNORECASE)
+# Under spark.sql.*, what loads code or classes, reaches a metastore or catalog, writes
+# elsewhere, or hides secrets.
+SQL_DENIED_PATTERNS = (
+    r"spark\.sql\.(extensions|queryExecutionListeners|catalogImplementation|warehouse\.dir)",
+    r"spark\.sql\.streaming\.(streamingQueryListeners|checkpointLocation)",
+    r"spark\.sql\.(hive|catalog|redaction|sources)\..*",
+    r"spark\.sql\.streaming\.(stateStore\.)?.*[Cc]lass",  # except the two providers below
+)
+# The state store providers a version may choose between (HDFS-backed, RocksDB).
+STATE_STORE_PROVIDERS = frozenset(
+    {
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    }
+)
+PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
+ALLOWED_CONF = re.compile("|".join(f"(?:{p})" for p in ALLOWED_CONF_PATTERNS))
+SQL_DENIED = re.compile("|".join(f"(?:{p})" for p in SQL_DENIED_PATTERNS))
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def operate_may_set(key: str, value: str) -> bool:
+    """Whether an operate token may set Spark conf ``key`` to ``value``."""
+    if key == PROVIDER_KEY:
+        return value in STATE_STORE_PROVIDERS
+    return bool(ALLOWED_CONF.fullmatch(key)) and not SQL_DENIED.fullmatch(key)
 
 
 def app_roots(settings: Settings) -> list[str]:
@@ -44,17 +74,20 @@ def check_version(body: VersionCreate, actor: Principal, settings: Settings) -> 
     """Raise ``Forbidden`` naming the first path or conf key an ``operate`` token may not use."""
     if actor.allows(Scope.ADMIN):
         return
-    for key in body.conf:
-        if DENIED_CONF.fullmatch(key):
+    for key, value in body.conf.items():
+        if not operate_may_set(key, str(value)):
             raise Forbidden(
-                f"conf '{key}' loads code or changes the driver's JVM or environment: only an "
-                "admin token may set it. Remove it, or ask an admin to create this version.",
+                f"conf '{key}' is not one an operate token may set (resources, parallelism and "
+                "SQL, streaming and state store settings are; keys that load code, classes, "
+                "files or images, or change the JVM or the environment, are an admin's). "
+                "Remove it, or ask an admin to create this version.",
                 errors=[{"field": f"conf.{key}", "message": "admin only"}],
             )
     roots = app_roots(settings)
     paths = [("app.file", body.app.file)] + [("app.py_files", f) for f in body.app.py_files]
     for field, path in paths:
-        if not _under_a_root(path, roots):
+        # Spark splits file lists on commas: every piece must be under a root, as Spark sees it.
+        if not all(under_an_app_root(piece, roots) for piece in path.split(",")):
             where = ", ".join(roots) if roots else "none are configured (TIDEGATE_APP_ROOTS)"
             raise Forbidden(
                 f"{field} '{path}' is not under an app root ({where}): an operate token may "
@@ -64,9 +97,13 @@ def check_version(body: VersionCreate, actor: Principal, settings: Settings) -> 
             )
 
 
-def _under_a_root(path: str, roots: list[str]) -> bool:
+def under_an_app_root(path: str, roots: list[str]) -> bool:
+    """Whether the one file ``path`` (no list) lies under one of ``roots``, as Spark reads it."""
+    path = path.strip()
+    if not path:
+        return False
     if _URL.match(path) and not path.startswith(("file:", "local:")):
-        return any(_URL.match(r) and path.startswith(r.rstrip("/") + "/") for r in roots)
+        return any(_URL.match(r) and _url_under(path, r) for r in roots)
     local = path.split(":", 1)[1] if path.startswith(("file:", "local:")) else path
     local = "/" + local.lstrip("/") if path.startswith("file://") else local
     resolved = os.path.realpath(local)  # '..' and links resolved: the file that will run
@@ -77,3 +114,15 @@ def _under_a_root(path: str, roots: list[str]) -> bool:
         if PurePosixPath(resolved).is_relative_to(base) and resolved != base:
             return True
     return False
+
+
+def _url_under(url: str, root: str) -> bool:
+    """``url`` is below ``root`` once both are normalised as a client would: same scheme and
+    authority, the path percent-decoded and its '.' and '..' segments resolved."""
+    u, r = urlsplit(url), urlsplit(root)
+    if u.query or u.fragment or (u.scheme.lower(), u.netloc) != (r.scheme.lower(), r.netloc):
+        return False
+    path, base = (posixpath.normpath("/" + unquote(x.path).lstrip("/")) for x in (u, r))
+    if any(c in unquote(u.path) for c in "\\\x00"):  # no other separators, no NUL
+        return False
+    return PurePosixPath(path).is_relative_to(base) and path != base

@@ -33,7 +33,32 @@ DENIED = [
     "spark.extraListeners",
     "spark.sql.extensions",
     "spark.hadoop.fs.s3a.impl",
+    # Issue 26, #1: keys that load code or images, none of them on the old deny-list.
+    "spark.kubernetes.container.image",
+    "spark.kubernetes.driver.podTemplateFile",
+    "spark.yarn.dist.jars",
+    "spark.yarn.dist.pyFiles",
+    "spark.sql.hive.metastore.jars",
+    "spark.python.daemon.module",
+    "spark.python.worker.module",
+    "spark.sql.catalog.evil",
+    "spark.shuffle.manager",
+    "spark.kryo.registrator",
+    "spark.ui.filters",
+    "Spark.Jars",  # not a key Spark reads, and not one on the allow-list either
+    "spark.sql.streaming.stateStore.providerClass",  # with a class of the caller's choosing
 ]
+ALLOWED = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.executor.memory": "2g",
+    "spark.driver.cores": "1",
+    "spark.dynamicAllocation.enabled": "false",
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
 
 
 @pytest.fixture
@@ -99,6 +124,45 @@ def test_operate_may_not_set_conf_that_loads_code(
     status, problem = _version(operate, str(apps / "job.py"), conf={key: "x"})
     assert status == 403
     assert f"conf '{key}'" in str(problem["detail"]) and "admin" in str(problem["detail"])
+
+
+def test_operate_may_tune_what_the_allow_list_names(operate: TestClient, apps: Path) -> None:
+    status, body = _version(operate, str(apps / "job.py"), conf=ALLOWED)
+    assert status == 201, body
+
+
+def test_every_piece_of_a_list_spark_splits_must_be_under_a_root(
+    operate: TestClient, apps: Path
+) -> None:
+    """Issue 26, #1: a comma made one entry two files for Spark, the second anywhere."""
+    job = str(apps / "job.py")
+    for file in (f"{job},/tmp/evil.zip", f"{job},https://attacker.example/x.py", f"{job},"):
+        status, problem = _version(operate, file)
+        assert status == 403, file
+    for entry in (f"{job},/tmp/evil.zip", ",https://attacker.example/x.py"):
+        status, problem = _version(operate, job, app={"file": job, "py_files": [entry]})
+        assert status == 422, problem  # one file per entry, whoever asks
+        assert "comma" in str(problem)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "s3a://bucket/apps/../../other/x.py",
+        "s3a://bucket/apps/./../other/x.py",
+        "s3a://bucket/apps/%2e%2e/other/x.py",
+        "s3a://bucket/apps/%2E%2E/%2e%2e/x.py",
+        "s3a://bucket/apps/..%2fother/x.py",
+        "s3a://bucket/apps/x.py?../../other",
+        "s3a://other-bucket/apps/x.py",
+        "s3a://bucket/apps",
+        "s3a://bucket/apps/",
+    ],
+)
+def test_a_url_that_normalises_outside_its_root_is_refused(
+    operate: TestClient, apps: Path, url: str
+) -> None:
+    assert _version(operate, url)[0] == 403, url
 
 
 def test_admin_may_create_any_version(
