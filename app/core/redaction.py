@@ -1,9 +1,13 @@
 """One rule for what is secret, used by every response model and by the logs.
 
 A key that looks like it names a secret (``fs.s3a.secret.key``, ``kafka.sasl.jaas.config``,
-``spark.hadoop.fs.s3a.access.key``, ``password``, ``credentials``…) has its value replaced,
-at any depth; a URL's ``user:password@`` is masked wherever it appears in a string. What is
-stored is untouched: a driver still gets its real conf.
+``spark.hadoop.fs.s3a.access.key``, ``password``, ``credentials``, ``connectionString``,
+``es.net.http.auth.pass``, ``spark.redis.auth``…) has its value replaced, at any depth. In
+every string, values are masked by their shape as well: a URL's ``user:password@``, and the
+value of any ``name=value`` pair whose name looks secret (``?password=…``, ``;password=…`` in
+a JDBC URL, Azure SAS ``sig=…``, ``AccountKey=…``/``SharedAccessKey=…`` in a connection
+string). In a list (a job's ``args``), the item after a secret-looking flag (``--password
+x``) is masked. What is stored is untouched: a driver still gets its real conf and args.
 """
 
 from __future__ import annotations
@@ -13,9 +17,17 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 REDACTED = "***redacted***"
+_SECRET_NAME = (
+    r"secret|passw(or)?d|passphrase|pwd|token|credential|jaas|sasl|authorization|signature|"
+    r"(access|account|private|api|session|encryption|shared[._-]?access)[._-]?key|keystore|"
+    r"truststore|connection[._-]?string"
+)
 SECRET_KEY = re.compile(
-    r"(?i)secret|passw(or)?d|pwd|token|credential|jaas|sasl|authorization|signature|"
-    r"(access|account|private|api|session|encryption)[._-]?key|keystore|truststore"
+    rf"(?i){_SECRET_NAME}|(^|[._-])(pass|sig|sas)($|[._-])|(^|[._-])auth$"  # …auth.pass, redis.auth
+)
+# name=value where the name looks secret (URL queries, JDBC URLs, connection strings).
+_SECRET_PAIR = re.compile(
+    rf"(?i)(\b[\w.-]*(?:{_SECRET_NAME}|\bpass|\bsig|\bauth)\s*=\s*)([^&;\s,'\"]+)"
 )
 # scheme://user:password@host or scheme://user@host (a token as the user name).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s?#]+@")
@@ -26,8 +38,10 @@ def is_secret_key(key: object) -> bool:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with the credentials of any URL in it masked."""
-    return _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    """``text`` with the credentials of any URL in it and secret-looking ``name=value``
+    values masked."""
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    return _SECRET_PAIR.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
 
 
 def redact(value: Any) -> Any:
@@ -36,10 +50,20 @@ def redact(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: REDACTED if is_secret_key(k) else redact(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
+        # The item after a secret-looking flag is its value: --password x, -Dtoken y.
+        return [
+            REDACTED if i and _is_secret_flag(value[i - 1]) else redact(v)
+            for i, v in enumerate(value)
+        ]
     if isinstance(value, str):
         return redact_text(value)
     return value
+
+
+def _is_secret_flag(item: object) -> bool:
+    return (
+        isinstance(item, str) and item.startswith("-") and "=" not in item and is_secret_key(item)
+    )
 
 
 def has_url_credentials(url: str) -> bool:

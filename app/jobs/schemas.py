@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -211,3 +211,10 @@ class VersionResponse(Response):
     created_at: datetime
 
     _redact = redacting("conf")
+
+    @field_validator("app", mode="before")
+    @classmethod
+    def _redact_app(cls, app: Any) -> Any:
+        # args may carry a password (--password x, a JDBC URL with password=…).
+        value = app.model_dump() if isinstance(app, AppSpec) else app
+        return redact(value) if isinstance(value, dict) else value

@@ -1,0 +1,46 @@
+"""Redaction by shape, property-based (issue 26, #3): a value shaped like a credential is
+masked wherever it sits in a string, a URL or an argument list."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.core.redaction import redact
+
+NAMES = st.sampled_from(
+    [
+        "password",
+        "pwd",
+        "PassWord",
+        "sig",
+        "AccountKey",
+        "SharedAccessKey",
+        "token",
+        "api_key",
+        "client_secret",
+        "access_token",
+        "passphrase",
+    ]
+)
+VALUES = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789%+/_-", min_size=8
+).filter(lambda v: not v.startswith("-"))
+SEPARATORS = st.sampled_from(["?", "&", ";", " ", "/"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAMES, VALUES, SEPARATORS, st.sampled_from(["", "&next=1", ";x=y", " tail"]))
+def test_a_secret_pair_is_masked_in_any_string(
+    name: str, value: str, before: str, after: str
+) -> None:
+    text = f"scheme://host/path{before}{name}={value}{after}"
+    assert value not in redact(text), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(NAMES, VALUES)
+def test_the_value_after_a_secret_flag_is_masked(name: str, value: str) -> None:
+    args = ["--verbose", f"--{name}", value, "--out", "/tmp/x"]
+    shown = redact(args)
+    assert value not in shown and shown[-2:] == ["--out", "/tmp/x"]
