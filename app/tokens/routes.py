@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Response
-from pydantic import Field
+from pydantic import Field, field_validator
 from sqlalchemy import select
 
 from app.audit import service as audit
@@ -22,6 +22,15 @@ class TokenCreate(Body):
     name: str = Field(min_length=1, max_length=128)
     scope: Literal["read", "operate", "admin"]
     expires_at: datetime | None = None
+
+    @field_validator("expires_at")
+    @classmethod
+    def _in_the_future(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)  # a time without a zone is UTC, as stored
+        if value is not None and value <= datetime.now(UTC):
+            raise ValueError("is not in the future: a token that expired already is of no use")
+        return value
 
 
 class TokenResponse(ResponseModel):

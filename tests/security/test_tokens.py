@@ -108,3 +108,19 @@ def test_malformed_authorization_is_401(client: TestClient, header: str | bytes)
         assert r.status_code == 401, (header, r.status_code, r.text)
         assert r.headers["content-type"].startswith("application/problem+json")
         assert "www-authenticate" in r.headers
+
+
+@pytest.mark.parametrize("expires_at", [0, "1970-01-01T00:00:00Z", "2000-01-01T00:00:00"])
+def test_a_token_cannot_be_made_expired_already(client: TestClient, expires_at: object) -> None:
+    """Issue 26, #15: ``"expires_at": 0`` made a token that had expired in 1970."""
+    r = client.post(
+        "/api/v1/tokens", json={"name": "late", "scope": "read", "expires_at": expires_at}
+    )
+    assert r.status_code == 422, r.text
+    assert "future" in r.text
+    assert "late" not in {t["name"] for t in client.get("/api/v1/tokens").json()}
+    later = client.post(
+        "/api/v1/tokens",
+        json={"name": "later", "scope": "read", "expires_at": "2999-01-01T00:00:00"},
+    )
+    assert later.status_code == 201 and later.json()["expires_at"].startswith("2999-01-01")
