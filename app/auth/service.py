@@ -87,6 +87,24 @@ def revoke_run_tokens(session: Session, run_id: int) -> None:
     )
 
 
+def spare_token_name(run_id: int, seq: int) -> str:
+    """The name of the token a run's spare number ``seq`` carries (beside the run's own)."""
+    return f"run-{run_id}-spare{seq}"
+
+
+def revoke_spare_token(session: Session, run_id: int, seq: int) -> None:
+    """A dropped spare's token stops working at once, not when its run ends."""
+    session.execute(
+        update(ApiToken)
+        .where(
+            ApiToken.run_id == run_id,
+            ApiToken.name == spare_token_name(run_id, seq),
+            ApiToken.revoked_at.is_(None),
+        )
+        .values(revoked_at=utcnow())
+    )
+
+
 def authenticate(session: Session, authorization: str | None, admin_token: str | None) -> Principal:
     if not authorization:
         raise Unauthorized(

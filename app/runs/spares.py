@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
+from app.auth.service import revoke_spare_token
 from app.core import run_states as states
 from app.core.db import utcnow
 from app.runs.models import Run
@@ -161,6 +162,7 @@ def drop(session: Session, run: Run, why: str, *, failed: bool = False) -> str |
         run.spare_error = why[-4000:]
         run.spare_retry_at = utcnow() + RETRY_AFTER
     _clear(run)
+    revoke_spare_token(session, run.id, run.spare_seq)
     notify_standby(session, run.id)
     return backend_id
 

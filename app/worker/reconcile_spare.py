@@ -19,7 +19,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from app.auth.service import Scope, create_token
+from app.auth.service import Scope, create_token, spare_token_name
 from app.backends.base import AppState, Backend, BackendError
 from app.core.db import transaction, utcnow
 from app.core.errors import TidegateError
@@ -99,7 +99,10 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
             assert run is not None
             # Its own token, beside the current attempt's (which must keep working).
             _, secret = create_token(
-                session, name=f"run-{run.id}-spare{run.spare_seq}", scope=Scope.RUN, run_id=run.id
+                session,
+                name=spare_token_name(run.id, run.spare_seq),
+                scope=Scope.RUN,
+                run_id=run.id,
             )
             spec = submission.run_spec(ctx, run, secret, spare=True, rehearsal=rehearsal)
         fault_point("reconcile:before_spare_submit")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from app.auth.models import ApiToken
 from app.backends.base import AppState
 from app.channel import service as channel
 from app.core import run_states as states
@@ -172,6 +173,12 @@ def test_a_spare_no_longer_wanted_is_dropped_and_its_driver_killed(
     assert spare in fake.kills and _run(ctx, run_id).spare_attempt is None
     with transaction(ctx.factory) as session:  # were it still asking, it would be told stop
         assert channel.standby(session, run_id, 1, 1).stop
+        # ... and its token is dead already (issue 26, #9), not when the run ends.
+        token = session.scalar(select(ApiToken).where(ApiToken.name == f"run-{run_id}-spare1"))
+        assert token is not None and token.revoked_at is not None
+        if how != "stop":  # the run's own token still works
+            own = session.scalar(select(ApiToken).where(ApiToken.name == f"run-{run_id}"))
+            assert own is not None and own.revoked_at is None
 
 
 def test_a_spare_submitted_by_a_worker_that_died_is_found_not_submitted_again(
