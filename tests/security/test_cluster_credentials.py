@@ -1,0 +1,89 @@
+"""Cluster credentials go only to the origins the admin registered (issue 26, #2). A standalone
+master on loopback reports a worker UI on another port, as any master may: reading a driver's
+log from there must not hand that address the cluster's secret. Two real HTTP servers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from app.backends.base import TemporaryBackendError
+from app.backends.registry import backend_for
+
+SECRET = "Bearer cluster-secret-value"
+
+
+class _Recorder(ThreadingHTTPServer):
+    def __init__(self, answer: Any) -> None:
+        self.seen: list[dict[str, str]] = []
+        self.answer = answer
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                recorder.seen.append({k.lower(): v for k, v in self.headers.items()})
+                body = recorder.answer(self.path).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[_Recorder, _Recorder]]:
+    worker = _Recorder(lambda path: "==== Bytes 0-9 of 9 of x ====\nboom here\n")
+    master = _Recorder(
+        lambda path: json.dumps(
+            {
+                "workers": [{"id": "w1", "state": "ALIVE", "webuiaddress": worker.url}],
+                "activedrivers": [{"id": "driver-1", "state": "RUNNING", "worker": "w1"}],
+                "completeddrivers": [],
+            }
+            if path.startswith("/json")
+            else {"success": True, "driverState": "FAILED", "workerId": "w1"}
+        )
+    )
+    yield master, worker
+    for server in (master, worker):
+        server.shutdown()
+        server.server_close()
+
+
+class _Cluster:
+    kind = "standalone"
+    master_url = "spark://127.0.0.1:7077"
+
+    def __init__(self, url: str, credentials: dict[str, str]) -> None:
+        self.url, self.ui_url, self.credentials = url, url, credentials
+
+
+@pytest.mark.parametrize(
+    "credentials", [{"authorization": SECRET}, {"username": "spark", "password": "pw-value"}]
+)
+def test_a_worker_ui_the_master_names_gets_no_credentials(
+    servers: tuple[_Recorder, _Recorder], credentials: dict[str, str]
+) -> None:
+    master, worker = servers
+    backend = backend_for(_Cluster(master.url, credentials))
+    backend.log_tail("driver-1", 10)
+    with contextlib.suppress(TemporaryBackendError):  # no launch command here: cannot tell
+        backend.find("some-tag")
+    assert worker.seen, "the worker UI was never asked: the test proves nothing"
+    assert all("authorization" not in h for h in worker.seen), worker.seen
+    assert master.seen and all("authorization" in h for h in master.seen)
