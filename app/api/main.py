@@ -17,6 +17,7 @@ from app.audit.routes import router as audit_router
 from app.audit.service import Repeats
 from app.channel.routes import router as channel_router
 from app.clusters.routes import router as clusters_router
+from app.clusters.service import Probes
 from app.core.config import Settings, get_settings
 from app.core.db import make_engine, make_sessionmaker
 from app.core.migrate import head_revision
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.notifier = notifier
     app.state.refusals = Repeats()  # refusals repeated within a minute: one audit row
+    app.state.probes = Probes()  # a cluster probed at most every 30 s
     app.state.metrics_registry = store_registry(app.state.sessionmaker)
     app.state.migration_head = head_revision()
     install_error_handlers(app)

@@ -75,7 +75,9 @@ class ClusterResponse(Response):
     description: str | None
     has_credentials: bool
     reachable: bool | None = Field(
-        None, description="Checked on GET of one cluster; null in lists."
+        None,
+        description="Checked on GET of one cluster by an operate or admin token (at most "
+        "every 30 s per API process); null in lists and for read tokens.",
     )
     reachability_error: str | None = None
     created_at: datetime

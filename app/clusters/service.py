@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -72,10 +74,23 @@ def list_clusters(
     return keyset_page(session, select(Cluster), Cluster.name, limit=limit, cursor=cursor)
 
 
-def cluster_response(cluster: Cluster, *, check: bool = False) -> ClusterResponse:
-    reachable: bool | None = None
-    error: str | None = None
-    if check:
+class Probes:
+    """A cluster is probed (with its credentials) at most every ``every`` seconds per API
+    process: however often a caller asks, the service does not become a way to send
+    requests out, nor to keep database slots busy."""
+
+    def __init__(self, every: float = 30.0) -> None:
+        self.every = every
+        self._last: dict[tuple[int, str], tuple[float, bool, str | None]] = {}
+        self._lock = threading.Lock()
+
+    def probe(self, cluster: Cluster) -> tuple[bool, str | None]:
+        key = (cluster.id, cluster.url)
+        with self._lock:
+            cached = self._last.get(key)
+            if cached is not None and time.monotonic() - cached[0] < self.every:
+                return cached[1], cached[2]
+        error: str | None = None
         try:
             reachable = backend_for(cluster, timeout=2.0).ready()
             if not reachable:
@@ -84,6 +99,17 @@ def cluster_response(cluster: Cluster, *, check: bool = False) -> ClusterRespons
             reachable, error = False, str(exc)
         except Exception as exc:  # a probe must never fail the GET
             reachable, error = False, f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            self._last[key] = (time.monotonic(), reachable, error)
+        return reachable, error
+
+
+def cluster_response(cluster: Cluster, *, probes: Probes | None = None) -> ClusterResponse:
+    """The cluster as stored; with ``probes``, whether it answers (probed or recent)."""
+    reachable: bool | None = None
+    error: str | None = None
+    if probes is not None:
+        reachable, error = probes.probe(cluster)
     return ClusterResponse(
         name=cluster.name,
         kind=cluster.kind,

@@ -7,11 +7,12 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from app.backends.base import TemporaryBackendError
 from app.backends.registry import backend_for
@@ -87,3 +88,28 @@ def test_a_worker_ui_the_master_names_gets_no_credentials(
     assert worker.seen, "the worker UI was never asked: the test proves nothing"
     assert all("authorization" not in h for h in worker.seen), worker.seen
     assert master.seen and all("authorization" in h for h in master.seen)
+
+
+def test_a_read_token_does_not_make_the_service_call_a_cluster(
+    client: TestClient, token_for: Callable[[str], str]
+) -> None:
+    """Issue 26, #12: GET /clusters/{name} with a read token had the API call the cluster with
+    its credentials, holding a database slot up to 2 s, as often as it was asked."""
+    livy = _Recorder(lambda path: json.dumps({"from": 0, "total": 0, "sessions": []}))
+    try:
+        body = {"name": "probe", "kind": "livy", "url": livy.url}
+        body["credentials"] = {"authorization": SECRET}  # type: ignore[assignment]
+        assert client.post("/api/v1/clusters", json=body).status_code == 201
+        reader = {"Authorization": f"Bearer {token_for('read')}"}
+        for _ in range(5):
+            shown = client.get("/api/v1/clusters/probe", headers=reader)
+            assert shown.status_code == 200 and shown.json()["reachable"] is None
+        assert livy.seen == []
+        operator = {"Authorization": f"Bearer {token_for('operate')}"}
+        for _ in range(5):  # probed once, then answered from the last probe
+            shown = client.get("/api/v1/clusters/probe", headers=operator)
+            assert shown.json()["reachable"] is True
+        assert len(livy.seen) == 1
+    finally:
+        livy.shutdown()
+        livy.server_close()

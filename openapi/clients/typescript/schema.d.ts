@@ -935,7 +935,7 @@ export interface components {
             has_credentials: boolean;
             /**
              * Reachable
-             * @description Checked on GET of one cluster; null in lists.
+             * @description Checked on GET of one cluster by an operate or admin token (at most every 30 s per API process); null in lists and for read tokens.
              */
             reachable?: boolean | null;
             /** Reachability Error */

@@ -24,7 +24,8 @@ class ClusterResponse:
         description (None | str):
         has_credentials (bool):
         created_at (datetime.datetime):
-        reachable (bool | None | Unset): Checked on GET of one cluster; null in lists.
+        reachable (bool | None | Unset): Checked on GET of one cluster by an operate or admin token (at most every 30 s
+            per API process); null in lists and for read tokens.
         reachability_error (None | str | Unset):
     """
 
