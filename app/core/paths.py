@@ -77,3 +77,24 @@ def private_file(path: Path) -> Path:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     path.chmod(0o600)
     return path
+
+
+def refuse_links_below(root: Path, path: Path) -> Path:
+    """``path`` if no component of it below ``root`` is a symbolic link. Driver code writes
+    under the checkpoint root, so it could replace ``<job>/<run>`` with a link to another
+    job's run; files are then opened without following links only from the checkpoint down
+    (app/snapshots/safe_files.py), so the folders above it are checked here. Names the
+    relative path only, never where the link points. ``root`` itself is the admin's."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return path  # not under the root (a fixed location, confined when it was accepted)
+    current = root
+    for part in rel.parts:
+        current = current / part
+        if current.is_symlink():
+            raise PathOutsideRoot(
+                f"'{current.relative_to(root)}' under the checkpoint root is a symbolic link: "
+                "checkpoints are read and written through real folders only. Remove the link."
+            )
+    return path

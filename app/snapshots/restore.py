@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
+from app.core.paths import PathOutsideRoot, refuse_links_below
 from app.snapshots.export import RESTORED_HINTS, ExportError, checkpoint_path, select_files
 from app.snapshots.models import READY, Snapshot, SnapshotUse
 from app.snapshots.store import SnapshotStore, StoreError, copy_tree_files
@@ -57,6 +58,12 @@ def materialise(
             if scratch is not None
             else checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
         )
+        try:  # never written through, nor read through, a link planted above a checkpoint
+            refuse_links_below(settings.resolved_checkpoint_root, dest)
+            if source.get("checkpoint"):
+                refuse_links_below(settings.resolved_checkpoint_root, Path(source["checkpoint"]))
+        except PathOutsideRoot as exc:
+            raise SnapshotFailed(f"query '{item['query']}': {exc}") from None
         if dest.exists() and any(dest.iterdir()):
             if (
                 scratch is None

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
 from app.core.db import transaction, utcnow
+from app.core.paths import PathOutsideRoot, refuse_links_below
 from app.runs.models import Run
 from app.snapshots.export import (
     RESTORED_HINTS,
@@ -191,7 +192,12 @@ def export(
         # First what there is to copy (so the figures have a total), then the copying.
         planned: list[tuple[dict[str, Any], Path, int, tuple[str, ...], int]] = []
         for spec in specs:
-            checkpoint = checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
+            root = settings.resolved_checkpoint_root
+            checkpoint = checkpoint_path(root, job_name, run_id, spec)
+            try:
+                refuse_links_below(root, checkpoint)
+            except PathOutsideRoot as exc:
+                raise SnapshotFailed(f"query '{spec['name']}': {exc}") from None
             batch = committed_batch(checkpoint)
             if batch is None:
                 queries[spec["name"]] = {"batch_id": None, "checkpoint": str(checkpoint)}

@@ -120,3 +120,23 @@ def test_resume_from_a_run_copies_no_link(tmp_path: Path) -> None:
         copy_tree_files(ck.root, files, tmp_path / "new")
     copied = [p for p in (tmp_path / "new").rglob("*") if p.is_file() or p.is_symlink()]
     assert all(not p.is_symlink() and SECRET.encode() not in p.read_bytes() for p in copied)
+
+
+def test_export_refuses_a_link_above_the_checkpoint(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    """Issue 26, #6: ``CHECKPOINT_ROOT/<job>/<run>`` replaced by a link to another job's run
+    made the export read that job's state (files are opened without following links only
+    from the checkpoint down)."""
+    _, ck = _running_job(client, ctx, settings, batches=3)
+    run_folder = ck.root.parent  # CHECKPOINT_ROOT/j/<run>
+    other = settings.resolved_checkpoint_root / "other-job" / run_folder.name
+    other.parent.mkdir(parents=True)
+    shutil.move(run_folder, other)  # the other job's state, now reached only through a link
+    run_folder.symlink_to(other)
+
+    op = _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": False})
+
+    assert op["state"] == "failed", op
+    assert "symbolic link" in op["error"] and "other-job" not in op["error"]
+    assert not list(Path(settings.resolved_snapshot_root).glob("manifests/**/*.json"))
