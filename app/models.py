@@ -9,6 +9,7 @@ from app.operations.models import Operation
 from app.runs.models import QueryProgress, Run, RunTransition
 from app.snapshots.models import Snapshot, SnapshotRetention, SnapshotUse
 from app.startpoints.models import Startpoint, StartpointApplication
+from app.ui.models import UiSession
 from app.worker.models import WorkerHeartbeat
 
 __all__ = [
@@ -27,5 +28,6 @@ __all__ = [
     "SnapshotUse",
     "Startpoint",
     "StartpointApplication",
+    "UiSession",
     "WorkerHeartbeat",
 ]

@@ -83,23 +83,32 @@ def job_page(request: Request, job: JobName, session: DbSession, who: Reader) ->
 def login_form(
     request: Request, next: Annotated[str | None, Query(max_length=2048)] = None
 ) -> Response:
-    return _page(request, "login.html", back_to=access.safe_back_to(next), error=None)
+    return _login_page(request, 200, access.safe_back_to(next), None)
+
+
+def _login_page(request: Request, status: int, back_to: str, error: str | None) -> Response:
+    csrf = access.csrf_token(request)
+    response = _page(request, "login.html", status, back_to=back_to, error=error, csrf=csrf)
+    access.remember_csrf(request, response, csrf)
+    return response
 
 
 @router.post("/login", name="ui.login")
 def login(request: Request, form: LoginForm, session: DbSession) -> Response:
     back_to = access.safe_back_to(form.get("next"))
     try:
-        access.check_login(request, session, form.get("token", ""))
+        access.check_csrf(request, form.get("csrf", ""))
+        principal = access.check_login(request, session, form.get("token", ""))
     except access.LoginRefused as refused:
-        return _page(request, "login.html", refused.status, back_to=back_to, error=refused.message)
+        return _login_page(request, refused.status, back_to, refused.message)
     response = RedirectResponse(back_to, status_code=303, headers=HEADERS)
-    access.remember(request, response, form["token"])
+    access.remember(request, response, access.open_session(session, principal))
     return response
 
 
 @router.post("/logout", name="ui.logout")
-def logout() -> Response:
+def logout(request: Request, session: DbSession) -> Response:
+    access.close_session(request, session)
     response = RedirectResponse(f"{access.UI_PATH}/login", status_code=303, headers=HEADERS)
     access.forget(response)
     return response

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from app.api.main import create_app
 from tests.api.conftest import make_current_run, version_body
@@ -19,6 +20,17 @@ HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 def _browser(client: TestClient) -> TestClient:
     """A client with no Authorization header, as a browser is."""
     return TestClient(client.app, follow_redirects=False)  # type: ignore[arg-type]
+
+
+def _login(browser: TestClient, token: str, next: str | None = None) -> Any:
+    """Log in as a person does: load the form (its CSRF token), then send it."""
+    form = browser.get("/ui/login")
+    match = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert match, form.text
+    data = {"token": token, "csrf": match.group(1)}
+    if next is not None:
+        data["next"] = next
+    return browser.post("/ui/login", data=data)
 
 
 def _job_with_progress(client: TestClient, db: Engine, name: str = "clicks") -> int:
@@ -55,7 +67,7 @@ def test_no_token_is_sent_to_the_login_form(client: TestClient, cluster: str) ->
     assert form.status_code == 200 and 'name="token"' in form.text
     assert 'value="/ui/jobs/clicks"' in form.text
     # A bad cookie is no better than none.
-    browser.cookies.set("tidegate_ui_token", "tg_not_a_token", path="/ui")
+    browser.cookies.set("tidegate_ui_session", "tgui_not_a_session", path="/ui")
     assert browser.get("/ui").status_code == 303
 
 
@@ -63,29 +75,33 @@ def test_login_refuses_bad_and_run_tokens_and_accepts_read(
     client: TestClient, db: Engine, cluster: str, token_for: Callable[[str], str]
 ) -> None:
     browser = _browser(client)
-    bad = browser.post("/ui/login", data={"token": "tg_wrong", "next": "/ui"})
+    bad = _login(browser, "tg_wrong", "/ui")
     assert bad.status_code == 401 and "unknown, revoked or expired" in bad.text
-    assert "set-cookie" not in bad.headers and "tg_wrong" not in bad.text
+    assert "tidegate_ui_session" not in bad.headers.get("set-cookie", "")
+    assert "tg_wrong" not in bad.text
     client.post("/api/v1/jobs", json={"name": "clicks"})
     client.post("/api/v1/jobs/clicks/versions", json=version_body())
     _, run_token = make_current_run(db, "clicks")
-    refused = browser.post("/ui/login", data={"token": run_token})
+    refused = _login(browser, run_token)
     assert refused.status_code == 403 and "cannot read jobs" in refused.text
 
-    ok = browser.post("/ui/login", data={"token": token_for("read"), "next": "/ui/jobs/clicks"})
+    reader = token_for("read")
+    ok = _login(browser, reader, "/ui/jobs/clicks")
     assert ok.status_code == 303 and ok.headers["location"] == "/ui/jobs/clicks"
     cookie = ok.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
     assert "Secure" not in cookie  # plain http here; https requests get Secure
     https = TestClient(client.app, base_url="https://testserver", follow_redirects=False)  # type: ignore[arg-type]
-    assert "Secure" in https.post("/ui/login", data={"token": ADMIN_TOKEN}).headers["set-cookie"]
+    assert "Secure" in _login(https, ADMIN_TOKEN).headers["set-cookie"]
     page = browser.get("/ui/jobs/clicks")
     assert page.status_code == 200 and "signed in as test-read (read)" in page.text
     assert "script-src" not in page.headers["content-security-policy"]  # default-src 'none'
     assert "<script" not in page.text
 
+    assert reader not in cookie  # the browser holds a session, never the token
+
     out = browser.post("/ui/logout")
-    assert out.status_code == 303 and 'tidegate_ui_token=""' in out.headers["set-cookie"]
+    assert out.status_code == 303 and 'tidegate_ui_session=""' in out.headers["set-cookie"]
     assert browser.get("/ui").status_code == 303
 
 
@@ -96,7 +112,7 @@ def test_the_header_works_and_next_never_leaves_the_page(
     reader = {"Authorization": f"Bearer {token_for('read')}"}
     assert browser.get("/ui", headers=reader).status_code == 200
     for away in ("https://evil.example/", "//evil.example/ui", "/api/v1/jobs"):
-        r = browser.post("/ui/login", data={"token": ADMIN_TOKEN, "next": away})
+        r = _login(browser, ADMIN_TOKEN, away)
         assert r.headers["location"] == "/ui", away
 
 
@@ -136,3 +152,45 @@ def test_unknown_job_and_openapi(client: TestClient, db: Engine) -> None:
     assert client.get("/ui?cursor=junk").status_code == 400
     paths = create_app(client.app.state.settings, engine=db).openapi()["paths"]  # type: ignore[attr-defined]
     assert not [p for p in paths if p.startswith("/ui")]
+
+
+def test_sessions_end_at_logout_expiry_and_revocation_and_logins_need_this_site(
+    client: TestClient, db: Engine, token_for: Callable[[str], str]
+) -> None:
+    """Issue 26, #7: the cookie was the raw token, never expired, outlived logout, and a
+    cross-site POST could log a browser in."""
+    browser = _browser(client)
+    # Another site's form: no CSRF token of ours, a foreign Origin.
+    forged = browser.post(
+        "/ui/login",
+        data={"token": ADMIN_TOKEN, "csrf": "made-up-by-another-site-000"},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert forged.status_code == 403 and "another site" in forged.text
+    assert "tidegate_ui_session" not in forged.headers.get("set-cookie", "")
+    no_csrf = browser.post("/ui/login", data={"token": ADMIN_TOKEN})
+    assert no_csrf.status_code == 403 and "tidegate_ui_session" not in str(no_csrf.headers)
+
+    # Logout ends the session on the server: a copy of the cookie is refused too.
+    assert _login(browser, token_for("read")).status_code == 303
+    stolen = _browser(client)
+    stolen.cookies.set("tidegate_ui_session", browser.cookies["tidegate_ui_session"], path="/ui")
+    assert stolen.get("/ui").status_code == 200
+    browser.post("/ui/logout")
+    assert stolen.get("/ui").status_code == 303
+
+    # Revoking the token ends its sessions.
+    other = _browser(client)
+    secret = token_for("read")
+    assert _login(other, secret).status_code == 303 and other.get("/ui").status_code == 200
+    tokens = client.get("/api/v1/tokens").json()
+    token_id = next(t["id"] for t in tokens if secret.startswith(t["prefix"]) and t["prefix"])
+    assert client.delete(f"/api/v1/tokens/{token_id}").status_code == 204
+    assert other.get("/ui").status_code == 303
+
+    # A session ends by itself.
+    late = _browser(client)
+    assert _login(late, ADMIN_TOKEN).status_code == 303 and late.get("/ui").status_code == 200
+    with db.begin() as conn:
+        conn.execute(text("update ui_sessions set expires_at = now() - interval '1 second'"))
+    assert late.get("/ui").status_code == 303
