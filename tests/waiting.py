@@ -4,10 +4,11 @@ a deadline passes; never read once, never waited for with a fixed sleep."""
 
 from __future__ import annotations
 
-import socket
+import threading
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -34,8 +35,35 @@ def wait_for(
         time.sleep(every)
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@contextmanager
+def served(app: Any, *, lifespan: str = "on") -> Iterator[str]:
+    """``app`` under a real uvicorn on a free loopback port, in a thread, for the block;
+    yields its URL. ``lifespan="off"`` when the caller owns what the app's lifespan would
+    close (a session-wide engine)."""
+    import uvicorn
+
+    from app.devtools.spark_local import find_free_port
+
+    port = find_free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            log_config=None,
+            lifespan=lifespan,  # type: ignore[arg-type]
+        )
+    )
+    thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        assert thread.is_alive(), "the server stopped while starting"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

