@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from app.auth.service import Principal, Scope, authenticate, check_scope
+from app.auth.service import Principal, Scope, admin_principal, authenticate, check_scope
 from app.core.deps import DbSession, in_transaction
 
 # auto_error=False: we answer missing tokens ourselves, as problem+json.
@@ -17,8 +18,18 @@ _bearer = HTTPBearer(auto_error=False, description="A tidegate API token.")
 Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def _principal(request: Request, session: DbSession, _: Bearer) -> Principal:
-    return _authenticate(request, session)
+async def _principal(request: Request, session: DbSession, _: Bearer) -> Principal:
+    # Async, so that checking a token costs a thread hop only when it needs the database.
+    known: Principal | None = getattr(request.state, "principal", None)
+    if known is None:
+        admin = request.app.state.settings.admin_token
+        known = admin_principal(
+            request.headers.get("authorization"), admin.get_secret_value() if admin else None
+        )
+    if known is not None:
+        request.state.principal = known
+        return known
+    return await anyio.to_thread.run_sync(_authenticate, request, session)
 
 
 async def _principal_without_session(request: Request, _: Bearer) -> Principal:
@@ -45,8 +56,8 @@ CurrentPrincipal = Annotated[Principal, Depends(_principal)]
 PrincipalWithoutSession = Annotated[Principal, Depends(_principal_without_session)]
 
 
-def require(scope: Scope) -> Callable[[Principal], Principal]:
-    def dep(principal: CurrentPrincipal) -> Principal:
+def require(scope: Scope) -> Callable[[Principal], Awaitable[Principal]]:
+    async def dep(principal: CurrentPrincipal) -> Principal:  # no thread for a comparison
         check_scope(principal, scope)
         return principal
 

@@ -105,6 +105,17 @@ def revoke_spare_token(session: Session, run_id: int, seq: int) -> None:
     )
 
 
+def admin_principal(authorization: str | None, admin_token: str | None) -> Principal | None:
+    """The bootstrap admin, when ``authorization`` carries its token (no database needed)."""
+    kind, _, secret = (authorization or "").partition(" ")
+    secret = secret.strip()
+    if kind.lower() != "bearer" or not secret or not admin_token:
+        return None
+    if hmac.compare_digest(secret.encode(), admin_token.encode()):
+        return Principal(name="admin-token", scope=Scope.ADMIN)
+    return None
+
+
 def authenticate(session: Session, authorization: str | None, admin_token: str | None) -> Principal:
     if not authorization:
         raise Unauthorized(
@@ -119,8 +130,8 @@ def authenticate(session: Session, authorization: str | None, admin_token: str |
             "Malformed Authorization header: expected 'Bearer <token>'.",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    if admin_token and hmac.compare_digest(secret.encode(), admin_token.encode()):
-        return Principal(name="admin-token", scope=Scope.ADMIN)
+    if (admin := admin_principal(authorization, admin_token)) is not None:
+        return admin
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
     now = utcnow()
     if row is not None and row.run_id is not None and row.revoked_at is not None:
