@@ -42,6 +42,10 @@ def reconcile_run(ctx: WorkerContext, run_id: int, *, fresh: bool = True) -> str
             return None
         try:
             state = _reconcile(ctx, run_id, fresh)
+            if state == states.RESTARTING:
+                # A restart due now (a ready spare takes over without backoff) goes on in
+                # this pass rather than waiting a sweep: a crash's pause is the fleet's to pay.
+                state = _reconcile(ctx, run_id, True)
         except BackendError as exc:
             if not exc.temporary:
                 _record_error(ctx, run_id, str(exc))
