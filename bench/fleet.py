@@ -10,15 +10,19 @@ The set-up, on a scratch database:
   real workers submit each spare to the fake (POST /batches); a simulated spare starts for
   every spare batch the fake receives, with the run id, attempt, spare number and run token
   from the submission's conf, and long-polls ``GET /runs/{id}/standby?attempt&wait=25&spare``
-  as the runtime does. The same runs' current drivers are simulated too: directives every
-  ``--directives-every`` s (the runtime's poll, 1 s), progress every ``--trigger`` s, one
-  HTTP connection per request like the runtime's urllib client. The other runs have no
-  driver. Each run's drivers go to one of the two API processes, round robin (a load balancer).
+  as the runtime does. The same runs' current drivers are simulated too: progress every
+  ``--trigger`` s and, with ``--directives-every 1``, directives every second as the runtime
+  polls them (off by default: the issue's drivers report progress and long-poll). One HTTP
+  connection per request, like the runtime's urllib client. The other runs have no driver.
+  Each run's drivers go to one of the two API processes, round robin (a load balancer). The
+  drivers run in a process of their own: in this one they would delay the fake's answers.
 
 Measured, while that runs:
-- CPU (user + system, psutil) of the API and worker processes, in cores, over rest windows:
-  fleet without spares; with every spare waiting; with the spares waiting and the running
-  drivers silent. Also PostgreSQL's backends for this database and this process (drivers).
+- CPU (user + system, psutil) of the API and worker processes, in cores, over rest windows
+  of 25 s (every waiting spare's long-poll is answered once in each): the fleet without
+  spares; with every spare waiting; with the spares waiting and the running drivers silent.
+  Also this database's PostgreSQL backends, the drivers' process, this process (the fake
+  and the sampling), the whole machine, and the database connections opened.
 - PostgreSQL connections in use, sampled every second from pg_stat_activity and attributed
   to each process by its client port, against the configured pools (API: 2 x
   TIDEGATE_DB_POOL_SIZE + its LISTEN connection; worker: 2 x (concurrency + 4) + LISTEN),
@@ -27,14 +31,17 @@ Measured, while that runs:
   the two API processes, against two bare FastAPI + psycopg apps (bench/baseline_app.py) in
   the same run, rounds interleaved; the load generator runs in a process of its own.
 - Death -> go: a running driver's batch turns "dead" in the fake; from then until its
-  spare's long-poll answers go (with when the worker saw it dead, from the transitions).
+  spare's long-poll answers go; from the run's transitions, when a worker saw the death and
+  when it adopted the spare (the NOTIFY).
 - Operation reaction: POST /jobs/{job}/stop (a run with no driver) -> DELETE /batches/{id}.
 
-    python bench/fleet.py                      # the issue's sizes, ~6 minutes
-    python bench/fleet.py --jobs 20 --waiting 5 --rest-seconds 1 --rounds 1 --requests 40 \\
-        --seconds 0.5 --deaths 2 --operations 2     # smoke size (tests/bench), seconds
+    python bench/fleet.py                      # the issue's sizes, ~5 minutes on 2 cores
+    python bench/fleet.py --directives-every 1 --name fleet-directives
+    python bench/fleet.py --jobs 20 --waiting 5 --warm-up 1 --rest-seconds 1 --rounds 1 \\
+        --requests 40 --seconds 0.5 --deaths 2 --operations 2   # smoke size (tests/bench)
 
-Figures go to bench/results/fleet.json (TIDEGATE_BENCH_RESULTS=dir to write elsewhere).
+Figures go to bench/results/<name>.json, fleet.json by default (TIDEGATE_BENCH_RESULTS=dir to
+write elsewhere).
 """
 
 from __future__ import annotations
@@ -42,12 +49,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import random
 import re
 import secrets
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -55,7 +64,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,6 +80,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import seed
 from bench.common import (
     ADMIN_TOKEN,
+    ROOT,
     Server,
     api_client,
     free_port,
@@ -93,6 +103,7 @@ RUN_ID_CONF = "spark.tidegate.run_id"
 ATTEMPT_CONF = "spark.tidegate.attempt"
 SPARE_CONF = "spark.tidegate.spare"  # tidegate_runtime/standby.py
 TOKEN_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_TOKEN"
+LISTING = "GET /batches?from=0 (a listing starts)"
 LONG_POLL = 25  # tidegate_runtime/standby.py::LONG_POLL_SECONDS
 API_POOL = 10  # TIDEGATE_DB_POOL_SIZE's default, which the API processes run with
 WORKER_CONCURRENCY = 4  # `tidegate worker --concurrency`'s default
@@ -120,6 +131,7 @@ class FleetLivy(FakeLivy):
     submission (a simulated spare starts), and when each batch was first deleted."""
 
     on_spare: Callable[[int, dict[str, str]], None] | None = None
+    on_gone: Callable[[int], None] | None = None  # a batch ended (its driver stops)
     deleted_at: dict[int, float] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
 
@@ -129,19 +141,20 @@ class FleetLivy(FakeLivy):
             self.batches[batch_id] = {"id": batch_id, "name": name, "state": "running"}
             return batch_id
 
-    def state_of(self, batch_id: int) -> str:
-        with self.lock:
-            return str(self.batches[batch_id]["state"])
-
     def set_state(self, batch_id: int, state: str) -> None:
         with self.lock:
             self.batches[batch_id]["state"] = state
+        if state != "running" and self.on_gone is not None:
+            self.on_gone(batch_id)
 
     def record(self, method: str, path: str, name: str | None = None) -> None:
         # Calls are counted, not kept: two workers list 1,000+ batches every second.
-        what = re.sub(r"/\d+", "/{id}", urlsplit(path).path)
+        url = urlsplit(path)
+        what = f"{method} {re.sub(r'/[0-9]+', '/{id}', url.path)}"
         with self.lock:
-            self.counts[f"{method} {what}"] += 1
+            self.counts[what] += 1
+            if what == "GET /batches" and "from=0" in url.query.split("&"):
+                self.counts[LISTING] += 1
 
     def create(self, payload: dict[str, Any]) -> tuple[int, Any]:
         status, body = super().create(payload)
@@ -155,7 +168,10 @@ class FleetLivy(FakeLivy):
         if tail.isdigit():
             with self.lock:
                 self.deleted_at.setdefault(int(tail), time.monotonic())
-        return super().delete(raw)
+        status, body = super().delete(raw)
+        if status == 200 and self.on_gone is not None:
+            self.on_gone(int(tail))
+        return status, body
 
 
 # ---- the fleet in the database -------------------------------------------------------------
@@ -196,10 +212,12 @@ def seed_fleet(url: str, fake: FleetLivy, jobs: int, waiting: int) -> list[Seede
             (cluster_id, json.dumps(QUERIES)),
         )
         conn.execute(
+            # Observed running already, as in a fleet that has been up a while.
             "insert into runs (job_id, version_id, state, attempt, failures, progress, "
-            "submit_intent_attempt, created_by, created_at, updated_at, running_since) "
+            "submit_intent_attempt, created_by, created_at, updated_at, running_since, "
+            "observed_state, observed_at) "
             "select j.id, v.id, 'running', 1, 0, '{}', 1, 'bench', now() - interval '1 hour', "
-            "now(), now() - interval '10 minutes' "
+            "now(), now() - interval '10 minutes', 'running', now() "
             "from jobs j join job_versions v on v.job_id = j.id"
         )
         rows = conn.execute(
@@ -266,92 +284,104 @@ def _progress(batch: int) -> dict[str, Any]:
     }
 
 
-class Drivers:
-    """Every simulated driver, on one asyncio loop in a thread of this process."""
+def _after_now(due: float, every: float, now: float) -> float:
+    """The next beat after ``now`` on the grid ``due + k * every``: a driver that fell behind
+    skips what it missed and keeps its phase, so delayed drivers do not fall into step."""
+    if due > now:
+        return due
+    return due + max(1, math.ceil((now - due) / every + 1e-9)) * every
+
+
+class DriverLoop:
+    """Every simulated driver, on one asyncio loop in a process of their own (so that their
+    work does not delay the fake's answers to the workers, which share this script's GIL
+    otherwise). Told what to do by ``commands``, it says what happened on ``events``."""
 
     def __init__(
-        self, api_urls: list[str], fake: FleetLivy, trigger: float, directives_every: float
+        self,
+        api_urls: list[str],
+        trigger: float,
+        directives_every: float,
+        commands: Any,
+        events: Any,
     ) -> None:
         self.api_urls = api_urls
-        self.fake = fake
         self.trigger = trigger
         self.directives_every = directives_every
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="drivers", daemon=True)
-        self.reporting = threading.Event()  # cleared: running drivers stay silent
-        self.reporting.set()
-        self.cond = threading.Condition()
-        self.go_at: dict[int, float] = {}
-        self.running: dict[int, Driver] = {}
-        self.spares: dict[int, Driver] = {}
+        self.commands = commands
+        self.events = events
+        self.reporting = True  # False: running drivers stay silent
+        self.gone: set[int] = set()  # batches that ended: their drivers stop
+        self.spares: set[int] = set()  # runs whose spare is waiting
         self.polling = 0  # long-polls in flight
         self.counts: Counter[str] = Counter()
+        self.lags: list[float] = []
         self.tasks: set[asyncio.Task[None]] = set()
         self.clients: list[httpx.AsyncClient] = []
         self.api_of: dict[int, int] = {}
-        self.closing = False
+        self.closing = asyncio.Event()
 
-    def start(self) -> Drivers:
-        self.thread.start()
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Like the runtime's urllib client: one connection per request, none kept.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+        self.clients = [
+            httpx.AsyncClient(base_url=u + "/api/v1", timeout=LONG_POLL + 15, limits=limits)
+            for u in self.api_urls
+        ]
 
-        async def clients() -> list[httpx.AsyncClient]:
-            # Like the runtime's urllib client: one connection per request, none kept.
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
-            return [
-                httpx.AsyncClient(base_url=u + "/api/v1", timeout=LONG_POLL + 15, limits=limits)
-                for u in self.api_urls
-            ]
+        def read_commands() -> None:
+            while True:
+                command = self.commands.get()
+                loop.call_soon_threadsafe(self._do, command)
+                if command[0] == "stop":
+                    return
 
-        self.clients = asyncio.run_coroutine_threadsafe(clients(), self.loop).result(10)
-        return self
+        threading.Thread(target=read_commands, name="commands", daemon=True).start()
+        self._spawn(self._lag())
+        self._spawn(self._status())
+        await self.closing.wait()
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for client in self.clients:
+            await client.aclose()
+        self._send_status()
 
-    def stop(self) -> None:
-        """Every driver gone (before the API processes stop: a long-poll would hold each
-        one's graceful shutdown)."""
-        self.closing = True
+    def _do(self, command: tuple[Any, ...]) -> None:
+        kind = command[0]
+        if kind == "run":
+            self._spawn(self._running(command[1]))
+        elif kind == "spare":
+            self._spawn(self._spare(command[1]))
+        elif kind == "gone":
+            self.gone.add(command[1])
+        elif kind == "report":
+            self.reporting = command[1]
+        elif kind == "stop":
+            self.closing.set()
 
-        async def shutdown() -> None:
-            for task in list(self.tasks):
-                task.cancel()
-            await asyncio.gather(*self.tasks, return_exceptions=True)
-            for client in self.clients:
-                await client.aclose()
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
-        try:
-            asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(20)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(5)
+    async def _lag(self) -> None:
+        """How late this loop wakes (a driver's delay that is this script's, not tidegate's)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            t0 = loop.time()
+            await asyncio.sleep(0.05)
+            self.lags.append(loop.time() - t0 - 0.05)
 
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        def begin() -> None:
-            task = self.loop.create_task(coro)
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+    async def _status(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            self._send_status()
 
-        self.loop.call_soon_threadsafe(begin)
-
-    def start_running(self, driver: Driver) -> None:
-        self.spawn(self._running(driver))
-
-    def spare_submitted(self, batch_id: int, conf: dict[str, str]) -> None:
-        """The fake got a spare's POST /batches: its driver starts (a real one would take
-        its JVM and session first; this one calls in at once)."""
-        driver = Driver(
-            int(conf[RUN_ID_CONF]),
-            int(conf[ATTEMPT_CONF]),
-            batch_id,
-            conf[TOKEN_CONF],
-            spare=int(conf[SPARE_CONF]),
-        )
-        self.spawn(self._spare(driver))
-
-    def wait_go(self, run_id: int, since: float, timeout: float) -> float | None:
-        """When ``run_id``'s spare heard go after ``since`` (monotonic), or None."""
-        with self.cond:
-            self.cond.wait_for(lambda: self.go_at.get(run_id, 0.0) > since, timeout)
-            at = self.go_at.get(run_id, 0.0)
-        return at if at > since else None
+    def _send_status(self) -> None:
+        lags, self.lags = self.lags, []
+        self.events.put(("status", self.polling, dict(self.counts), sorted(self.spares), lags))
 
     def _client(self, run_id: int) -> httpx.AsyncClient:
         # Round robin over the API processes in the order the runs first call in (a run keeps
@@ -359,63 +389,60 @@ class Drivers:
         index = self.api_of.setdefault(run_id, len(self.api_of) % len(self.clients))
         return self.clients[index]
 
-    def _gone(self, driver: Driver) -> bool:
-        return self.closing or self.fake.state_of(driver.batch_id) != "running"
-
     async def _running(self, d: Driver) -> None:
         """A running driver: directives every ``directives_every`` s, progress every trigger;
         it ends when its batch does (killed, dead) or its directives say stop."""
-        self.running[d.run_id] = d
         client, headers = self._client(d.run_id), {"Authorization": f"Bearer {d.token}"}
         loop = asyncio.get_running_loop()
         # Drivers started together do not beat together.
         next_directives = loop.time() + random.random() * (self.directives_every or 1)
         next_progress = loop.time() + random.random() * self.trigger
         batch = 1
-        try:
-            while not self._gone(d):
-                if not self.reporting.is_set():
-                    await asyncio.sleep(0.2)
-                    next_directives = max(next_directives, loop.time())
-                    next_progress = max(next_progress, loop.time())
-                    continue
-                now = loop.time()
-                try:
-                    if self.directives_every and now >= next_directives:
-                        next_directives = max(next_directives + self.directives_every, now)
-                        r = await client.get(
-                            f"/runs/{d.run_id}/directives",
-                            params={"attempt": d.attempt},
-                            headers=headers,
-                        )
-                        self._count("directives", r)
-                        if r.status_code == 200 and r.json()["stop"]:
-                            self.fake.set_state(d.batch_id, "success")  # stops and exits
-                            return
-                    if now >= next_progress:
-                        next_progress = max(next_progress + self.trigger, now)
-                        r = await client.post(
-                            f"/runs/{d.run_id}/progress", json=_progress(batch), headers=headers
-                        )
-                        self._count("progress", r)
-                        batch += 1
-                except httpx.HTTPError:
-                    self.counts["transport errors"] += 1
-                    await asyncio.sleep(0.5)
-                wake = min(next_progress, next_directives if self.directives_every else 1e18)
-                await asyncio.sleep(max(0.0, wake - loop.time()))
-        finally:
-            if self.running.get(d.run_id) is d:
-                del self.running[d.run_id]
+        while d.batch_id not in self.gone:
+            if not self.reporting:
+                # Silent, but in step: when reporting resumes the drivers do not all report
+                # at once (200 posts in one burst would be this script's doing).
+                await asyncio.sleep(0.2)
+                next_progress = _after_now(next_progress, self.trigger, loop.time())
+                if self.directives_every:
+                    next_directives = _after_now(
+                        next_directives, self.directives_every, loop.time()
+                    )
+                continue
+            now = loop.time()
+            try:
+                if self.directives_every and now >= next_directives:
+                    next_directives = _after_now(next_directives, self.directives_every, now)
+                    r = await client.get(
+                        f"/runs/{d.run_id}/directives",
+                        params={"attempt": d.attempt},
+                        headers=headers,
+                    )
+                    self._count("directives", r)
+                    if r.status_code == 200 and r.json()["stop"]:
+                        self.events.put(("ended", d.batch_id))  # stops and exits
+                        return
+                if now >= next_progress:
+                    next_progress = _after_now(next_progress, self.trigger, now)
+                    r = await client.post(
+                        f"/runs/{d.run_id}/progress", json=_progress(batch), headers=headers
+                    )
+                    self._count("progress", r)
+                    batch += 1
+            except httpx.HTTPError:
+                self.counts["transport errors"] += 1
+                await asyncio.sleep(0.5)
+            wake = min(next_progress, next_directives if self.directives_every else 1e18)
+            await asyncio.sleep(max(0.0, wake - loop.time()))
 
     async def _spare(self, d: Driver) -> None:
         """A spare: long-polls for go; at go it is the run's driver for its attempt."""
-        self.spares[d.run_id] = d
+        self.spares.add(d.run_id)
         client, headers = self._client(d.run_id), {"Authorization": f"Bearer {d.token}"}
         params = {"attempt": d.attempt, "wait": LONG_POLL, "spare": d.spare}
         went = False
         try:
-            while not self._gone(d):
+            while d.batch_id not in self.gone:
                 self.polling += 1
                 try:
                     r = await client.get(
@@ -436,23 +463,115 @@ class Drivers:
                     continue
                 answer = r.json()
                 if answer["go"]:
-                    with self.cond:
-                        self.go_at[d.run_id] = time.monotonic()
-                        self.cond.notify_all()
+                    self.events.put(("go", d.run_id, time.monotonic()))
                     went = True
                     return
                 if answer["stop"]:
                     return
         finally:
-            if self.spares.get(d.run_id) is d:
-                del self.spares[d.run_id]
+            self.spares.discard(d.run_id)
             if went:
-                self.start_running(Driver(d.run_id, d.attempt, d.batch_id, d.token))
+                self._spawn(self._running(Driver(d.run_id, d.attempt, d.batch_id, d.token)))
 
     def _count(self, kind: str, r: httpx.Response) -> None:
         self.counts[kind] += 1
         if r.status_code >= 300:
             self.counts[f"{kind} {r.status_code}"] += 1
+
+
+def _drivers_child(
+    api_urls: list[str], trigger: float, directives_every: float, commands: Any, events: Any
+) -> None:
+    asyncio.run(DriverLoop(api_urls, trigger, directives_every, commands, events).serve())
+
+
+class Drivers:
+    """This process's side of the simulated drivers: commands go to their process, what
+    they report comes back (go, their counters, the spares waiting)."""
+
+    def __init__(
+        self, api_urls: list[str], fake: FleetLivy, trigger: float, directives_every: float
+    ) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.fake = fake
+        self.commands = ctx.Queue()
+        self.events = ctx.Queue()
+        self.proc = ctx.Process(
+            target=_drivers_child,
+            args=(api_urls, trigger, directives_every, self.commands, self.events),
+            name="drivers",
+            daemon=True,
+        )
+        self.cond = threading.Condition()
+        self.go_at: dict[int, float] = {}
+        self.spares: set[int] = set()
+        self.polling = 0
+        self.counts: Counter[str] = Counter()
+        self.lags: list[float] = []
+        self.pump = threading.Thread(target=self._pump, name="driver-events", daemon=True)
+
+    def start(self) -> Drivers:
+        self.proc.start()
+        self.pump.start()
+        return self
+
+    def stop(self) -> None:
+        """Every driver gone (before the API processes stop: a long-poll would hold each
+        one's graceful shutdown)."""
+        if self.proc.is_alive():
+            self.commands.put(("stop",))
+            self.proc.join(25)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+        self.events.put(("stopped",))
+        self.pump.join(5)
+
+    def _pump(self) -> None:
+        while True:
+            event = self.events.get()
+            kind = event[0]
+            if kind == "stopped":
+                return
+            if kind == "go":
+                with self.cond:
+                    self.go_at[event[1]] = event[2]
+                    self.cond.notify_all()
+            elif kind == "ended":
+                self.fake.set_state(event[1], "success")
+            elif kind == "status":
+                self.polling, self.counts = event[1], Counter(event[2])
+                self.spares = set(event[3])
+                self.lags.extend(event[4])
+
+    def report(self, on: bool) -> None:
+        self.commands.put(("report", on))
+
+    def start_running(self, driver: Driver) -> None:
+        self.commands.put(("run", driver))
+
+    def spare_submitted(self, batch_id: int, conf: dict[str, str]) -> None:
+        """The fake got a spare's POST /batches: its driver starts (a real one would take
+        its JVM and session first; this one calls in at once)."""
+        spare = Driver(
+            int(conf[RUN_ID_CONF]),
+            int(conf[ATTEMPT_CONF]),
+            batch_id,
+            conf[TOKEN_CONF],
+            spare=int(conf[SPARE_CONF]),
+        )
+        self.commands.put(("spare", spare))
+
+    def batch_gone(self, batch_id: int) -> None:
+        self.commands.put(("gone", batch_id))
+
+    def wait_go(self, run_id: int, since: float, timeout: float) -> float | None:
+        """When ``run_id``'s spare heard go after ``since`` (monotonic; one clock for every
+        process here), or None."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.go_at.get(run_id, 0.0) > since, timeout)
+            at = self.go_at.get(run_id, 0.0)
+        return at if at > since else None
 
 
 # ---- what the processes use -----------------------------------------------------------------
@@ -463,24 +582,44 @@ def _cpu(proc: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
-def _pg_backends(url: str) -> list[psutil.Process]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        pids = [
-            int(pid)
-            for (pid,) in conn.execute(
-                "select pid from pg_stat_activity where datname = current_database() "
-                "and pid <> pg_backend_pid()"
-            ).fetchall()
-        ]
-    found = []
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            _cpu(proc)
-            found.append(proc)
-        except psutil.Error:  # another user's process we may not read, or gone
-            pass
-    return found
+class Backends:
+    """CPU of this database's PostgreSQL backends, sampled: the server is shared (other
+    databases' backends are not ours). A backend born and gone between two samples, or the
+    last second of one that ends, is missed; the connections opened say how many come and go.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.first: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self.started = True
+        self.sample()
+        self.started = False
+
+    def sample(self) -> None:
+        for (pid,) in self.conn.execute(
+            "select pid from pg_stat_activity where datname = current_database() "
+            "and pid <> pg_backend_pid()"
+        ).fetchall():
+            try:
+                cpu = _cpu(psutil.Process(int(pid)))
+            except psutil.Error:  # gone, or not ours to read
+                continue
+            # One that starts within the window counts from zero.
+            self.first.setdefault(int(pid), cpu if self.started else 0.0)
+            self.last[int(pid)] = cpu
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.last[pid] - first for pid, first in self.first.items())
+
+
+def _sessions(conn: psycopg.Connection[Any]) -> int:
+    """Connections ever opened to this database (pg_stat_database, flushed about every s)."""
+    row = conn.execute(
+        "select sessions from pg_stat_database where datname = current_database()"
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 class Connections:
@@ -508,7 +647,7 @@ class Connections:
         with psycopg.connect(self.url, autocommit=True, application_name="bench") as conn:
             while not self.stopping.wait(1.0):
                 rows = conn.execute(
-                    "select client_port, application_name from pg_stat_activity "
+                    "select client_port, application_name, state from pg_stat_activity "
                     "where datname = current_database() and pid <> pg_backend_pid()"
                 ).fetchall()
                 owner: dict[int, str] = {}
@@ -519,13 +658,18 @@ class Connections:
                                 owner[c.laddr.port] = name
                     except psutil.Error:
                         pass
-                by_proc = Counter(owner.get(port or -1, "other") for port, _ in rows)
+                by_proc = Counter(owner.get(port or -1, "other") for port, _, _ in rows)
+                # In use: running a statement or inside a transaction (not idle in a pool).
+                busy = Counter(
+                    owner.get(port or -1, "other") for port, _, state in rows if state != "idle"
+                )
                 self.samples.append(
                     {
                         "phase": self.phase,
                         "waiting": self.drivers.polling,
                         "by_process": dict(by_proc),
-                        "by_application": dict(Counter(str(app) for _, app in rows)),
+                        "busy_by_process": dict(busy),
+                        "by_application": dict(Counter(str(app) for _, app, _ in rows)),
                     }
                 )
 
@@ -533,7 +677,9 @@ class Connections:
         """Per phase: the most each process held at once, and the most waiting spares."""
         out: dict[str, Any] = {}
         for s in self.samples:
-            phase = out.setdefault(s["phase"], {"samples": 0, "max_waiting": 0, "max": {}})
+            phase = out.setdefault(
+                s["phase"], {"samples": 0, "max_waiting": 0, "max": {}, "max_busy": {}}
+            )
             phase["samples"] += 1
             phase["max_waiting"] = max(phase["max_waiting"], s["waiting"])
             groups = {
@@ -545,6 +691,9 @@ class Connections:
             }
             for k, v in groups.items():
                 phase["max"][k] = max(phase["max"].get(k, 0), v)
+            for group in ("api", "worker"):
+                v = sum(n for k, n in s["busy_by_process"].items() if k.startswith(group))
+                phase["max_busy"][group] = max(phase["max_busy"].get(group, 0), v)
         return out
 
 
@@ -552,36 +701,38 @@ class Connections:
 class Procs:
     apis: dict[str, psutil.Process]
     workers: dict[str, psutil.Process]
+    bares: dict[str, psutil.Process]
+    drivers: psutil.Process
     bench: psutil.Process = field(default_factory=psutil.Process)
 
 
 def rest_window(
-    url: str, procs: Procs, drivers: Drivers, seconds: float, *, sweep: bool = False
+    url: str, procs: Procs, drivers: Drivers, fake: FleetLivy, seconds: float
 ) -> dict[str, Any]:
     """Cores used by each process over ``seconds`` with nothing asked of the control plane
-    but what the fleet asks. ``sweep``: also how often the workers observe each run."""
-    every = {**procs.apis, **procs.workers, "bench": procs.bench}
-    backends = _pg_backends(url)
-    before = {k: _cpu(p) for k, p in every.items()}
-    pg_before = {p.pid: _cpu(p) for p in backends}
-    counts_before = Counter(drivers.counts)
-    machine_before = psutil.cpu_times()
-    t0 = time.monotonic()
-    observed: dict[int, set[Any]] = {}
+    but what the fleet asks; and how often the workers list the backend (once a sweep)."""
+    every = {
+        **procs.apis,
+        **procs.workers,
+        **procs.bares,
+        "drivers": procs.drivers,
+        "bench": procs.bench,
+    }
     with psycopg.connect(url, autocommit=True, application_name="bench") as conn:
+        backends = Backends(conn)
+        sessions_before = _sessions(conn)
+        before = {k: _cpu(p) for k, p in every.items()}
+        counts_before = Counter(drivers.counts)
+        listings_before = fake.counts[LISTING]
+        machine_before = psutil.cpu_times()
+        t0 = time.monotonic()
         while (left := seconds - (time.monotonic() - t0)) > 0:
-            if sweep:
-                for run_id, at in conn.execute(
-                    "select id, observed_at from runs where state = 'running'"
-                ).fetchall():
-                    observed.setdefault(int(run_id), set()).add(at)
             time.sleep(min(1.0, left))
-    elapsed = time.monotonic() - t0
-    cores = {k: (_cpu(p) - before[k]) / elapsed for k, p in every.items()}
-    pg = 0.0
-    for p in backends:
-        with suppress(psutil.Error):
-            pg += _cpu(p) - pg_before[p.pid]
+            backends.sample()
+        elapsed = time.monotonic() - t0
+        cores = {k: (_cpu(p) - before[k]) / elapsed for k, p in every.items()}
+        sessions = _sessions(conn) - sessions_before
+        listings = fake.counts[LISTING] - listings_before
     machine_after = psutil.cpu_times()
     busy = sum(machine_after[:3]) - sum(machine_before[:3])  # user, nice, system
     requests = Counter(drivers.counts)
@@ -595,22 +746,24 @@ def rest_window(
             "api": api,
             "worker": worker,
             "api+worker": api + worker,
-            "postgres (this database)": pg / elapsed,
-            "bench (drivers, fake Livy)": cores["bench"],
+            "postgres (this database)": backends.seconds / elapsed,
+            "simulated drivers": cores["drivers"],
+            "bench (fake Livy, sampling)": cores["bench"],
             "machine (all processes)": busy / elapsed,
+            # What the rest of the machine used: the benchmark's other servers, PostgreSQL's
+            # own processes and other databases, anything else running beside it.
+            "rest of the machine": (busy - backends.seconds) / elapsed - sum(cores.values()),
         },
-        "per_process_cores": {k: v for k, v in cores.items() if k != "bench"},
+        "per_process_cores": cores,
         "channel_requests_per_s": channel / elapsed,
+        "db_connections_opened_per_s": sessions / elapsed,
         "channel_requests": {k: v for k, v in requests.items() if v},
         "waiting_long_polls": drivers.polling,
         "load_avg": os.getloadavg()[0],
+        # A sweep starts with a new listing (GET /batches from 0), and a long one lists again
+        # once its listing is 1 s old: an upper bound on the sweeps, both workers together.
+        "listings_per_s": listings / elapsed,
     }
-    if sweep and observed:
-        # Passes per run in the window (both workers together; a run observed at most once
-        # per sample, so a pass every < 1 s counts as 1 s).
-        passes = [max(0, len(v) - 1) for v in observed.values()]
-        mean = sum(passes) / len(passes)
-        out["observed_every_s"] = elapsed / mean if mean else None
     return out
 
 
@@ -698,48 +851,58 @@ def reads(
 # ---- death -> go, operation reaction --------------------------------------------------------
 
 
+def _after(at: datetime | None, wall: float) -> float | None:
+    return at.timestamp() - wall if at is not None else None
+
+
 def deaths(
     url: str, fake: FleetLivy, drivers: Drivers, simulated: list[int], n: int, timeout: float
 ) -> list[dict[str, Any]]:
     """One at a time: a running driver with a ready spare dies; until the spare hears go."""
     with psycopg.connect(url, autocommit=True) as conn:
         ready = [
-            int(r)
-            for (r,) in conn.execute(
-                "select id from runs where id = any(%s) and state = 'running' "
+            (int(r), int(b))
+            for (r, b) in conn.execute(
+                "select id, backend_id from runs where id = any(%s) and state = 'running' "
                 "and spare_ready_at is not null and spare_attempt = attempt + 1 order by id",
                 (simulated,),
             ).fetchall()
         ]
     rng = random.Random(24)
     out = []
-    for run_id in [ready[i] for i in spread(min(n, len(ready)), len(ready))]:
-        driver = drivers.running.get(run_id)
-        if driver is None or run_id not in drivers.spares:
+    for run_id, batch_id in [ready[i] for i in spread(min(n, len(ready)), len(ready))]:
+        if run_id not in drivers.spares:  # its spare's long-poll is not out
             continue
         time.sleep(rng.random())  # not in step with the workers' sweeps
         wall, t0 = time.time(), time.monotonic()
-        fake.set_state(driver.batch_id, "dead")
+        fake.set_state(batch_id, "dead")
         go = drivers.wait_go(run_id, t0, timeout)
         with psycopg.connect(url, autocommit=True) as conn:
-            seen = conn.execute(
-                "select min(at) from run_transitions where run_id = %s and to_state = "
-                "'restarting' and at >= to_timestamp(%s)",
-                (run_id, wall - 0.01),
-            ).fetchone()
-        seen_at = seen[0].timestamp() - wall if seen and seen[0] is not None else None
-        out.append(
-            {
-                "run_id": run_id,
-                "death_to_go_s": go - t0 if go is not None else None,
-                "death_to_seen_s": seen_at,
-            }
-        )
+            moves: dict[str, datetime] = dict(
+                conn.execute(
+                    "select to_state, min(at) from run_transitions where run_id = %s "
+                    "and at >= to_timestamp(%s) and to_state in ('restarting', 'submitting') "
+                    "group by to_state",
+                    (run_id, wall - 0.01),
+                ).fetchall()
+            )
+
+        sample = {
+            "run_id": run_id,
+            "death_to_go_s": go - t0 if go is not None else None,
+            "death_to_seen_s": _after(moves.get("restarting"), wall),  # a worker saw it dead
+            # restarting -> submitting: the same pass adopts the spare and sends NOTIFY
+            "death_to_adopted_s": _after(moves.get("submitting"), wall),
+        }
+        out.append(sample)
         print(
-            f"  run {run_id}: death -> seen "
-            + (f"{seen_at:.2f} s" if seen_at is not None else "n/a")
-            + " -> go "
-            + (f"{go - t0:.2f} s" if go is not None else f"none within {timeout:.0f} s")
+            f"  run {run_id}: "
+            + ", ".join(
+                f"{k.removeprefix('death_to_').removesuffix('_s')} "
+                + ("n/a" if v is None else f"{v:.2f} s")
+                for k, v in sample.items()
+                if k != "run_id"
+            )
         )
     return out
 
@@ -858,17 +1021,17 @@ def measure(url: str, fake: FleetLivy, runs: list[SeededRun], args: argparse.Nam
     t = time.monotonic()
     with started(*servers) as up:
         print(f"2 API, 2 worker, 2 bare processes up in {time.monotonic() - t:.1f} s ({tmp})")
-        names = ["api-1", "api-2", "worker-1", "worker-2"]
-        procs = Procs(
-            apis={n: psutil.Process(s.proc.pid) for n, s in zip(names[:2], up[:2], strict=True)},
-            workers={
-                n: psutil.Process(s.proc.pid) for n, s in zip(names[2:], up[2:4], strict=True)
-            },
-        )
+        names = ["api-1", "api-2", "worker-1", "worker-2", "bare-1", "bare-2"]
+        found = {n: psutil.Process(s.proc.pid) for n, s in zip(names, up, strict=True)}
         drivers = Drivers(api_urls, fake, args.trigger, args.directives_every).start()
-        fake.on_spare = drivers.spare_submitted
-        owners = {**procs.apis, **procs.workers, "bare-1": psutil.Process(up[4].proc.pid)}
-        owners["bare-2"] = psutil.Process(up[5].proc.pid)
+        fake.on_spare, fake.on_gone = drivers.spare_submitted, drivers.batch_gone
+        procs = Procs(
+            apis={n: p for n, p in found.items() if n.startswith("api")},
+            workers={n: p for n, p in found.items() if n.startswith("worker")},
+            bares={n: p for n, p in found.items() if n.startswith("bare")},
+            drivers=psutil.Process(drivers.proc.pid),
+        )
+        owners = found
         conns = Connections(url, owners, drivers).start()
         ctx = multiprocessing.get_context("spawn")
         clients = [api_client(u) for u in api_urls]
@@ -877,7 +1040,9 @@ def measure(url: str, fake: FleetLivy, runs: list[SeededRun], args: argparse.Nam
                 drivers.start_running(Driver(r.run_id, 1, r.batch_id, r.token or ""))
             with _phase(conns, "rest, no spares"):
                 time.sleep(args.warm_up)  # every driver has called in, a sweep or two ran
-                figures["rest_no_spares"] = rest_window(url, procs, drivers, args.rest_seconds)
+                figures["rest_no_spares"] = rest_window(
+                    url, procs, drivers, fake, args.rest_seconds
+                )
 
             with _phase(conns, "spares starting"):
                 t0 = time.monotonic()
@@ -898,21 +1063,23 @@ def measure(url: str, fake: FleetLivy, runs: list[SeededRun], args: argparse.Nam
 
             with _phase(conns, "rest, spares waiting"):
                 time.sleep(1.0)
-                figures["rest_spares"] = rest_window(
-                    url, procs, drivers, args.rest_seconds, sweep=True
-                )
+                figures["rest_spares"] = rest_window(url, procs, drivers, fake, args.rest_seconds)
             with _phase(conns, "rest, spares waiting, drivers silent"):
-                drivers.reporting.clear()
+                drivers.report(False)
                 time.sleep(1.0)
-                figures["rest_silent"] = rest_window(url, procs, drivers, args.rest_seconds)
-                drivers.reporting.set()
+                figures["rest_silent"] = rest_window(url, procs, drivers, fake, args.rest_seconds)
+                drivers.report(True)
 
             with (
                 _phase(conns, "reads at concurrency 16"),
                 ProcessPoolExecutor(1, mp_context=ctx) as pool,
             ):
                 bares = [s.url for s in up[4:]]
-                figures["reads"] = reads(pool, api_urls, bares, len(runs), args)
+                with psycopg.connect(url, autocommit=True) as conn:
+                    opened, t0 = _sessions(conn), time.monotonic()
+                    figures["reads"] = reads(pool, api_urls, bares, len(runs), args)
+                    opened = _sessions(conn) - opened
+                figures["reads_db_connections_opened_per_s"] = opened / (time.monotonic() - t0)
 
             with _phase(conns, "deaths"):
                 figures["deaths"] = deaths(
@@ -924,6 +1091,7 @@ def measure(url: str, fake: FleetLivy, runs: list[SeededRun], args: argparse.Nam
                 figures["operations"] = operations(clients, fake, picks, len(picks), 60.0)
             conns.phase = "end"
             figures["driver_requests"] = dict(drivers.counts)
+            figures["driver_loop_lag"] = _stats(list(drivers.lags))
             figures["backend_calls"] = dict(fake.counts)
         finally:
             drivers.stop()
@@ -937,6 +1105,7 @@ def measure(url: str, fake: FleetLivy, runs: list[SeededRun], args: argparse.Nam
 
 def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     rows = []
+    windows = ("rest_no_spares", "rest_spares", "rest_silent")
     for key, label in (
         ("rest_no_spares", "at rest, no spares"),
         ("rest_spares", f"at rest, {args.waiting} spares waiting"),
@@ -951,9 +1120,12 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
                 f"{c['worker']:.2f}",
                 f"{c['api+worker']:.2f}",
                 f"{c['postgres (this database)']:.2f}",
-                f"{c['bench (drivers, fake Livy)']:.2f}",
+                f"{c['simulated drivers']:.2f}",
+                f"{c['bench (fake Livy, sampling)']:.2f}",
                 f"{c['machine (all processes)']:.2f}",
+                f"{c['rest of the machine']:.2f}",
                 f"{w['channel_requests_per_s']:.0f}",
+                f"{w['db_connections_opened_per_s']:.1f}",
                 f"{w['load_avg']:.1f}",
             ]
         )
@@ -967,16 +1139,20 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
                 "worker",
                 "API+worker",
                 "postgres",
-                "bench",
+                "drivers",
+                "fake+bench",
                 "machine",
+                "rest",
                 "channel req/s",
+                "conns opened/s",
                 "load",
             ],
         )
     )
-    every = figures["rest_spares"].get("observed_every_s")
-    if every:
-        print(f"each running run observed by a worker every {every:.1f} s (both workers)")
+    print(
+        "backend listings (a sweep each, at most) per second, both workers: "
+        + ", ".join(f"{figures[k]['listings_per_s']:.1f}" for k in windows)
+    )
 
     rows = []
     for scenario, f in figures["reads"].items():
@@ -994,7 +1170,10 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
                 str(t["errors"] + b["errors"]),
             ]
         )
-    print(f"\nreads at concurrency {args.concurrency} over both processes (medians of rounds)")
+    print(
+        f"\nreads at concurrency {args.concurrency} over both processes (medians of rounds; "
+        f"{figures['reads_db_connections_opened_per_s']:.1f} database connections opened/s)"
+    )
     print(
         table(
             rows,
@@ -1013,10 +1192,16 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     )
 
     d, o = figures["death_to_go"], figures["stop_to_delete"]
-    seen = figures["death_to_seen"]
+    seen, adopted = figures["death_to_seen"], figures["death_to_adopted"]
     rows = [
         ["driver death -> spare hears go", _ms(d["p50_ms"]), _ms(d["p99_ms"]), str(d["samples"])],
-        ["driver death -> worker sees it", _ms(seen["p50_ms"]), _ms(seen["p99_ms"]), ""],
+        ["driver death -> a worker sees it", _ms(seen["p50_ms"]), _ms(seen["p99_ms"]), ""],
+        [
+            "driver death -> next attempt (adopts)",
+            _ms(adopted["p50_ms"]),
+            _ms(adopted["p99_ms"]),
+            "",
+        ],
         [
             "POST stop -> DELETE /batches/{id}",
             _ms(o["p50_ms"]),
@@ -1029,7 +1214,16 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     if d["missed"] or o["missed"]:
         print(f"missed: {d['missed']} deaths without go, {o['missed']} stops without DELETE")
 
-    print("\nPostgreSQL connections, most held at once (limit: configured pools)")
+    lag = figures["driver_loop_lag"]
+    print(
+        f"the simulated drivers' own loop woke late by p50 {_ms(lag['p50_ms'])}, "
+        f"p99 {_ms(lag['p99_ms'])}, max {_ms(lag['max_ms'])}"
+    )
+
+    print(
+        "\nPostgreSQL connections, most open at once per process (limit: its pools), and "
+        "most in use (not idle) at once"
+    )
     limits = figures["pool_limits"]
     rows = []
     for phase, p in figures["connections"].items():
@@ -1040,6 +1234,7 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
                 str(p["max_waiting"]),
                 f"{m.get('api-1', 0)}/{m.get('api-2', 0)}",
                 f"{m.get('worker-1', 0)}/{m.get('worker-2', 0)}",
+                f"{p['max_busy']['api']}/{p['max_busy']['worker']}",
                 f"{m.get('bare-1', 0)}/{m.get('bare-2', 0)}",
                 str(m.get("other", 0)),
             ]
@@ -1052,11 +1247,29 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
                 "waiting",
                 f"API 1/2 (<= {limits['api']})",
                 f"worker 1/2 (<= {limits['worker']})",
+                "in use: API/worker",
                 "bare 1/2",
                 "other",
             ],
         )
     )
+
+
+def _commit() -> str | None:
+    """The code measured: the checkout's commit, "+dirty" when app/ has changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "app", "tidegate_runtime"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return None
+    return (head + ("+dirty" if dirty else "")) or None
 
 
 def main() -> None:
@@ -1067,17 +1280,23 @@ def main() -> None:
     parser.add_argument("--waiting", type=int, default=200, help="of them with a waiting spare")
     parser.add_argument("--trigger", type=float, default=10.0, help="s between progress reports")
     parser.add_argument(
-        "--directives-every", type=float, default=1.0, help="s between directive reads (0: none)"
+        "--directives-every",
+        type=float,
+        default=0.0,
+        help="s between a running driver's directive reads (the runtime: 1; default 0, none)",
     )
     parser.add_argument("--warm-up", type=float, default=5.0, help="s before the first window")
-    parser.add_argument("--rest-seconds", type=float, default=15.0, help="each rest window")
+    parser.add_argument(
+        "--rest-seconds", type=float, default=25.0, help="each rest window (25: a long-poll each)"
+    )
     parser.add_argument("--ready-timeout", type=float, default=300.0)
-    parser.add_argument("--rounds", type=int, default=3, help="read rounds, interleaved")
+    parser.add_argument("--rounds", type=int, default=5, help="read rounds, interleaved")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--requests", type=int, default=3000, help="max requests per level")
-    parser.add_argument("--seconds", type=float, default=5.0, help="max seconds per level")
-    parser.add_argument("--deaths", type=int, default=10)
-    parser.add_argument("--operations", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=4.0, help="max seconds per level")
+    parser.add_argument("--deaths", type=int, default=20)
+    parser.add_argument("--operations", type=int, default=20)
+    parser.add_argument("--name", default="fleet", help="results file: bench/results/NAME.json")
     args = parser.parse_args()
     if not 0 < args.waiting <= args.jobs:
         parser.error("--waiting must be between 1 and --jobs")
@@ -1098,15 +1317,20 @@ def main() -> None:
 
     figures["death_to_go"] = _stats([d["death_to_go_s"] for d in figures["deaths"]])
     figures["death_to_seen"] = _stats([d["death_to_seen_s"] for d in figures["deaths"]])
+    figures["death_to_adopted"] = _stats([d["death_to_adopted_s"] for d in figures["deaths"]])
     figures["stop_to_delete"] = _stats([o["stop_to_delete_s"] for o in figures["operations"]])
     figures["stop_to_succeeded"] = _stats([o["stop_to_succeeded_s"] for o in figures["operations"]])
     figures["pool_limits"] = {"api": 2 * API_POOL + 1, "worker": 2 * (WORKER_CONCURRENCY + 4) + 1}
     figures["load_avg"] = {"start": load_start, "end": load_end}
     figures["settings"] = vars(args)
+    figures["commit"] = _commit()
     figures["spares_path"] = "worker-submitted spares (hot_spare), played by simulated drivers"
     report(figures, args)
-    print(f"\nload average {load_start:.2f} at start, {load_end:.2f} at end")
-    save("fleet", figures)
+    print(
+        f"\nload average {load_start:.2f} at start, {load_end:.2f} at end; "
+        f"code at {figures['commit']}"
+    )
+    save(args.name, figures)
 
 
 if __name__ == "__main__":

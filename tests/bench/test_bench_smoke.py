@@ -137,8 +137,11 @@ def test_fleet(server_url: str, tmp_path: Path) -> None:
     stdout, figures = _run("fleet", args.split(), server_url, tmp_path, limit=90)
     assert figures["spares"]["ready"] == 5 and figures["spares"]["submitted"] >= 5
     for window in ("rest_no_spares", "rest_spares", "rest_silent"):
+        # At rest with 20 runs a 1 s window may hold no CPU tick of a process: present, >= 0.
         cores = figures[window]["cores"]
-        assert _positive(cores["api+worker"]) and _positive(cores["machine (all processes)"])
+        for key in ("api", "worker", "api+worker", "machine (all processes)"):
+            assert isinstance(cores[key], float) and cores[key] >= 0, (key, cores)
+        assert figures[window]["listings_per_s"] >= 0
     for name in ("GET /jobs/{job}", "GET /jobs (page of 50)"):
         read = figures["reads"][name]
         assert read["tidegate"]["errors"] == 0 and read["baseline"]["errors"] == 0, read
