@@ -41,14 +41,26 @@ def decode_cursor(cursor: str | None) -> Any:
 
 
 def take_page(
-    session: Session, stmt: Select[T], limit: int, key: Callable[[T], Any]
+    session: Session,
+    stmt: Select[T],
+    limit: int,
+    key: Callable[[T], Any],
+    *,
+    rows: bool = False,
 ) -> tuple[list[T], str | None]:
     """Run ``stmt`` (already filtered and ordered) for one row more than ``limit``: the rows of
-    this page, and the cursor of the next (``key`` of this page's last row), or None."""
-    rows = list(session.scalars(stmt.limit(limit + 1)))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(key(rows[-1])) if more else None
+    this page, and the cursor of the next (``key`` of this page's last row), or None.
+
+    The page holds the first column of each row (an ORM object), or with ``rows`` the rows
+    themselves (a statement of plain columns, run on the connection: without the ORM's
+    loading machinery, which was a fifth of a job list's time)."""
+    if rows:
+        page: list[Any] = list(session.connection().execute(stmt.limit(limit + 1)))
+    else:
+        page = list(session.scalars(stmt.limit(limit + 1)))
+    more = len(page) > limit
+    page = page[:limit]
+    return page, encode_cursor(key(page[-1])) if more else None
 
 
 def keyset_page(
@@ -60,6 +72,7 @@ def keyset_page(
     cursor: str | None,
     descending: bool = False,
     strict: bool = False,
+    rows: bool = False,
 ) -> tuple[list[T], str | None]:
     """One page of ``stmt`` ordered by the unique ``column``, after ``cursor``.
 
@@ -73,7 +86,7 @@ def keyset_page(
     if after is not None:
         stmt = stmt.where(column < after if descending else column > after)
     stmt = stmt.order_by(column.desc() if descending else column)
-    return take_page(session, stmt, limit, lambda row: getattr(row, column.key))
+    return take_page(session, stmt, limit, lambda row: getattr(row, column.key), rows=rows)
 
 
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size (1 to 500).")]

@@ -64,7 +64,7 @@ class Job(Base):
 
     @property
     def etag(self) -> str:
-        return f'"{self.revision}"'
+        return etag_of(self.revision)
 
 
 class JobVersion(Base):
@@ -99,3 +99,8 @@ Job.latest_version_number = column_property(  # type: ignore[attr-defined]
     .scalar_subquery(),
     deferred=True,
 )
+
+
+def etag_of(revision: int) -> str:
+    """A job's ETag: its revision, quoted; send it back as If-Match."""
+    return f'"{revision}"'

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response, status
 
 from app.auth.deps import Operator, Reader
 from app.core.deps import AppSettings, DbSession
+from app.core.json_response import json_response
 from app.core.pagination import Cursor, Limit, Page
 from app.core.params import JobName
 from app.jobs import service, sources
+from app.jobs.models import etag_of
 from app.jobs.schemas import (
     JobCreate,
     JobResponse,
@@ -30,7 +32,7 @@ router = APIRouter(tags=["jobs"])
 )
 def create_job(
     body: JobCreate, session: DbSession, actor: Operator, request: Request, response: Response
-) -> JobResponse:
+) -> dict[str, Any]:
     request.state.audit_job = body.name
     job = service.create_job(session, body, actor)
     response.headers["ETag"] = job.etag
@@ -56,16 +58,16 @@ def list_jobs(
     state: Annotated[JobState | None, Query(description="Only jobs in this state.")] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
-) -> Page[JobResponse]:
-    rows, next_cursor = service.list_jobs(session, state=state, limit=limit, cursor=cursor)
-    return Page(items=service.job_responses(session, rows), next_cursor=next_cursor)
+) -> Response:
+    views, next_cursor = service.list_jobs(session, state=state, limit=limit, cursor=cursor)
+    items = [service.job_document(view) for view in views]
+    return json_response({"items": items, "next_cursor": next_cursor})
 
 
 @router.get("/jobs/{job}", response_model=JobResponse, operation_id="getJob", name="job.get")
-def get_job(job: JobName, session: DbSession, _: Reader, response: Response) -> JobResponse:
-    row = service.get_job(session, job)
-    response.headers["ETag"] = row.etag
-    return service.job_response(session, row)
+def get_job(job: JobName, session: DbSession, _: Reader) -> Response:
+    view = service.job_view(session, job)
+    return json_response(service.job_document(view), headers={"ETag": etag_of(view.revision)})
 
 
 @router.patch(
@@ -82,7 +84,7 @@ def update_job(
     actor: Operator,
     response: Response,
     if_match: Annotated[str | None, Header(max_length=64)] = None,
-) -> JobResponse:
+) -> dict[str, Any]:
     row = service.update_job(session, job, body, if_match, actor)
     response.headers["ETag"] = row.etag
     return service.job_response(session, row)

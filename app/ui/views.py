@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 from app.channel import service as channel
 from app.core.db import utcnow
 from app.jobs import service as jobs
-from app.jobs.schemas import JobResponse
 from app.operations import service as operations
 from app.operations.schemas import OperationResponse
 from app.runs import service as runs
@@ -44,7 +43,7 @@ SNAPSHOTS_SHOWN = 20
 
 @dataclass(frozen=True)
 class JobRow:
-    job: JobResponse
+    job: jobs.JobView
     backlog: int | None
     trend: Sparkline
 
@@ -63,8 +62,7 @@ def _total_backlog(progress: dict[str, Any]) -> int | None:
 
 
 def jobs_page(session: Session, cursor: str | None) -> JobsPage:
-    rows, next_cursor = jobs.list_jobs(session, state=None, limit=JOBS_PER_PAGE, cursor=cursor)
-    responses = jobs.job_responses(session, rows)
+    responses, next_cursor = jobs.list_jobs(session, state=None, limit=JOBS_PER_PAGE, cursor=cursor)
     run_ids = [j.current_run_id for j in responses if j.current_run_id]
     now = utcnow()
     history = channel.recent_progress(session, run_ids, now - WINDOW)
@@ -106,7 +104,7 @@ class OperationRow:
 
 @dataclass(frozen=True)
 class JobPage:
-    job: JobResponse
+    job: jobs.JobView
     now: datetime
     runs: list[RunResponse]
     transitions: dict[int, list[TransitionResponse]]
@@ -152,7 +150,7 @@ def _operation_row(op: OperationResponse, now: datetime) -> OperationRow:
 
 def job_page(session: Session, name: str) -> JobPage:
     row = jobs.get_job(session, name)
-    job = jobs.job_response(session, row)
+    job = jobs.job_view(session, name)
     now = utcnow()
     run_rows, _ = runs.list_runs(session, name, limit=RUNS_SHOWN, cursor=None)
     run_list = [run_response(r) for r in run_rows]

@@ -6,6 +6,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.core.db import make_sessionmaker, transaction
+from app.core.pagination import Page
+from app.jobs.schemas import JobResponse
 from app.jobs.models import Job
 from app.runs.models import Run
 from tests.api.conftest import version_body
@@ -38,6 +40,39 @@ def test_create_get_list_jobs(client: TestClient) -> None:
     assert client.get("/api/v1/jobs/clicks").json()["description"] == "per minute"
     _problem(client.post("/api/v1/jobs", json={"name": "clicks"}), 409)
     _problem(client.get("/api/v1/jobs/nope"), 404)
+
+
+def test_job_reads_answer_exactly_the_documented_schema(
+    client: TestClient, engine: Engine, cluster: str
+) -> None:
+    """GET /jobs and GET /jobs/{job} write their JSON from rows, without FastAPI's response
+    validation: each must be what JobResponse itself would write, key for key."""
+    client.post("/api/v1/jobs", json={"name": "shape", "description": "d", "hot_spare": True})
+    assert client.post("/api/v1/jobs/shape/versions", json=version_body()).status_code == 201
+    client.post("/api/v1/jobs", json={"name": "shape-old"})
+    # A row from before a policy key existed still answers with every key (PSTL's default).
+    with transaction(make_sessionmaker(engine)) as session:
+        old = session.query(Job).filter_by(name="shape-old").one()
+        old.restart_policy = {"enabled": False, "min_backoff": "2s"}
+    page = client.get("/api/v1/jobs")
+    one = client.get("/api/v1/jobs/shape")
+    assert page.headers["content-type"] == one.headers["content-type"] == "application/json"
+    assert one.headers["etag"] == f'"{one.json()["revision"]}"'
+    listed = Page[JobResponse].model_validate_json(page.content)
+    assert page.json() == listed.model_dump(mode="json")
+    assert list(page.json()["items"][0]) == list(JobResponse.model_fields)
+    assert one.json() == JobResponse.model_validate_json(one.content).model_dump(mode="json")
+    assert one.json() == next(j for j in page.json()["items"] if j["name"] == "shape")
+    assert one.json()["latest_version"] == 1 and one.json()["hot_spare"] is True
+    old_policy = next(j for j in page.json()["items"] if j["name"] == "shape-old")
+    assert old_policy["restart_policy"] == {
+        "enabled": False,
+        "min_backoff": "2s",
+        "max_backoff": "1h",
+        "random_factor": 0.0,
+        "max_attempts": None,
+        "stable_period": "1m",
+    }
 
 
 def test_job_list_is_paginated_and_filterable(client: TestClient) -> None:
