@@ -49,6 +49,15 @@ class Put(BaseModel):
     startpoints: list[Startpoint]
 
 
+# What a job's response holds, as tidegate reads it (the same columns and the latest-version
+# subquery), so that a ratio compares everything but the query.
+JOB = (
+    "select name, description, state, restart_policy, prewarm, hot_spare, "
+    "(select max(number) from job_versions v where v.job_id = jobs.id) as latest_version, "
+    "current_run_id, next_restart_at, revision, created_by, created_at, updated_at from jobs"
+)
+
+
 def create_app(url: str) -> FastAPI:
     app = FastAPI()
     pool = Pool(url.replace("postgresql+psycopg://", "postgresql://"))
@@ -60,11 +69,7 @@ def create_app(url: str) -> FastAPI:
     @app.get("/baseline/jobs/{name}")
     def get_job(name: str) -> dict[str, Any]:
         with pool.connection() as conn:
-            row = conn.execute(
-                "select name, description, state, restart_policy, revision, created_at "
-                "from jobs where name = %s",
-                (name,),
-            ).fetchone()
+            row = conn.execute(JOB + " where name = %s", (name,)).fetchone()
         if row is None:
             raise HTTPException(404)
         return row
@@ -73,9 +78,7 @@ def create_app(url: str) -> FastAPI:
     def list_jobs(limit: int = 50, after: str = "") -> dict[str, Any]:
         with pool.connection() as conn:
             rows = conn.execute(
-                "select name, description, state, restart_policy, revision, created_at "
-                "from jobs where name > %s order by name limit %s",
-                (after, limit),
+                JOB + " where name > %s order by name limit %s", (after, limit)
             ).fetchall()
         return {"items": rows}
 

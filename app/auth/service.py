@@ -105,13 +105,20 @@ def revoke_spare_token(session: Session, run_id: int, seq: int) -> None:
     )
 
 
-def admin_principal(authorization: str | None, admin_token: str | None) -> Principal | None:
-    """The bootstrap admin, when ``authorization`` carries its token (no database needed)."""
+def bearer_secret(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header; None for any other header."""
     kind, _, secret = (authorization or "").partition(" ")
     secret = secret.strip()
-    if kind.lower() != "bearer" or not secret or not admin_token:
-        return None
-    if hmac.compare_digest(secret.encode(), admin_token.encode()):
+    return secret if kind.lower() == "bearer" and secret else None
+
+
+def admin_principal(authorization: str | None, admin_token: str | None) -> Principal | None:
+    """The bootstrap admin, when ``authorization`` carries its token (no database needed)."""
+    return _admin(bearer_secret(authorization), admin_token)
+
+
+def _admin(secret: str | None, admin_token: str | None) -> Principal | None:
+    if secret and admin_token and hmac.compare_digest(secret.encode(), admin_token.encode()):
         return Principal(name="admin-token", scope=Scope.ADMIN)
     return None
 
@@ -123,14 +130,13 @@ def authenticate(session: Session, authorization: str | None, admin_token: str |
             "(create one with 'tidegate tokens create').",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    kind, _, secret = authorization.partition(" ")
-    secret = secret.strip()
-    if kind.lower() != "bearer" or not secret:
+    secret = bearer_secret(authorization)
+    if secret is None:
         raise Unauthorized(
             "Malformed Authorization header: expected 'Bearer <token>'.",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    if (admin := admin_principal(authorization, admin_token)) is not None:
+    if (admin := _admin(secret, admin_token)) is not None:
         return admin
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
     now = utcnow()

@@ -40,27 +40,30 @@ def decode_cursor(cursor: str | None) -> Any:
         ) from None
 
 
-def take_page(
-    session: Session,
-    stmt: Select[T],
-    limit: int,
-    key: Callable[[T], Any],
-    *,
-    rows: bool = False,
-) -> tuple[list[T], str | None]:
-    """Run ``stmt`` (already filtered and ordered) for one row more than ``limit``: the rows of
-    this page, and the cursor of the next (``key`` of this page's last row), or None.
+def cut_page(rows: list[T], limit: int, key: Callable[[T], Any]) -> tuple[list[T], str | None]:
+    """``rows`` read for one more than ``limit``: this page's rows, and the cursor of the next
+    (``key`` of this page's last row), or None."""
+    if len(rows) > limit:
+        return rows[:limit], encode_cursor(key(rows[limit - 1]))
+    return rows, None
 
-    The page holds the first column of each row (an ORM object), or with ``rows`` the rows
-    themselves (a statement of plain columns, run on the connection: without the ORM's
-    loading machinery, which was a fifth of a job list's time)."""
-    if rows:
-        page: list[Any] = list(session.connection().execute(stmt.limit(limit + 1)))
-    else:
-        page = list(session.scalars(stmt.limit(limit + 1)))
-    more = len(page) > limit
-    page = page[:limit]
-    return page, encode_cursor(key(page[-1])) if more else None
+
+def take_page(
+    session: Session, stmt: Select[T], limit: int, key: Callable[[T], Any]
+) -> tuple[list[T], str | None]:
+    """Run ``stmt`` (already filtered and ordered) for one row more than ``limit``."""
+    return cut_page(list(session.scalars(stmt.limit(limit + 1))), limit, key)
+
+
+def cursor_key(cursor: str | None, kind: type, *, strict: bool = False) -> Any:
+    """The key a cursor carries, or None for the first page: a cursor of the wrong type is
+    ignored (the first page), or refused with ``strict``."""
+    after = decode_cursor(cursor)
+    if after is not None and not isinstance(after, kind):
+        if strict:
+            raise BadRequest("The cursor is not one this API issued.")
+        return None
+    return after
 
 
 def keyset_page(
@@ -72,21 +75,13 @@ def keyset_page(
     cursor: str | None,
     descending: bool = False,
     strict: bool = False,
-    rows: bool = False,
 ) -> tuple[list[T], str | None]:
-    """One page of ``stmt`` ordered by the unique ``column``, after ``cursor``.
-
-    A cursor of the wrong type is ignored (the first page), or refused with ``strict``."""
-    kind = column.type.python_type
-    after = decode_cursor(cursor)
-    if after is not None and not isinstance(after, kind):
-        if strict:
-            raise BadRequest("The cursor is not one this API issued.")
-        after = None
+    """One page of ``stmt`` ordered by the unique ``column``, after ``cursor``."""
+    after = cursor_key(cursor, column.type.python_type, strict=strict)
     if after is not None:
         stmt = stmt.where(column < after if descending else column > after)
     stmt = stmt.order_by(column.desc() if descending else column)
-    return take_page(session, stmt, limit, lambda row: getattr(row, column.key), rows=rows)
+    return take_page(session, stmt, limit, lambda row: getattr(row, column.key))
 
 
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size (1 to 500).")]

@@ -118,12 +118,26 @@ class AppSpec(Body):
         return files
 
 
+# Words that follow /startpoints/ in a route of their own, so no source may be named so.
+RESERVED_SOURCE_NAMES = frozenset({"preview"})
+
+
 class SourceSpec(Body):
     name: Name = Field(description="Unique within the job; startpoints address sources by it.")
     kind: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] = Field(
         examples=["eventlog", "kafka", "file"]
     )
     options: JsonObject = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name in RESERVED_SOURCE_NAMES:
+            raise ValueError(
+                f"'{name}' is reserved (POST …/startpoints/{name} is a route of its own); "
+                "name the source otherwise"
+            )
+        return name
 
 
 class StatefulOperatorSpec(Body):

@@ -14,7 +14,7 @@ from app.core import run_states as states
 from app.core.config import Settings
 from app.core.durations import parse_trigger
 from app.core.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
-from app.core.pagination import keyset_page
+from app.core.pagination import cursor_key, cut_page, keyset_page
 from app.core.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
 from app.jobs import version_policy
 from app.jobs.models import Job, JobVersion
@@ -49,7 +49,17 @@ VIEW_COLUMNS = (
     Job.updated_at,
 )
 JobView = Row[Any]
-VIEW_BY_NAME = select(*VIEW_COLUMNS).where(Job.name == bindparam("name"))  # built once
+VIEW_KEYS = tuple(str(column.key) for column in select(*VIEW_COLUMNS).selected_columns)
+# Built once, so a read neither builds a statement nor computes its cache key. A page starts
+# after its cursor's name, or after '' (no name is empty).
+VIEW_BY_NAME = select(*VIEW_COLUMNS).where(Job.name == bindparam("name"))
+VIEWS = (
+    select(*VIEW_COLUMNS)
+    .where(Job.name > bindparam("after"))
+    .order_by(Job.name)
+    .limit(bindparam("limit"))
+)
+VIEWS_IN_STATE = VIEWS.where(Job.state == bindparam("state"))
 POLICY = RestartPolicy().model_dump()
 
 # Keys tidegate sets itself on every submission; a version may not override them.
@@ -85,10 +95,12 @@ def create_job(session: Session, body: JobCreate, actor: Principal) -> Job:
 def list_jobs(
     session: Session, *, state: str | None, limit: int, cursor: str | None
 ) -> tuple[list[JobView], str | None]:
-    stmt = select(*VIEW_COLUMNS)
+    params = {"after": cursor_key(cursor, str) or "", "limit": limit + 1}
     if state is not None:
-        stmt = stmt.where(Job.state == state)
-    return keyset_page(session, stmt, Job.name, limit=limit, cursor=cursor, rows=True)
+        views = session.connection().execute(VIEWS_IN_STATE, {**params, "state": state})
+    else:
+        views = session.connection().execute(VIEWS, params)
+    return cut_page(list(views), limit, lambda view: view.name)
 
 
 def job_view(session: Session, name: str) -> JobView:
@@ -150,7 +162,7 @@ def job_response(session: Session, job: Job) -> dict[str, Any]:
 def job_document(view: JobView) -> dict[str, Any]:
     """A job's response body: the view's columns, and its restart policy with PSTL's
     defaults for any key an older row lacks, in the schema's order."""
-    document = view._asdict()
+    document = dict(zip(VIEW_KEYS, view, strict=True))
     stored = document["restart_policy"] or {}
     document["restart_policy"] = {key: stored.get(key, value) for key, value in POLICY.items()}
     return document

@@ -3,11 +3,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from app.auth.deps import Operator, Reader
 from app.core.deps import AppSettings, DbSession
 from app.core.pagination import Cursor
 from app.core.params import JobName
+from app.jobs.schemas import RESERVED_SOURCE_NAMES
 from app.jobs.service import get_job
 from app.startpoints import applications, service
 from app.startpoints.schemas import (
@@ -18,6 +20,16 @@ from app.startpoints.schemas import (
 )
 
 router = APIRouter(tags=["startpoints"])
+
+
+class _SourceConvertor(StringConvertor):
+    """A source's path segment: never a reserved word, so `…/startpoints/preview` is only the
+    preview route (its Allow header says POST, not the DELETE of a source named so)."""
+
+    regex = "(?!(?:" + "|".join(sorted(RESERVED_SOURCE_NAMES)) + ")(?:/|$))[^/]+"
+
+
+register_url_convertor("source", _SourceConvertor())
 
 Source = Annotated[str, Path(max_length=128)]
 Partition = Annotated[int, Path(ge=0, le=1_000_000)]
@@ -50,7 +62,7 @@ def list_startpoints(
 
 
 @router.delete(
-    "/jobs/{job}/startpoints/{source}",
+    "/jobs/{job}/startpoints/{source:source}",
     status_code=204,
     operation_id="withdrawStartpoint",
     name="startpoints.withdraw",
@@ -61,7 +73,7 @@ def withdraw_source(job: JobName, source: Source, session: DbSession, actor: Ope
 
 
 @router.delete(
-    "/jobs/{job}/startpoints/{source}/{partition}",
+    "/jobs/{job}/startpoints/{source:source}/{partition:int}",
     status_code=204,
     operation_id="withdrawPartitionStartpoint",
     name="startpoints.withdraw_partition",

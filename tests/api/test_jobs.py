@@ -7,8 +7,8 @@ from sqlalchemy import Engine
 
 from app.core.db import make_sessionmaker, transaction
 from app.core.pagination import Page
-from app.jobs.schemas import JobResponse
 from app.jobs.models import Job
+from app.jobs.schemas import JobResponse
 from app.runs.models import Run
 from tests.api.conftest import version_body
 
