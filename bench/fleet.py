@@ -102,7 +102,7 @@ from bench.metrics import started
 RUN_ID_CONF = "spark.tidegate.run_id"
 ATTEMPT_CONF = "spark.tidegate.attempt"
 SPARE_CONF = "spark.tidegate.spare"  # tidegate_runtime/standby.py
-TOKEN_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_TOKEN"
+BOOTSTRAP_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_BOOTSTRAP"
 LISTING = "GET /batches?from=0 (a listing starts)"
 LONG_POLL = 25  # tidegate_runtime/standby.py::LONG_POLL_SECONDS
 API_POOL = 10  # TIDEGATE_DB_POOL_SIZE's default, which the API processes run with
@@ -438,7 +438,12 @@ class DriverLoop:
     async def _spare(self, d: Driver) -> None:
         """A spare: long-polls for go; at go it is the run's driver for its attempt."""
         self.spares.add(d.run_id)
-        client, headers = self._client(d.run_id), {"Authorization": f"Bearer {d.token}"}
+        client = self._client(d.run_id)
+        bootstrap = {"Authorization": f"Bearer {d.token}"}
+        traded = await client.post(f"/runs/{d.run_id}/token", headers=bootstrap)
+        traded.raise_for_status()
+        d.token = traded.json()["token"]
+        headers = {"Authorization": f"Bearer {d.token}"}
         params = {"attempt": d.attempt, "wait": LONG_POLL, "spare": d.spare}
         went = False
         try:
@@ -557,7 +562,7 @@ class Drivers:
             int(conf[RUN_ID_CONF]),
             int(conf[ATTEMPT_CONF]),
             batch_id,
-            conf[TOKEN_CONF],
+            conf[BOOTSTRAP_CONF],  # traded for the run token first, as the runtime does
             spare=int(conf[SPARE_CONF]),
         )
         self.commands.put(("spare", spare))

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
+# What tidegate starts a driver with: single use, traded for the run token at start.
+BOOTSTRAP_ENV = "TIDEGATE_RUN_BOOTSTRAP"
 
 
 class TidegateRuntimeError(Exception):
@@ -58,6 +60,13 @@ class ControlClient:
                     f"be started by tidegate, with {TOKEN_ENV} set for run {self.run_id}."
                 ) from None
             raise
+
+    def exchange_bootstrap(self) -> str:
+        """This client's token is the driver's bootstrap token: trade it for the run token
+        (once: the bootstrap is spent) and use that from now on."""
+        answer = self._call("POST", "/token")
+        self.token = str(answer["token"])
+        return self.token
 
     def directives(self, attempt: int) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/directives?attempt={attempt}")

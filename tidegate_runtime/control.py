@@ -32,6 +32,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from tidegate_runtime import standby, trial_batch
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.channel_client import (
+    BOOTSTRAP_ENV,
     TOKEN_ENV,
     ControlClient,
     ControlPlaneRefused,
@@ -96,18 +97,24 @@ class Runtime(Drainer):
         run_id = conf.get("spark.tidegate.run_id", None)
         if run_id is None:
             return cls(spark)
-        # Keep the secret out of child processes that do not need it (Python workers).
+        # Keep the secrets out of child processes that do not need them (Python workers).
         token = os.environ.pop(TOKEN_ENV, None)
+        bootstrap = os.environ.pop(BOOTSTRAP_ENV, None)
         client = standby.went_with()  # the job's second pass after a standby's dry run
-        if client is None and not token:
-            raise ControlPlaneRefused(
-                f"{TOKEN_ENV} is not set: this driver was started by tidegate (run {run_id}) "
-                "but has no run token, so it cannot be controlled. Resubmit through tidegate."
-            )
+        if client is None:
+            if not token and not bootstrap:
+                raise ControlPlaneRefused(
+                    f"Neither {BOOTSTRAP_ENV} nor {TOKEN_ENV} is set: this driver was started "
+                    f"by tidegate (run {run_id}) but has no token, so it cannot be controlled. "
+                    "Resubmit through tidegate."
+                )
+            api_url = conf.get("spark.tidegate.api_url") or ""
+            client = ControlClient(api_url, int(run_id), str(token or bootstrap))
+            if not token:
+                client.exchange_bootstrap()  # spent: what a backend showed is useless now
         runtime = cls(
             spark,
-            client=client
-            or ControlClient(conf.get("spark.tidegate.api_url") or "", int(run_id), str(token)),
+            client=client,
             attempt=int(conf.get("spark.tidegate.attempt", "0") or 0),
             checkpoint_dir=conf.get("spark.tidegate.checkpoint_dir", None),
             declared={

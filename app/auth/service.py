@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -22,12 +22,19 @@ class Scope(enum.StrEnum):
     OPERATE = "operate"
     ADMIN = "admin"
     RUN = "run"  # a run's own runtime channel, nothing else
+    BOOTSTRAP = "bootstrap"  # exchanged once, by a run's driver, for its run token
 
 
 # admin ⊇ operate ⊇ read; a run token holds none of them.
-_RANK = {Scope.READ: 1, Scope.OPERATE: 2, Scope.ADMIN: 3, Scope.RUN: 0}
+_RANK = {Scope.READ: 1, Scope.OPERATE: 2, Scope.ADMIN: 3, Scope.RUN: 0, Scope.BOOTSTRAP: 0}
 
 TOKEN_PREFIX = "tg_"
+
+# A run token lives this long past its last renewal, and a driver renews it by using it (any
+# channel call in the second half of its life): a token whose driver is gone, or that leaked
+# and was missed by revocation, stops working within a day. A driver cut off from the API for
+# longer exits when it comes back (its calls are refused) and the reconciler starts another.
+RUN_TOKEN_LIFETIME = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,68 @@ def create_token(
     session.add(row)
     session.flush()
     return row, secret
+
+
+def create_run_token(session: Session, run_id: int, name: str) -> str:
+    """A token for one driver of ``run_id``: its channel only, for RUN_TOKEN_LIFETIME."""
+    _, secret = create_token(
+        session,
+        name=name,
+        scope=Scope.RUN,
+        run_id=run_id,
+        expires_at=utcnow() + RUN_TOKEN_LIFETIME,
+    )
+    return secret
+
+
+def create_bootstrap_token(session: Session, run_id: int, name: str) -> str:
+    """What a submission hands a driver instead of its run token (TIDEGATE_RUN_BOOTSTRAP).
+
+    A submission's environment can end up where others read it: Livy has no field for it, so
+    it travels as Spark conf that Livy and YARN show and log. The driver's first call trades
+    this token for the run token (``exchange_bootstrap``), so what was shown is spent."""
+    _, secret = create_token(
+        session,
+        name=name,
+        scope=Scope.BOOTSTRAP,
+        run_id=run_id,
+        expires_at=utcnow() + RUN_TOKEN_LIFETIME,
+    )
+    return secret
+
+
+def exchange_bootstrap(session: Session, principal: Principal, run_id: int) -> str:
+    """A run token, named as the bootstrap token it replaces, which is spent here: a second
+    exchange is refused, and revoking the run's (or a spare's) tokens revokes both."""
+    if principal.scope != Scope.BOOTSTRAP or principal.run_id != run_id:
+        raise Forbidden(
+            f"Only the bootstrap token tidegate handed a driver of run {run_id} (as "
+            "TIDEGATE_RUN_BOOTSTRAP) is exchanged for a run token here."
+        )
+    row = session.scalar(
+        select(ApiToken).where(ApiToken.id == principal.token_id).with_for_update()
+    )
+    if row is None or row.revoked_at is not None:
+        raise Unauthorized(_SPENT, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+    row.revoked_at = utcnow()
+    return create_run_token(session, run_id, row.name)
+
+
+_SPENT = (
+    "This bootstrap token was already exchanged (or its run was resubmitted): a driver "
+    "exchanges it once, when it starts. A driver started by tidegate gets a fresh one."
+)
+
+
+def _renew_run_token(session: Session, row: ApiToken, now: datetime) -> None:
+    """Push a run token's expiry out again once it is in the second half of its life (one
+    write a day per driver, not one per call); a token from before expiry existed gets one."""
+    if row.expires_at is None or row.expires_at - now < RUN_TOKEN_LIFETIME / 2:
+        session.execute(
+            update(ApiToken)
+            .where(ApiToken.id == row.id, ApiToken.revoked_at.is_(None))
+            .values(expires_at=now + RUN_TOKEN_LIFETIME)
+        )
 
 
 def revoke_token(session: Session, token_id: int) -> None:
@@ -140,6 +209,8 @@ def authenticate(session: Session, authorization: str | None, admin_token: str |
         return admin
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
     now = utcnow()
+    if row is not None and row.scope == Scope.BOOTSTRAP and row.revoked_at is not None:
+        raise Unauthorized(_SPENT, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
     if row is not None and row.run_id is not None and row.revoked_at is not None:
         raise Unauthorized(
             f"This run token was revoked: run {row.run_id} ended or was resubmitted, so its "
@@ -151,6 +222,8 @@ def authenticate(session: Session, authorization: str | None, admin_token: str |
             "The bearer token is unknown, revoked or expired.",
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
+    if row.scope == Scope.RUN:
+        _renew_run_token(session, row, now)
     return Principal(name=row.name, scope=Scope(row.scope), token_id=row.id, run_id=row.run_id)
 
 

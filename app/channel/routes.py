@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
 
+from app.auth import service as auth
 from app.auth.deps import CurrentPrincipal, PrincipalWithoutSession, Reader
 from app.auth.service import check_run
 from app.channel import service as channel
@@ -22,6 +23,7 @@ from app.runs.schemas import (
     DrainReport,
     ProgressReport,
     ProgressResponse,
+    RunToken,
     StandbyAnswer,
 )
 from app.runs.service import STANDBY_CHANNEL
@@ -48,6 +50,20 @@ def _waiting_run_channel(run_id: RunId, principal: PrincipalWithoutSession) -> i
 
 # The same check for a long-poll, whose token is read in a transaction of its own.
 WaitingRunChannel = Annotated[int, Depends(_waiting_run_channel)]
+
+
+@router.post(
+    "/runs/{run_id}/token",
+    response_model=RunToken,
+    operation_id="exchangeRunBootstrap",
+    name="run.token",
+    tags=["runtime"],
+    responses={401: {"description": "The bootstrap token was already exchanged."}},
+)
+def exchange_bootstrap(run_id: RunId, principal: CurrentPrincipal, session: DbSession) -> RunToken:
+    """A driver's first call: the single-use bootstrap token tidegate started it with
+    (TIDEGATE_RUN_BOOTSTRAP, which a backend may show as conf) for its run token."""
+    return RunToken(token=auth.exchange_bootstrap(session, principal, run_id))
 
 
 @router.get(

@@ -130,6 +130,15 @@ class Directives(Response):
     )
 
 
+class RunToken(Response):
+    """A driver's run token, traded for the bootstrap token it was started with."""
+
+    token: str = Field(
+        description="Send as 'Authorization: Bearer <token>' on this run's channel. It lives a "
+        "day past its last use in the second half of that day (each channel call renews it)."
+    )
+
+
 class StandbyAnswer(Response):
     """What a standby driver hears: go (start its queries), stop (exit: it is released), or
     neither yet (ask again)."""

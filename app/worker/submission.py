@@ -15,6 +15,7 @@ from app.core import run_states as states
 from app.worker.context import WorkerContext
 from app.worker.runtime_bundle import runtime_bundle
 from tidegate_runtime import trial_batch
+from tidegate_runtime.channel_client import BOOTSTRAP_ENV
 from tidegate_runtime.standby import (
     DRY_RUN_DIR_CONF,
     SPARE_CONF,
@@ -93,7 +94,7 @@ def queries_conf(version: Any, *, scratch: bool = False) -> str:
 def run_spec(
     ctx: WorkerContext,
     run: Any,
-    token: str,
+    bootstrap: str,
     *,
     spare: bool = False,
     rehearsal: dict[str, Any] | None = None,
@@ -128,10 +129,11 @@ def run_spec(
         conf.update(standby_dry_run_conf(rehearsal))
     if spare:
         conf[SPARE_CONF] = str(run.spare_seq)
-    # The run token travels as an environment variable: not in the Spark UI's environment
-    # page, and not in logs.
+    # The driver gets a single-use bootstrap token, as an environment variable (not in the
+    # Spark UI's environment page, nor in logs): a backend may still show it (Livy carries
+    # the environment as conf), and the driver's first call spends it for its run token.
     tag = run.spare_tag if spare else run.tag
-    return spec(ctx, version, tag, conf, env={"TIDEGATE_RUN_TOKEN": token})
+    return spec(ctx, version, tag, conf, env={BOOTSTRAP_ENV: bootstrap})
 
 
 def standby_dry_run_conf(dry_run: dict[str, Any]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.api.main import create_app
-from app.auth.service import Scope, create_token
+from app.auth.service import Scope, create_run_token, create_token
 from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
 from tests.conftest import ADMIN_TOKEN
@@ -94,5 +94,4 @@ def make_current_run(db: Engine, job: str, state: str = "running") -> tuple[int,
         session.add(run)
         session.flush()
         row.current_run_id = run.id
-        _, token = create_token(session, name="r", scope=Scope.RUN, run_id=run.id)
-        return run.id, token
+        return run.id, create_run_token(session, run.id, "r")

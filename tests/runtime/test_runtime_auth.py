@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.e2e.stack import running_stack
-from tidegate_runtime.control import TOKEN_ENV, ControlPlaneRefused, Runtime
+from tidegate_runtime.control import BOOTSTRAP_ENV, TOKEN_ENV, ControlPlaneRefused, Runtime
 
 pytestmark = pytest.mark.spark
 
@@ -37,14 +37,16 @@ def test_no_token_is_refused_and_says_so(
     spark: SparkSession, managed: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
-    with pytest.raises(ControlPlaneRefused, match=f"{TOKEN_ENV} is not set.*Resubmit"):
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    with pytest.raises(ControlPlaneRefused, match=f"{BOOTSTRAP_ENV} nor {TOKEN_ENV}.*Resubmit"):
         Runtime.from_spark(spark)
 
 
+@pytest.mark.parametrize("env", [TOKEN_ENV, BOOTSTRAP_ENV])
 def test_a_wrong_token_is_refused_and_says_so(
-    spark: SparkSession, managed: str, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, managed: str, monkeypatch: pytest.MonkeyPatch, env: str
 ) -> None:
-    monkeypatch.setenv(TOKEN_ENV, "tg_not-a-real-token")
+    monkeypatch.setenv(env, "tg_not-a-real-token")
     with pytest.raises(ControlPlaneRefused, match="refused this run's token"):
         Runtime.from_spark(spark)
 
@@ -64,7 +66,7 @@ def test_an_idle_query_says_so_through_the_api(
 
     from sqlalchemy import select
 
-    from app.auth.service import Scope, create_token
+    from app.auth.service import create_bootstrap_token
     from app.core.db import make_engine, make_sessionmaker, transaction
     from app.jobs.models import Job
     from app.runs.models import Run
@@ -106,7 +108,7 @@ def test_an_idle_query_says_so_through_the_api(
             )
             session.add(run)
             session.flush()
-            _, token = create_token(session, name="run", scope=Scope.RUN, run_id=run.id)
+            bootstrap = create_bootstrap_token(session, run.id, f"run-{run.id}")
             run_id = run.id
         engine.dispose()
         keys = {
@@ -118,9 +120,15 @@ def test_an_idle_query_says_so_through_the_api(
         }
         for key, value in keys.items():
             spark.conf.set(key, value)
-        monkeypatch.setenv(TOKEN_ENV, token)
+        # As the worker starts a driver: a single-use bootstrap token, traded at start.
+        monkeypatch.delenv(TOKEN_ENV, raising=False)
+        monkeypatch.setenv(BOOTSTRAP_ENV, bootstrap)
         try:
             runtime = Runtime.from_spark(spark)
+            again = stack.client.post(
+                f"/runs/{run_id}/token", headers={"Authorization": f"Bearer {bootstrap}"}
+            )
+            assert again.status_code == 401 and "already exchanged" in again.text
             events = read_events(spark, str(root), "quiet")
             started = runtime.start("quiet", events.writeStream.format("noop"))
             progress = wait_until(

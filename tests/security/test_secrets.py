@@ -31,7 +31,7 @@ from tidegate_runtime.produce import produce
 
 pytestmark = pytest.mark.e2e
 
-TOKEN_LINE = re.compile(r"TIDEGATE_RUN_TOKEN=(\S+)")
+TOKEN_LINE = re.compile(r"TIDEGATE_RUN_(TOKEN|BOOTSTRAP)=(\S+)")
 
 
 @pytest.fixture
@@ -203,11 +203,18 @@ def test_no_secret_in_logs_responses_errors_or_audit(
         assert done["state"] == "succeeded", done
         run_id = done["run_id"]
         wait_until(lambda: read.get(f"/runs/{run_id}").json()["progress"], bool, 180)
-        # The driver's environment is where the run token goes (never the conf): read it
-        # from the live spark-submit JVM, to look for it everywhere else below.
+        # The driver's environment is where its single-use bootstrap token goes (never the
+        # conf): read it from the live spark-submit JVM, to look for it everywhere else
+        # below. The driver spent it at start: it buys nothing now.
         tag = read.get(f"/runs/{run_id}").json()["tag"]
         (driver,) = spark_submit_processes(tag)
-        handed = driver.environ().get("TIDEGATE_RUN_TOKEN")
+        handed = driver.environ().get("TIDEGATE_RUN_BOOTSTRAP")
+        assert "TIDEGATE_RUN_TOKEN" not in driver.environ()
+        spent = httpx.post(
+            f"{url}/api/v1/runs/{run_id}/token",
+            headers={"Authorization": f"Bearer {handed}"},
+        )
+        assert spent.status_code == 401, spent.text
         stop = operate.post(f"/jobs/{job}/stop").json()
         wait_until(
             lambda: read.get(f"/operations/{stop['id']}").json()["state"],

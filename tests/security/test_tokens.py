@@ -8,9 +8,18 @@ from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select, update
 
-from app.auth.service import Scope, create_token, revoke_token
+from app.auth.models import ApiToken
+from app.auth.service import (
+    RUN_TOKEN_LIFETIME,
+    Scope,
+    create_bootstrap_token,
+    create_run_token,
+    create_token,
+    revoke_run_tokens,
+    revoke_token,
+)
 from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job
 from app.runs.models import Run
@@ -21,6 +30,8 @@ from tests.api.test_auth import REQUIRED, _concrete
 CHANNEL = {(m, p) for (m, p) in REQUIRED if p.startswith("/api/v1/runs/{run_id}/") and m != "GET"}
 CHANNEL |= {("GET", "/api/v1/runs/{run_id}/directives")}
 CHANNEL |= {("GET", "/api/v1/runs/{run_id}/standby")}
+EXCHANGE = ("POST", "/api/v1/runs/{run_id}/token")  # the bootstrap token's one call
+CHANNEL -= {EXCHANGE}
 
 
 def _run(client: TestClient, db: Engine) -> int:
@@ -124,3 +135,78 @@ def test_a_token_cannot_be_made_expired_already(client: TestClient, expires_at: 
         json={"name": "later", "scope": "read", "expires_at": "2999-01-01T00:00:00"},
     )
     assert later.status_code == 201 and later.json()["expires_at"].startswith("2999-01-01")
+
+
+def test_a_run_token_lives_a_day_and_its_driver_renews_it_by_using_it(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    """Issue 26 #9: a run token no longer lives as long as its run: it expires a day after
+    its last renewal, and the driver's own channel calls renew it."""
+    run_id = _run(client, db)
+    with transaction(make_sessionmaker(db)) as session:
+        token = create_run_token(session, run_id, f"run-{run_id}")
+    factory = make_sessionmaker(db)
+
+    def expires_in() -> timedelta:
+        with transaction(factory) as session:
+            row = session.scalars(select(ApiToken).where(ApiToken.run_id == run_id)).one()
+            assert row.expires_at is not None
+            return row.expires_at - utcnow()
+
+    def set_expiry(delta: timedelta) -> None:
+        with transaction(factory) as session:
+            session.execute(
+                update(ApiToken)
+                .where(ApiToken.run_id == run_id)
+                .values(expires_at=utcnow() + delta)
+            )
+
+    directives = f"/api/v1/runs/{run_id}/directives?attempt=0"
+    auth = {"Authorization": f"Bearer {token}"}
+    day = RUN_TOKEN_LIFETIME
+    assert day - timedelta(minutes=1) < expires_in() <= day
+    # In the first half of its life, a call changes nothing (no write per call).
+    set_expiry(day - timedelta(hours=1))
+    assert client.get(directives, headers=auth).status_code == 200
+    assert expires_in() < day - timedelta(minutes=59)
+    # In the second half, the driver's next call gives it a full day again.
+    set_expiry(timedelta(hours=1))
+    assert client.get(directives, headers=auth).status_code == 200
+    assert expires_in() > day - timedelta(minutes=1)
+    # Once past, it is refused like any expired token, and its use does not revive it.
+    set_expiry(-timedelta(seconds=1))
+    assert client.get(directives, headers=auth).status_code == 401
+    assert expires_in() < timedelta(0)
+
+
+def test_a_bootstrap_token_buys_one_run_token_and_nothing_else(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    """Issue 26 #14: a driver is started with a single-use bootstrap token (which Livy shows
+    as conf); its one use is the trade for the run token, so what was shown is spent."""
+    run_id = _run(client, db)
+    with transaction(make_sessionmaker(db)) as session:
+        bootstrap = create_bootstrap_token(session, run_id, f"run-{run_id}")
+    for method, path in sorted(set(REQUIRED) - {EXCHANGE}):
+        status = _call(client, method, path, bootstrap, run_id)
+        assert status in (401, 403), (method, path, status)
+    # Another run's exchange: refused, and the token is not spent by it.
+    assert _call(client, *EXCHANGE, bootstrap, run_id + 1) == 403
+    url = f"/api/v1/runs/{run_id}/token"
+    traded = client.post(url, headers={"Authorization": f"Bearer {bootstrap}"})
+    assert traded.status_code == 200, traded.text
+    token = traded.json()["token"]
+    assert _call(client, "GET", "/api/v1/runs/{run_id}/directives", token, run_id) == 200
+    again = client.post(url, headers={"Authorization": f"Bearer {bootstrap}"})
+    assert again.status_code == 401 and "already exchanged" in again.json()["detail"]
+    # The run token itself buys nothing here: it is not a bootstrap token.
+    assert client.post(url, headers={"Authorization": f"Bearer {token}"}).status_code == 403
+    # Both rows carry the run's name, so revoking the run's tokens ends the traded one too.
+    with transaction(make_sessionmaker(db)) as session:
+        rows = session.scalars(select(ApiToken).where(ApiToken.run_id == run_id)).all()
+        assert sorted((r.scope, r.name) for r in rows) == [
+            ("bootstrap", f"run-{run_id}"),
+            ("run", f"run-{run_id}"),
+        ]
+        revoke_run_tokens(session, run_id)
+    assert _call(client, "GET", "/api/v1/runs/{run_id}/directives", token, run_id) == 401

@@ -70,11 +70,12 @@ def test_submit_runs_once_and_hands_out_a_run_token(ctx: WorkerContext, fake: Fa
     spec = fake.apps[run.backend_id].spec  # type: ignore[index]
     assert spec.tag == f"tidegate-run-{run.id}-a0"
     assert spec.conf["spark.tidegate.run_id"] == str(run.id)
-    assert spec.env["TIDEGATE_RUN_TOKEN"].startswith("tg_")
+    assert set(spec.env) == {"TIDEGATE_RUN_BOOTSTRAP"}  # never the run token itself
+    assert spec.env["TIDEGATE_RUN_BOOTSTRAP"].startswith("tg_")
     assert "TOKEN" not in str(spec.conf)
     with ctx.factory() as session:
         token = session.scalar(select(ApiToken).where(ApiToken.run_id == run.id))
-        assert token is not None and token.scope == "run"
+        assert token is not None and token.scope == "bootstrap"  # traded by the driver
         assert session.get(Job, job_id).state == states.RUNNING  # type: ignore[union-attr]
 
 

@@ -387,6 +387,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run.Token
+         * @description A driver's first call: the single-use bootstrap token tidegate started it with
+         *     (TIDEGATE_RUN_BOOTSTRAP, which a backend may show as conf) for its run token.
+         */
+        post: operations["exchangeRunBootstrap"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/directives": {
         parameters: {
             query?: never;
@@ -1822,6 +1843,17 @@ export interface components {
              */
             transitions?: components["schemas"]["TransitionResponse"][] | null;
         };
+        /**
+         * RunToken
+         * @description A driver's run token, traded for the bootstrap token it was started with.
+         */
+        RunToken: {
+            /**
+             * Token
+             * @description Send as 'Authorization: Bearer <token>' on this run's channel. It lives a day past its last use in the second half of that day (each channel call renews it).
+             */
+            token: string;
+        };
         /** SnapshotBody */
         SnapshotBody: {
             /**
@@ -2536,6 +2568,7 @@ export type ResumeFrom = components['schemas']['ResumeFrom'];
 export type RetentionBody = components['schemas']['RetentionBody'];
 export type RetentionResponse = components['schemas']['RetentionResponse'];
 export type RunResponse = components['schemas']['RunResponse'];
+export type RunToken = components['schemas']['RunToken'];
 export type SnapshotBody = components['schemas']['SnapshotBody'];
 export type SnapshotResponse = components['schemas']['SnapshotResponse'];
 export type SnapshotSummary = components['schemas']['SnapshotSummary'];
@@ -5135,6 +5168,100 @@ export interface operations {
                 };
             };
             /** @description Missing or invalid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope does not allow this call. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (job, run, operation, …). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is invalid; see 'errors'. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The metadata store is unreachable; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exchangeRunBootstrap: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunToken"];
+                };
+            };
+            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The bootstrap token was already exchanged. */
             401: {
                 headers: {
                     [name: string]: unknown;

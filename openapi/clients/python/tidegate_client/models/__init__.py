@@ -84,6 +84,7 @@ from .retention_response import RetentionResponse
 from .run_response import RunResponse
 from .run_response_drain_type_0 import RunResponseDrainType0
 from .run_response_progress import RunResponseProgress
+from .run_token import RunToken
 from .snapshot_body import SnapshotBody
 from .snapshot_response import SnapshotResponse
 from .snapshot_response_state import SnapshotResponseState
@@ -209,6 +210,7 @@ __all__ = (
     "RunResponse",
     "RunResponseDrainType0",
     "RunResponseProgress",
+    "RunToken",
     "SnapshotBody",
     "SnapshotResponse",
     "SnapshotResponseState",
