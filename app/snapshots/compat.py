@@ -12,7 +12,7 @@ Refused, following Hazelcast Jet's update rules mapped onto Spark:
   as DDL; compared by type and position, as Spark does;
 * a changed number of state partitions: ``spark.sql.shuffle.partitions`` of the new version
   against the partitions of the snapshot's state (Spark pins it once a checkpoint exists);
-* a changed state store provider.
+* a changed state store provider (HDFS-backed <-> RocksDB), Spark's default included.
 
 A change inside the app with the same declarations (``avg`` for ``sum``, a session window for
 a tumbling one, another grouping key) is invisible here. ``update`` (strategy snapshot) and
@@ -25,13 +25,16 @@ Spark driver).
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from app.snapshots.state_schema import from_spark_json, parse_ddl, render, types_only
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_DEFAULT_SHUFFLE_PARTITIONS = "200"
 PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass"
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 # Declared kind -> the operatorName(s) Spark 4 records for it.
 KIND_OPERATORS: dict[str, frozenset[str]] = {
@@ -93,6 +96,12 @@ def has_state(info: dict[str, Any]) -> bool:
     )
 
 
+def provider_name(provider_class: str | None) -> str:
+    """A state store provider's class name, without its package (which Spark versions move),
+    Spark's default (HDFS-backed) when the conf leaves it unset."""
+    return (provider_class or HDFS_PROVIDER).rsplit(".", 1)[-1]
+
+
 def effective_partitions(conf: dict[str, Any]) -> str:
     return str(conf.get(SHUFFLE_PARTITIONS, SPARK_DEFAULT_SHUFFLE_PARTITIONS))
 
@@ -128,15 +137,23 @@ def check_state(
             )
     stored_provider = (source.get("conf") or {}).get(PROVIDER_CLASS)
     wanted_provider = target_conf.get(PROVIDER_CLASS)
-    if stored_provider and wanted_provider and stored_provider != wanted_provider:
+    if stored_provider and provider_name(stored_provider) != provider_name(wanted_provider):
+        how = (
+            f"sets {PROVIDER_CLASS}={wanted_provider}"
+            if wanted_provider
+            else f"leaves {PROVIDER_CLASS} unset (Spark's default, {provider_name(None)})"
+        )
         problems.append(
             Problem(
                 target_name,
                 "state_store_provider",
-                f"{source_label} was written by {stored_provider}; the version sets "
-                f"{PROVIDER_CLASS}={wanted_provider}. State cannot move between providers.",
+                f"{source_label} was written by {provider_name(stored_provider)}; the version "
+                f"{how}. Spark pins the provider in the checkpoint (it would keep the old one "
+                "and ignore the version's), and the two keep state in different formats: set "
+                f"{PROVIDER_CLASS}={stored_provider}, or start this query with fresh state "
+                "(resume point mode 'initialize').",
                 expected=stored_provider,
-                actual=wanted_provider,
+                actual=wanted_provider or HDFS_PROVIDER,
             )
         )
 
@@ -237,175 +254,3 @@ def check_state(
                     )
                 )
     return problems
-
-
-# ---- schemas: DDL and Spark's JSON into one comparable form ----------------------------------
-#
-# A schema is ("struct", [(name, type), ...]); other types are ("array", t), ("map", k, v) or a
-# canonical primitive name.
-
-Schema = Any
-
-_ALIASES = {
-    "long": "bigint",
-    "bigint": "bigint",
-    "integer": "int",
-    "int": "int",
-    "short": "smallint",
-    "smallint": "smallint",
-    "byte": "tinyint",
-    "tinyint": "tinyint",
-    "real": "float",
-    "float": "float",
-    "double": "double",
-    "bool": "boolean",
-    "boolean": "boolean",
-    "string": "string",
-    "binary": "binary",
-    "date": "date",
-    "timestamp": "timestamp",
-    "timestamp_ltz": "timestamp",
-    "timestamp_ntz": "timestamp_ntz",
-    "void": "void",
-    "null": "void",
-    "variant": "variant",
-}
-
-
-def _primitive(name: str) -> str:
-    lowered = name.strip().lower()
-    if re.fullmatch(r"(var)?char\(\d+\)", lowered):
-        return "string"
-    match = re.fullmatch(r"(?:decimal|dec|numeric)(?:\((\d+)\s*(?:,\s*(\d+))?\))?", lowered)
-    if match:
-        return f"decimal({match.group(1) or 10},{match.group(2) or 0})"
-    return _ALIASES.get(lowered, lowered)
-
-
-_TOKEN = re.compile(
-    r"\s*(`(?:[^`]|``)*`|[A-Za-z_][A-Za-z0-9_]*(?:\(\s*\d+\s*(?:,\s*\d+\s*)?\))?|[<>,:]|'[^']*')"
-)
-
-
-def _tokens(text: str) -> list[str]:
-    out, pos = [], 0
-    text = text.strip()
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if not match:
-            raise ValueError(f"unexpected text at {pos}: {text[pos : pos + 20]!r}")
-        out.append(match.group(1))
-        pos = match.end()
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    return out
-
-
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.tokens = _tokens(text)
-        self.pos = 0
-
-    def peek(self) -> str | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def take(self, expected: str | None = None) -> str:
-        token = self.peek()
-        if token is None or (expected is not None and token != expected):
-            raise ValueError(f"expected {expected or 'more'} but found {token or 'the end'}")
-        self.pos += 1
-        return token
-
-    def name(self) -> str:
-        token = self.take()
-        return token[1:-1].replace("``", "`") if token.startswith("`") else token
-
-    def fields(self, closing: str | None) -> list[tuple[str, Schema]]:
-        fields = []
-        while True:
-            name = self.name()
-            if self.peek() == ":":
-                self.take(":")
-            fields.append((name, self.type()))
-            while self.peek() is not None and self.peek() not in (",", closing):
-                self.take()  # NOT NULL, COMMENT '...': irrelevant to compatibility
-            if self.peek() == ",":
-                self.take(",")
-                continue
-            return fields
-
-    def type(self) -> Schema:
-        token = self.take()
-        lowered = token.lower()
-        if lowered == "struct":
-            self.take("<")
-            if self.peek() == ">":
-                self.take(">")
-                return ("struct", [])
-            fields = self.fields(">")
-            self.take(">")
-            return ("struct", fields)
-        if lowered == "array":
-            self.take("<")
-            element = self.type()
-            self.take(">")
-            return ("array", element)
-        if lowered == "map":
-            self.take("<")
-            key = self.type()
-            self.take(",")
-            value = self.type()
-            self.take(">")
-            return ("map", key, value)
-        return _primitive(token)
-
-
-def parse_ddl(text: str) -> Schema:
-    """``"window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, key STRING"`` or
-    ``"STRUCT<...>"`` -> a comparable schema."""
-    parser = _Parser(text)
-    if len(parser.tokens) > 1 and parser.tokens[0].lower() == "struct" and parser.tokens[1] == "<":
-        schema = parser.type()
-        if parser.peek() is not None:
-            raise ValueError(f"unexpected {parser.peek()!r} after the struct")
-        return schema
-    fields = parser.fields(None)
-    if parser.peek() is not None:
-        raise ValueError(f"unexpected {parser.peek()!r}")
-    return ("struct", fields)
-
-
-def from_spark_json(data: Any) -> Schema:
-    """Spark's JSON schema (as in ``state/<op>/<part>/_metadata/schema``) -> comparable."""
-    if isinstance(data, str):
-        return _primitive(data)
-    kind = data.get("type")
-    if kind == "struct":
-        return ("struct", [(f["name"], from_spark_json(f["type"])) for f in data["fields"]])
-    if kind == "array":
-        return ("array", from_spark_json(data["elementType"]))
-    if kind == "map":
-        return ("map", from_spark_json(data["keyType"]), from_spark_json(data["valueType"]))
-    if kind == "udt":
-        return from_spark_json(data.get("sqlType", "udt"))
-    return _primitive(str(kind))
-
-
-def types_only(schema: Schema) -> Any:
-    if isinstance(schema, tuple) and schema[0] == "struct":
-        return ("struct", tuple(types_only(t) for _, t in schema[1]))
-    if isinstance(schema, tuple) and schema[0] == "array":
-        return ("array", types_only(schema[1]))
-    if isinstance(schema, tuple) and schema[0] == "map":
-        return ("map", types_only(schema[1]), types_only(schema[2]))
-    return schema
-
-
-def render(schema: Schema) -> str:
-    if isinstance(schema, tuple) and schema[0] == "struct":
-        return "struct<" + ", ".join(f"{n}: {render(t)}" for n, t in schema[1]) + ">"
-    if isinstance(schema, tuple) and schema[0] == "array":
-        return f"array<{render(schema[1])}>"
-    if isinstance(schema, tuple) and schema[0] == "map":
-        return f"map<{render(schema[1])}, {render(schema[2])}>"
-    return str(schema)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from app.snapshots.compat import PROVIDER_CLASS, ROCKSDB_PROVIDER
 from pipelines.ground_truth import expected_enrich
 from tests.e2e.backends import Target
 from tests.e2e.fixtures import APPS
@@ -199,6 +200,10 @@ def test_new_version_from_a_snapshot_of_a_running_job(
         ),
         "renamed": _version(
             stack, target, job, app, args, [_windowed(root, name="counts_per_minute")]
+        ),
+        # The job runs on Spark's default store (HDFS-backed): RocksDB cannot read its state.
+        "state_store_provider": _version(
+            stack, target, job, app, args, [_windowed(root)], **{PROVIDER_CLASS: ROCKSDB_PROVIDER}
         ),
         "operator_kind": _version(
             stack,

@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from app.snapshots.compat import check_state, from_spark_json, parse_ddl, render, types_only
+from app.snapshots.compat import (
+    HDFS_PROVIDER,
+    PROVIDER_CLASS,
+    ROCKSDB_PROVIDER,
+    check_state,
+    provider_name,
+)
+from app.snapshots.state_schema import from_spark_json, parse_ddl, render, types_only
 from tests.snapshots.conftest import KEY_SCHEMA, VALUE_SCHEMA
 
 KEY_DDL = "window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, key STRING"
@@ -108,10 +115,32 @@ def test_declarations_compared_when_the_checkpoint_has_no_schema() -> None:
     assert problem.kind == "value_schema" and "declaration" in problem.detail
 
 
-def test_changed_provider() -> None:
-    source = _source(conf={"spark.sql.streaming.stateStore.providerClass": "HDFS"})
-    conf = {
-        "spark.sql.shuffle.partitions": "2",
-        "spark.sql.streaming.stateStore.providerClass": "R",
-    }
-    assert _kinds(check_state("q", _query(), conf, "s", source)) == ["state_store_provider"]
+@pytest.mark.parametrize(
+    ("stored", "wanted", "refused"),
+    [
+        (HDFS_PROVIDER, ROCKSDB_PROVIDER, True),
+        (ROCKSDB_PROVIDER, HDFS_PROVIDER, True),
+        (ROCKSDB_PROVIDER, None, True),  # unset: Spark's default, the HDFS-backed store
+        (HDFS_PROVIDER, None, False),
+        (ROCKSDB_PROVIDER, ROCKSDB_PROVIDER, False),
+        # The same class in another package (Spark versions move them): the same store.
+        (
+            "org.apache.spark.sql.execution.streaming.RocksDBStateStoreProvider",
+            ROCKSDB_PROVIDER,
+            False,
+        ),
+    ],
+)
+def test_a_changed_state_store_provider_is_refused_with_the_way_out(
+    stored: str, wanted: str | None, refused: bool
+) -> None:
+    """Issue 25: HDFS-backed <-> RocksDB, Spark's default included. Spark pins the provider
+    in the checkpoint, so the version's would be ignored; refused before anything stops."""
+    source = _source(conf={PROVIDER_CLASS: stored})
+    conf = {"spark.sql.shuffle.partitions": "2", **({PROVIDER_CLASS: wanted} if wanted else {})}
+    problems = check_state("q", _query(), conf, "snapshot 's'", source)
+    assert _kinds(problems) == (["state_store_provider"] if refused else [])
+    if refused:
+        (problem,) = problems
+        assert provider_name(stored) in problem.detail and "initialize" in problem.detail
+        assert problem.expected == stored and problem.actual == (wanted or HDFS_PROVIDER)
