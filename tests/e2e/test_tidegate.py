@@ -41,16 +41,18 @@ def _windowed_version(
     out: Path,
     max_records_per_batch: int | None = None,
     window: str | None = None,
+    conf: dict[str, str] | None = None,
 ) -> int:
     """Version of the windowed pipeline on ``cluster``: a Target runs the team's copy on the
-    bare cluster Python; a cluster name, the checkout's copy on the worker's Python."""
+    bare cluster Python; a cluster name, the checkout's copy on the worker's Python. ``conf``
+    is added to the cluster's."""
     limit = {"maxRecordsPerBatch": str(max_records_per_batch)} if max_records_per_batch else {}
     if isinstance(cluster, Target):
-        app_file, conf = cluster.pipeline("windowed_counts.py"), cluster.conf()
+        app_file, conf = cluster.pipeline("windowed_counts.py"), cluster.conf(**(conf or {}))
         cluster = cluster.cluster
     else:
         app_file = str(ROOT / "pipelines" / "windowed_counts.py")
-        conf = {**SPARK_TEST_CONF, "spark.sql.session.timeZone": "UTC"}
+        conf = {**SPARK_TEST_CONF, "spark.sql.session.timeZone": "UTC", **(conf or {})}
     body = {
         "app": {
             "file": app_file,
