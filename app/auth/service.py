@@ -76,30 +76,17 @@ def create_token(
     return row, secret
 
 
-def create_run_token(session: Session, run_id: int, name: str) -> str:
-    """A token for one driver of ``run_id``: its channel only, for RUN_TOKEN_LIFETIME."""
-    _, secret = create_token(
-        session,
-        name=name,
-        scope=Scope.RUN,
-        run_id=run_id,
-        expires_at=utcnow() + RUN_TOKEN_LIFETIME,
-    )
-    return secret
-
-
-def create_bootstrap_token(session: Session, run_id: int, name: str) -> str:
-    """What a submission hands a driver instead of its run token (TIDEGATE_RUN_BOOTSTRAP).
+def create_run_token(session: Session, run_id: int, name: str, scope: Scope = Scope.RUN) -> str:
+    """A token for one driver of ``run_id``, for RUN_TOKEN_LIFETIME: a run token (its
+    channel only), or with ``Scope.BOOTSTRAP`` what a submission hands the driver instead
+    (TIDEGATE_RUN_BOOTSTRAP).
 
     A submission's environment can end up where others read it: Livy has no field for it, so
     it travels as Spark conf that Livy and YARN show and log. The driver's first call trades
-    this token for the run token (``exchange_bootstrap``), so what was shown is spent."""
+    the bootstrap token for its run token (``exchange_bootstrap``), so what was shown is
+    spent."""
     _, secret = create_token(
-        session,
-        name=name,
-        scope=Scope.BOOTSTRAP,
-        run_id=run_id,
-        expires_at=utcnow() + RUN_TOKEN_LIFETIME,
+        session, name=name, scope=scope, run_id=run_id, expires_at=utcnow() + RUN_TOKEN_LIFETIME
     )
     return secret
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from app.auth.service import create_bootstrap_token, revoke_run_tokens
+from app.auth.service import Scope, create_run_token, revoke_run_tokens
 from app.backends.base import AppState, AppStatus, Backend, BackendError
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
@@ -161,7 +161,7 @@ def _ensure_submitted(ctx: WorkerContext, run_id: int, backend: Backend) -> str:
             assert run is not None
             run.submit_intent_attempt = run.attempt  # committed before the backend is called
             revoke_run_tokens(session, run.id)
-            secret = create_bootstrap_token(session, run.id, f"run-{run.id}")
+            secret = create_run_token(session, run.id, f"run-{run.id}", Scope.BOOTSTRAP)
             spec = submission.run_spec(ctx, run, secret)
         fault_point("reconcile:before_backend_submit")
         found = backend.submit(spec)

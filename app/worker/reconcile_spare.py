@@ -19,7 +19,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from app.auth.service import create_bootstrap_token, spare_token_name
+from app.auth.service import Scope, create_run_token, spare_token_name
 from app.backends.base import AppState, Backend, BackendError
 from app.core.db import transaction, utcnow
 from app.core.errors import TidegateError
@@ -98,8 +98,8 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
             run = lock_run(session, run_id)
             assert run is not None
             # Its own token, beside the current attempt's (which must keep working).
-            secret = create_bootstrap_token(
-                session, run.id, spare_token_name(run.id, run.spare_seq)
+            secret = create_run_token(
+                session, run.id, spare_token_name(run.id, run.spare_seq), Scope.BOOTSTRAP
             )
             spec = submission.run_spec(ctx, run, secret, spare=True, rehearsal=rehearsal)
         fault_point("reconcile:before_spare_submit")

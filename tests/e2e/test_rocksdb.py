@@ -27,7 +27,14 @@ pytestmark = pytest.mark.e2e
 
 T0 = 1_767_225_600_000
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-ROCKSDB = {PROVIDER_CLASS: ROCKSDB_PROVIDER, CHANGELOG: "true"}
+# A full RocksDB checkpoint (V.zip and its SST files) every 2 changelogs, made by the
+# maintenance task every 2 s (Spark's defaults: 10 and 60 s), so that a toy run has both.
+ROCKSDB = {
+    PROVIDER_CLASS: ROCKSDB_PROVIDER,
+    CHANGELOG: "true",
+    "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
+    "spark.sql.streaming.stateStore.maintenanceInterval": "2s",
+}
 POLICY = {"min_backoff": "1s", "max_backoff": "30s", "stable_period": "10m"}
 
 
@@ -67,16 +74,21 @@ def test_the_lifecycle_on_rocksdb_with_changelog_checkpointing(
     submit = _operate(stack, job, "submit", {"version": v1})
     assert submit["state"] == "succeeded", submit
     run1 = submit["run_id"]
-    _exact(stack, run1, root, out)
     state = stack.checkpoint_root / job / str(run1) / "windowed_counts" / "state"
-    names = [p.name for p in state.rglob("*") if p.is_file()]
-    assert any(n.endswith(".changelog") for n in names), names  # RocksDB's own layout
-    assert any(n.endswith(".sst") for n in names) or any(n.endswith(".zip") for n in names)
+
+    def layout() -> set[str]:
+        return {p.suffix for p in state.rglob("*") if p.is_file()}
+
+    # RocksDB's own layout, batch after batch: changelogs, and the full checkpoints
+    # maintenance makes of them (event times after the first records: none is late).
+    with producing(stream, T0 + 130_000):
+        wait_until(layout, lambda suffixes: {".changelog", ".zip", ".sst"} <= suffixes, 180)
+    _exact(stack, run1, root, out)
 
     # Two snapshots of the running job: the second writes only what the first lacked.
     first = _operate(stack, job, "snapshots", {"name": "r1", "stop": False})
     assert first["state"] == "succeeded", first
-    produce(str(root), "clicks", 2, rate=0, count=150, start_ts_ms=T0 + 240_000, ts_step_ms=400)
+    produce(str(root), "clicks", 2, rate=0, count=150, start_ts_ms=T0 + 1_500_000, ts_step_ms=400)
     _exact(stack, run1, root, out)
     second = _operate(stack, job, "snapshots", {"name": "r2", "stop": False})
     assert second["state"] == "succeeded", second
@@ -90,7 +102,7 @@ def test_the_lifecycle_on_rocksdb_with_changelog_checkpointing(
     assert stack.run(run1)["state"] == "running"  # exported while running
 
     # Update by snapshot (pre-warmed), events arriving all along.
-    with producing(stream, T0 + 400_000):
+    with producing(stream, T0 + 1_600_000):
         updated = _operate(stack, job, "update", {"version": v2, "verify_seconds": 5})
     assert updated["state"] == "succeeded", updated
     run2 = updated["result"]["run_id"]
@@ -102,14 +114,14 @@ def test_the_lifecycle_on_rocksdb_with_changelog_checkpointing(
     (driver,) = wait_until(lambda: driver_jvms(stack.run(run2)["tag"]), lambda d: len(d) == 1)
     driver.send_signal(signal.SIGKILL)
     psutil.wait_procs([driver], timeout=30)
-    produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=T0 + 1_700_000, ts_step_ms=400)
+    produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=T0 + 2_900_000, ts_step_ms=400)
     _exact(stack, run2, root, out, attempt=1)
     assert stack.run(run2)["failures"] == 1
 
     # Update by drain to 2-minute windows (state that cannot be carried over), events still
     # arriving: the old windows flushed up to the drained offsets, the new from there on.
     body = {"version": v3, "strategy": "drain", "verify_seconds": 5}
-    with producing(stream, T0 + 1_900_000):
+    with producing(stream, T0 + 3_000_000):
         drained_update = _operate(stack, job, "update", body)
     assert drained_update["state"] == "succeeded", drained_update
     end = {int(p): o for p, o in drained_update["result"]["end_offsets"]["clicks"].items()}

@@ -66,7 +66,7 @@ def test_an_idle_query_says_so_through_the_api(
 
     from sqlalchemy import select
 
-    from app.auth.service import create_bootstrap_token
+    from app.auth.service import Scope, create_run_token
     from app.core.db import make_engine, make_sessionmaker, transaction
     from app.jobs.models import Job
     from app.runs.models import Run
@@ -108,7 +108,7 @@ def test_an_idle_query_says_so_through_the_api(
             )
             session.add(run)
             session.flush()
-            bootstrap = create_bootstrap_token(session, run.id, f"run-{run.id}")
+            bootstrap = create_run_token(session, run.id, f"run-{run.id}", Scope.BOOTSTRAP)
             run_id = run.id
         engine.dispose()
         keys = {

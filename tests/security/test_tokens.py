@@ -14,7 +14,6 @@ from app.auth.models import ApiToken
 from app.auth.service import (
     RUN_TOKEN_LIFETIME,
     Scope,
-    create_bootstrap_token,
     create_run_token,
     create_token,
     revoke_run_tokens,
@@ -186,7 +185,7 @@ def test_a_bootstrap_token_buys_one_run_token_and_nothing_else(
     as conf); its one use is the trade for the run token, so what was shown is spent."""
     run_id = _run(client, db)
     with transaction(make_sessionmaker(db)) as session:
-        bootstrap = create_bootstrap_token(session, run_id, f"run-{run_id}")
+        bootstrap = create_run_token(session, run_id, f"run-{run_id}", Scope.BOOTSTRAP)
     for method, path in sorted(set(REQUIRED) - {EXCHANGE}):
         status = _call(client, method, path, bootstrap, run_id)
         assert status in (401, 403), (method, path, status)
