@@ -110,3 +110,21 @@ def expected_enrich(
             Enriched(partition, record.offset, record.timestamp_ms, record.key, amount, size)
         )
     return rows
+
+
+class Deduplicated(NamedTuple):
+    event_id: str
+    event_time_ms: int
+    value: str
+
+
+def expected_deduplicated(
+    root: str | os.PathLike[str], stream: str, ranges: dict[int, tuple[int, int]] | None = None
+) -> list[Deduplicated]:
+    """Rows of ``build_deduplicated``, sorted: each event id once. (Every retry of an event is
+    within the watermark delay of its first copy: ``events_with_retries`` appends it next.)"""
+    seen: dict[str, Deduplicated] = {}
+    for _, record in log_records(root, stream, ranges):
+        if record.timestamp_ms < DRAIN_MARKER_MS:
+            seen.setdefault(record.key, Deduplicated(record.key, record.timestamp_ms, record.value))
+    return sorted(seen.values())

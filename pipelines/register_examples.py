@@ -1,4 +1,4 @@
-"""Register both example pipelines as tidegate jobs, each with one version, on cluster ``local``.
+"""Register the example pipelines as tidegate jobs, each with one version, on cluster ``local``.
 
     .venv/bin/python -m pipelines.register_examples            # against `make run`
     .venv/bin/python -m pipelines.register_examples --count 2000 --save-version version.yaml
@@ -12,7 +12,10 @@ the admin token in ``.tidegate/admin-token``). It creates:
 * job ``clicks-per-minute``: ``pipelines/windowed_counts.py``, per-key counts and sums in
   1-minute event-time windows, query ``windowed_counts`` (stateful, Parquet sink);
 * job ``clicks-enriched``: ``pipelines/enrich.py``, filter and classify, query ``enrich``
-  (stateless, JSON-lines sink).
+  (stateless, JSON-lines sink);
+* job ``events-deduplicated``: ``pipelines/dedup_events.py``, each event id once over an hour
+  of event time, query ``dedup_events`` (a large state, on RocksDB; Parquet sink), reading
+  stream ``events`` (with ``--count N``, N events of which one in 7 is retried).
 
 Run it twice and nothing is duplicated: an existing job is kept, and a version is only added
 when the job has none with the same body. It prints ``JOB VERSION`` per line (``--json``: a
@@ -26,25 +29,37 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
+from pipelines.dedup_events import produce_events
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.produce import produce
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOWED_JOB = "clicks-per-minute"
 ENRICH_JOB = "clicks-enriched"
+DEDUP_JOB = "events-deduplicated"
+DEDUP_STREAM = "events"
 
 
 def _pipeline_version(
-    pipeline: str, query: dict[str, Any], root: Path, stream: str, out: Path, cluster: str
+    pipeline: str,
+    query: dict[str, Any],
+    root: Path,
+    stream: str,
+    out: Path,
+    cluster: str,
+    *,
+    source: str = "clicks",
+    conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The version body of ``pipelines/<pipeline>.py``: the arguments its argparse needs and
-    ``query`` (its name, stateful operators) reading ``stream`` as source ``clicks``."""
+    ``query`` (its name, stateful operators) reading ``stream`` as ``source``."""
     return {
         "app": {
             "file": str(ROOT / "pipelines" / f"{pipeline}.py"),
@@ -55,13 +70,14 @@ def _pipeline_version(
             # Fixed once a checkpoint exists: a later version must keep it to keep the state.
             "spark.sql.shuffle.partitions": "2",
             "spark.sql.session.timeZone": "UTC",
+            **(conf or {}),
         },
         "queries": [
             {
                 **query,
                 "sources": [
                     {
-                        "name": "clicks",
+                        "name": source,
                         "kind": "eventlog",
                         "options": {"root": str(root), "stream": stream},
                     }
@@ -82,6 +98,24 @@ def windowed_counts_version(root: Path, stream: str, out: Path, cluster: str) ->
 def enrich_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
     """The version body of pipelines/enrich.py (stateless: no stateful operators)."""
     return _pipeline_version("enrich", {"name": "enrich"}, root, stream, out, cluster)
+
+
+# Spark's RocksDB state store with changelog checkpointing: the state of a long watermark
+# lives on the executors' disks, and each batch writes only its changes.
+ROCKSDB_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+
+
+def dedup_events_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
+    """The version body of pipelines/dedup_events.py, on RocksDB."""
+    query = {"name": "dedup_events", "stateful_operators": [{"kind": "dedup_within_watermark"}]}
+    return _pipeline_version(
+        "dedup_events", query, root, stream, out, cluster, source="events", conf=ROCKSDB_CONF
+    )
 
 
 class Failed(Exception):
@@ -151,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     root, out = args.root.resolve(), args.out.resolve()
     EventLog(root).create_stream(args.stream, args.partitions, exist_ok=True)
+    EventLog(root).create_stream(DEDUP_STREAM, 2, exist_ok=True)
     if args.count:
         produce(str(root), args.stream, args.partitions, rate=0, count=args.count)
+        produce_events(str(root), DEDUP_STREAM, args.count, int(time.time() * 1000))
     headers = {"Authorization": f"Bearer {token}"}
     try:
         with httpx.Client(base_url=url + "/api/v1", headers=headers, timeout=30) as api:
@@ -174,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
                     ENRICH_JOB,
                     "events with value >= 10, classified small/large",
                     enrich_version(root, args.stream, out / ENRICH_JOB, args.cluster),
+                ),
+                (
+                    DEDUP_JOB,
+                    "each event id once, over an hour of event time (RocksDB state)",
+                    dedup_events_version(root, DEDUP_STREAM, out / DEDUP_JOB, args.cluster),
                 ),
             ):
                 number, created = register(api, job, description, body)

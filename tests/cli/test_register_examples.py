@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import register_examples
+from pipelines.dedup_events import parse_args as dedup_args
 from pipelines.enrich import parse_args as enrich_args
 from pipelines.windowed_counts import parse_args as windowed_args
 from tests.cli.conftest import Cli, Live
@@ -55,16 +56,29 @@ def test_register_examples_creates_the_log_jobs_and_versions(
     assert doc["jobs"] == [
         {"job": "clicks-per-minute", "version": 1, "created": True},
         {"job": "clicks-enriched", "version": 1, "created": True},
+        {"job": "events-deduplicated", "version": 1, "created": True},
     ]
     offsets = json.loads(
         tg.ok("events", "offsets", "--root", str(tmp_path / "log"), "--stream", "clicks").stdout
     )
     assert offsets["partitions"] == 2 and sum(offsets["latest"].values()) == 40, offsets
+    events = json.loads(
+        tg.ok("events", "offsets", "--root", str(tmp_path / "log"), "--stream", "events").stdout
+    )
+    assert sum(events["latest"].values()) == 40 + 6, events  # ids 0, 7, ..., 35 retried
 
     assert sorted(j["name"] for j in tg.json("jobs", "list")) == [
         "clicks-enriched",
         "clicks-per-minute",
+        "events-deduplicated",
     ]
+    dedup = tg.json("versions", "show", "events-deduplicated", "1")
+    d = dedup_args(_Spark(), dedup["app"]["args"], managed=True)  # type: ignore[arg-type]
+    assert [q["name"] for q in dedup["queries"]] == [d.query_name] == ["dedup_events"]
+    assert d.stream == "events" and dedup["queries"][0]["sources"][0]["name"] == "events"
+    assert dedup["conf"]["spark.sql.streaming.stateStore.providerClass"].endswith(
+        "RocksDBStateStoreProvider"
+    )
     windowed = tg.json("versions", "show", "clicks-per-minute", "1")
     enrich = tg.json("versions", "show", "clicks-enriched", "1")
     assert windowed["cluster"] == enrich["cluster"] == "local"
@@ -83,5 +97,5 @@ def test_register_examples_creates_the_log_jobs_and_versions(
     # Again: the same jobs and versions, nothing added.
     assert register_examples.main(argv) == 0
     again = json.loads(capsys.readouterr().out)
-    assert [(j["version"], j["created"]) for j in again["jobs"]] == [(1, False), (1, False)]
+    assert [(j["version"], j["created"]) for j in again["jobs"]] == [(1, False)] * 3
     assert len(tg.json("versions", "list", "clicks-per-minute")) == 1

@@ -83,7 +83,7 @@ def team_pipelines(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example pipelines as a team keeps them: a folder outside the tidegate checkout."""
     folder = tmp_path_factory.mktemp("team-repo") / "pipelines"
     folder.mkdir()
-    for name in ("windowed_counts.py", "enrich.py"):
+    for name in ("windowed_counts.py", "enrich.py", "dedup_events.py"):
         shutil.copy(ROOT / "pipelines" / name, folder / name)
     return folder
 
