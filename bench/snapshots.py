@@ -3,6 +3,8 @@
     .venv/bin/python bench/snapshots.py                 # ~64 MB of state, about a minute
     .venv/bin/python bench/snapshots.py --size-mb 500   # the full run
     .venv/bin/python bench/snapshots.py --real          # a real windowed-counts checkpoint
+    .venv/bin/python bench/snapshots.py --layout rocksdb --size-mb 1000   # RocksDB, 1 GB
+    .venv/bin/python bench/snapshots.py --real --layout rocksdb   # real, on RocksDB
 
 What is measured, per repetition, on one filesystem and with the page cache warm for both:
 
@@ -13,15 +15,25 @@ What is measured, per repetition, on one filesystem and with the page cache warm
 3. **second export** after ``--more-batches`` more batches, into the same store, with the hash
    cache the worker uses (files of the previous manifest whose path, size and mtime did not
    change are not read again): bytes written and time as a ratio of the first export;
-4. the same second export **without the hash cache** (every file hashed again).
+4. the same second export **without the hash cache** (every file hashed again);
+5. **restore** of the second snapshot into an empty folder (what a start from a snapshot
+   does before go), against ``cp -r`` of the same files;
+6. the **memory** this process needed for all of it: the growth of its peak RSS, which
+   must stay a few tens of MB whatever the state's size (files are streamed, never read
+   whole).
 
 By default the checkpoint is synthesised: the layout Spark's HDFS state store provider writes
 (``offsets/N``, ``commits/N``, ``state/0/<partition>/<version>.delta`` with ``.crc`` sidecars,
 operator metadata and schema), with incompressible deltas of equal size per batch. Real state
 of hundreds of MB would take many minutes of local Spark on a small machine to produce, and
 the export only depends on file count and sizes. No ``.snapshot`` files are synthesised, so
-the export selects every file and ``cp -r`` copies exactly the same bytes. ``--real`` instead
-runs the windowed-counts pipeline in local mode over ``--real-records`` unique keys.
+the export selects every file and ``cp -r`` copies exactly the same bytes. ``--layout
+rocksdb`` synthesises what Spark's RocksDB provider writes with changelog checkpointing
+instead: a ``V.changelog`` per batch and, every ``ROCKSDB_SNAPSHOT_EVERY`` batches, a
+``V.zip`` and a new SST file holding what those changelogs added (SSTs are immutable and
+shared by every later version; no compaction is modelled). ``--real`` instead runs the
+windowed-counts pipeline in local mode over ``--real-records`` unique keys (``--layout
+rocksdb``: on the RocksDB provider with changelog checkpointing).
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -83,7 +96,47 @@ class Synthetic:
         self.batches += 1
 
 
-def real_checkpoint(work: Path, records: int) -> tuple[Path, Any]:
+ROCKSDB_SNAPSHOT_EVERY = 10
+
+
+@dataclass
+class SyntheticRocksDB:
+    """A checkpoint growing batch by batch as the RocksDB provider with changelog
+    checkpointing writes it: changelogs, and now and then a zip and a new shared SST."""
+
+    root: Path
+    delta_bytes: int
+    batches: int = 0
+
+    def __post_init__(self) -> None:
+        _write(self.root / "metadata", b'{"id":"bench"}')
+        info = {
+            "operatorInfo": {"operatorId": 0, "operatorName": "dedupeWithinWatermark"},
+            "stateStoreInfo": [
+                {"storeName": "default", "numColsPrefixKey": 0, "numPartitions": PARTITIONS}
+            ],
+        }
+        _write(self.root / "state/0/_metadata/metadata", f"v1\n{json.dumps(info)}".encode())
+
+    def batch(self) -> None:
+        n = self.batches
+        conf = {"spark.sql.streaming.stateStore.providerClass": "RocksDBStateStoreProvider"}
+        meta = {"batchWatermarkMs": n, "batchTimestampMs": n, "conf": conf}
+        _write(self.root / f"offsets/{n}", f'v1\n{json.dumps(meta)}\n{{"0": {n}}}'.encode())
+        version = n + 1
+        for p in range(PARTITIONS):
+            store = self.root / f"state/0/{p}"
+            _write(store / f"{version}.changelog", os.urandom(self.delta_bytes))
+            if version % ROCKSDB_SNAPSHOT_EVERY == 0:
+                # The memtable flushed: one more immutable SST, and a zip naming them all.
+                sst = store / "SSTs" / f"{version:06d}-{os.urandom(8).hex()}.sst"
+                _write(sst, os.urandom(self.delta_bytes * ROCKSDB_SNAPSHOT_EVERY))
+                _write(store / f"{version}.zip", os.urandom(4096))
+        _write(self.root / f"commits/{n}", b'v1\n{"nextBatchWatermarkMs":0}')
+        self.batches += 1
+
+
+def real_checkpoint(work: Path, records: int, rocksdb: bool = False) -> tuple[Path, Any]:
     """Windowed counts over ``records`` unique keys in local mode; returns the checkpoint and
     a function that runs a few more batches."""
     from pyspark.sql import SparkSession
@@ -96,8 +149,14 @@ def real_checkpoint(work: Path, records: int) -> tuple[Path, Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root, ck, out = work / "log", work / "ck", work / "out"
     EventLog(root).create_stream("s", 2)
+    builder = SparkSession.builder
+    if rocksdb:
+        builder = builder.config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        ).config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", str(PARTITIONS))
         .config("spark.sql.session.timeZone", "UTC")
@@ -148,6 +207,18 @@ def cp_r(src: Path, dest: Path) -> float:
     return time.perf_counter() - t
 
 
+def restore(store: SnapshotStore, name: str, dest: Path) -> float:
+    manifest = store.read_manifest("bench", name)
+    assert manifest is not None
+    t = time.perf_counter()
+    store.restore(manifest["queries"]["q"]["files"], dest)
+    return time.perf_counter() - t
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def mb(n: float) -> str:
     return f"{n / 1e6:8.1f} MB"
 
@@ -160,24 +231,29 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--real", action="store_true", help="a real windowed-counts checkpoint")
     parser.add_argument("--real-records", type=int, default=200_000)
+    parser.add_argument("--layout", choices=("hdfs", "rocksdb"), default="hdfs")
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: tmp)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tidegate-bench-", dir=args.dir))
     try:
         rows: dict[str, list[float]] = {
-            k: [] for k in ("export1", "cp1", "export2", "nocache2", "cp2")
+            k: [] for k in ("export1", "cp1", "export2", "nocache2", "cp2", "restore", "cp3")
         }
+        rss_before = peak_rss_mb()
         written: dict[str, list[int]] = {"first": [], "second": [], "ref1": [], "ref2": []}
         files = 0
         for rep in range(args.reps):
             base = work / f"rep{rep}"
             base.mkdir()
+            rocksdb = args.layout == "rocksdb"
             if args.real:
-                ck, more = real_checkpoint(base, args.real_records)
+                ck, more = real_checkpoint(base, args.real_records, rocksdb)
             else:
                 delta = args.size_mb * 1_000_000 // (args.batches * PARTITIONS)
-                synthetic = Synthetic(base / "ck", delta)
+                if rocksdb:  # the state is in the SSTs and in the changelogs since the last
+                    delta //= 2
+                synthetic = (SyntheticRocksDB if rocksdb else Synthetic)(base / "ck", delta)
                 for _ in range(args.batches):
                     synthetic.batch()
                 ck, more = synthetic.root, synthetic.batch
@@ -199,15 +275,22 @@ def main() -> None:
             seconds, _ = export(SnapshotStore(str(base / "store")), ck, "s3")
             rows["nocache2"].append(seconds)
             rows["cp2"].append(cp_r(ck, base / "copy2"))
+            # Restore the second snapshot, against cp -r of exactly its files.
+            shutil.rmtree(base / "copy1")
+            shutil.rmtree(base / "copy2")
+            rows["restore"].append(restore(store, "s2", base / "restored"))
+            rows["cp3"].append(cp_r(base / "restored", base / "copy3"))
             written["first"].append(first.bytes_written)
             written["ref1"].append(first.bytes_referenced)
             written["second"].append(second.bytes_written)
             written["ref2"].append(second.bytes_referenced)
             shutil.rmtree(base)
 
+        rss_growth = peak_rss_mb() - rss_before
         med = {k: statistics.median(v) for k, v in rows.items()}
         w = {k: statistics.median(v) for k, v in written.items()}
         kind = f"real windowed counts, {args.real_records} keys" if args.real else "synthetic"
+        kind += f", {args.layout} layout"
         print(
             f"checkpoint: {kind}; {mb(w['ref1']).strip()} in {files} files, "
             f"{PARTITIONS} state partitions; {args.reps} reps, medians"
@@ -231,8 +314,14 @@ def main() -> None:
             f"  cp -r after +{args.more_batches} batches   {med['cp2']:7.3f} s "
             f"(second export / cp -r {med['export2'] / med['cp2']:.3f})"
         )
+        print(
+            f"  restore (second)      {med['restore']:7.3f} s   cp -r of its files "
+            f"{med['cp3']:7.3f} s   restore / cp -r {med['restore'] / med['cp3']:.2f} x"
+        )
+        print(f"  peak RSS growth of this process over all of it: {rss_growth:.0f} MB")
+        layout = "" if args.layout == "hdfs" else f"-{args.layout}"
         save(
-            "snapshots-real" if args.real else f"snapshots-{args.size_mb}mb",
+            ("snapshots-real" if args.real else f"snapshots-{args.size_mb}mb") + layout,
             {
                 "checkpoint": kind,
                 "size_bytes": w["ref1"],
@@ -241,7 +330,10 @@ def main() -> None:
                 "more_batches": args.more_batches,
                 "median_seconds": med,
                 "bytes_written": {"first": w["first"], "second": w["second"]},
+                "layout": args.layout,
+                "peak_rss_growth_mb": rss_growth,
                 "ratios": {
+                    "restore_over_cp": med["restore"] / med["cp3"],
                     "export_over_cp": med["export1"] / med["cp1"],
                     "second_over_first_time": med["export2"] / med["export1"],
                     "second_over_first_bytes": w["second"] / w["first"],

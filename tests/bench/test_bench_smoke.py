@@ -30,8 +30,15 @@ def server_url(database_url: str) -> str:
 
 
 def _run(
-    script: str, args: list[str], server_url: str, out: Path, limit: float = LIMIT
+    script: str,
+    args: list[str],
+    server_url: str,
+    out: Path,
+    limit: float = LIMIT,
+    name: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
+    """Run ``bench/<script>.py``; its figures, saved as ``name`` (default: the script's)."""
+    name = name or script
     env = {
         **os.environ,
         "TIDEGATE_BENCH_DATABASE_URL": server_url,
@@ -50,11 +57,11 @@ def _run(
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"bench/{script}.py took over {limit}s:\n{e.stdout!s:.3000}")
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    path = out / f"{script}.json"
+    path = out / f"{name}.json"
     assert path.exists(), proc.stdout[-2000:]
     assert f"figures written to {path}" in proc.stdout
     figures = json.loads(path.read_text())
-    assert figures["bench"] == script
+    assert figures["bench"] == name
     assert figures["machine"]["nproc"] >= 1
     return proc.stdout, figures
 
@@ -152,3 +159,16 @@ def test_fleet(server_url: str, tmp_path: Path) -> None:
     assert phases["rest, spares waiting"]["max_waiting"] == 5
     assert phases["rest, spares waiting"]["max"]["api (both)"] >= 1
     assert "req/s ratio" in stdout and "death -> spare hears go" in stdout
+
+
+def test_snapshots_on_the_rocksdb_layout(server_url: str, tmp_path: Path) -> None:
+    """Issue 25: export, second export and restore of a RocksDB-shaped checkpoint (shared
+    SSTs, changelogs), against cp -r, with the process's memory growth."""
+    args = ["--layout", "rocksdb", "--size-mb", "8", "--batches", "20", "--reps", "1"]
+    stdout, figures = _run("snapshots", args, server_url, tmp_path, name="snapshots-8mb-rocksdb")
+    assert figures["layout"] == "rocksdb" and "restore / cp -r" in stdout
+    for ratio in ("export_over_cp", "restore_over_cp", "second_over_first_bytes"):
+        assert _positive(figures["ratios"][ratio]), ratio
+    # The second export writes the new changelogs only: never the shared SSTs again.
+    assert figures["ratios"]["second_over_first_bytes"] < 0.5, figures
+    assert figures["peak_rss_growth_mb"] >= 0
