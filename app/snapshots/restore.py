@@ -21,12 +21,14 @@ from app.snapshots.models import READY, Snapshot, SnapshotUse
 from app.snapshots.store import SnapshotStore, StoreError, copy_tree_files
 from app.snapshots.store_access import SnapshotFailed, store_for
 from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
+from tidegate_runtime.files import write_atomic
 
 
 def _fresh_query_id(directory: Path) -> None:
+    # Written anew, never in place: a restored file may be a hard link to a snapshot's blob.
     data = json.dumps({"id": str(uuid.uuid4())}).encode()
-    (directory / "metadata").write_bytes(data)
-    (directory / ".metadata.crc").write_bytes(hadoop_crc(data))
+    write_atomic(directory / "metadata", data)
+    write_atomic(directory / ".metadata.crc", hadoop_crc(data))
 
 
 def materialise(

@@ -104,6 +104,30 @@ def create_regular(base: Path, rel: str) -> int:
         os.close(parent)
 
 
+def link_regular(base: Path, rel: str, source: str) -> bool:
+    """Make ``base/rel`` a hard link to the file ``source``, with its directories made and no
+    link followed on the way (as ``create_regular``). False where the filesystem cannot (another
+    device, or no hard links): the caller copies instead."""
+    parent, name = _walk_to_parent(base, rel, create=True)
+    try:
+        try:
+            existing = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:  # a leftover of an interrupted restore is replaced; a link or a folder is not
+            if not stat.S_ISREG(existing.st_mode):
+                raise UnsafeFileError(rel)
+            os.unlink(name, dir_fd=parent)
+        os.link(source, name, dst_dir_fd=parent, follow_symlinks=False)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP):
+            return False
+        raise
+    finally:
+        os.close(parent)
+
+
 def copy_fd(src: int, dst: int) -> None:
     """Copy all of ``src`` (from its start) to ``dst``, in the kernel where it can."""
     offset = 0

@@ -49,6 +49,7 @@ from app.worker import submission
 from app.worker.context import WorkerContext
 from tidegate_runtime import trial_batch as runtime_dryrun
 from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
+from tidegate_runtime.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -132,11 +133,9 @@ def plan_empty_batch(checkpoint: Path) -> int | None:
     if batch is None:
         return None
     data = (checkpoint / "offsets" / str(batch)).read_bytes()
-    target = checkpoint / "offsets" / str(batch + 1)
-    tmp = target.with_name(f".{target.name}.tidegate-tmp")
-    tmp.write_bytes(data)
-    (checkpoint / "offsets" / f".{batch + 1}.crc").write_bytes(hadoop_crc(data))
-    tmp.replace(target)
+    # Written anew, never in place: a restored file may be a hard link to a snapshot's blob.
+    write_atomic(checkpoint / "offsets" / f".{batch + 1}.crc", hadoop_crc(data))
+    write_atomic(checkpoint / "offsets" / str(batch + 1), data)
     return batch + 1
 
 

@@ -3,6 +3,7 @@ local folder, a file:// URL and S3 (moto's server, see conftest ``make_store``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,6 +107,34 @@ def test_restore_round_trip_and_corruption(
     store.fs.rm_file(store.blob_path(sha))
     with pytest.raises(StoreError, match="missing"):
         store.restore(put.entries, tmp_path / "again2")
+
+
+def test_a_local_restore_links_its_blobs_and_spark_writes_never_reach_them(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: from a local store on the same filesystem a restore copies no byte (each
+    file is a hard link to its blob); Spark replaces checkpoint files by rename, which
+    leaves the blob as it was."""
+    store = SnapshotStore(str(tmp_path / "store"))
+    ck = FakeCheckpoint(tmp_path / "ck")
+    for _ in range(3):
+        ck.batch()
+    put = _export(store, ck, "s1")
+    dest = tmp_path / "restored"
+    hints = store.restore(put.entries, dest)
+    for rel, entry in put.entries.items():
+        blob = Path(store.blob_path(entry["sha256"]))
+        assert (dest / rel).stat().st_ino == blob.stat().st_ino, rel
+        assert hints[rel]["size"] == entry["size"]
+    rel = "state/0/0/1.delta"
+    before = Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes()
+    (dest / "tmp-new").write_bytes(b"the next batch's file")
+    os.replace(dest / "tmp-new", dest / rel)  # how Spark writes: a new file, renamed
+    assert Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes() == before
+    # A second restore of the same snapshot is still exactly the snapshot.
+    again = tmp_path / "again"
+    store.restore(put.entries, again)
+    assert (again / rel).read_bytes() == (ck.root / rel).read_bytes() == before
 
 
 def test_manifest_is_atomic_and_versioned(make_store: Callable[[], SnapshotStore]) -> None:
