@@ -17,7 +17,8 @@ What is measured, per repetition, on one filesystem and with the page cache warm
    change are not read again): bytes written and time as a ratio of the first export;
 4. the same second export **without the hash cache** (every file hashed again);
 5. **restore** of the second snapshot into an empty folder (what a start from a snapshot
-   does before go), against ``cp -r`` of the same files;
+   does before go), copied with each hash checked (the default) and by hard links
+   (``TIDEGATE_SNAPSHOT_RESTORE_LINKS``), against ``cp -r`` of the same files;
 6. the **memory** this process needed for all of it: the growth of its peak RSS, which
    must stay a few tens of MB whatever the state's size (files are streamed, never read
    whole).
@@ -222,11 +223,11 @@ def cp_r(src: Path, dest: Path, files: list[str] | None = None) -> float:
     return time.perf_counter() - t
 
 
-def restore(store: SnapshotStore, name: str, dest: Path) -> float:
+def restore(store: SnapshotStore, name: str, dest: Path, link: bool = False) -> float:
     manifest = store.read_manifest("bench", name)
     assert manifest is not None
     t = time.perf_counter()
-    store.restore(manifest["queries"]["q"]["files"], dest)
+    store.restore(manifest["queries"]["q"]["files"], dest, link=link)
     return time.perf_counter() - t
 
 
@@ -252,9 +253,8 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="tidegate-bench-", dir=args.dir))
     try:
-        rows: dict[str, list[float]] = {
-            k: [] for k in ("export1", "cp1", "export2", "nocache2", "cp2", "restore", "cp3")
-        }
+        kinds = ("export1", "cp1", "export2", "nocache2", "cp2", "restore", "restore_link", "cp3")
+        rows: dict[str, list[float]] = {k: [] for k in kinds}
         rss_before = peak_rss_mb()
         written: dict[str, list[int]] = {"first": [], "second": [], "ref1": [], "ref2": []}
         files = 0
@@ -294,6 +294,7 @@ def main() -> None:
             shutil.rmtree(base / "copy1")
             shutil.rmtree(base / "copy2")
             rows["restore"].append(restore(store, "s2", base / "restored"))
+            rows["restore_link"].append(restore(store, "s2", base / "linked", link=True))
             rows["cp3"].append(cp_r(base / "restored", base / "copy3"))
             written["first"].append(first.bytes_written)
             written["ref1"].append(first.bytes_referenced)
@@ -333,6 +334,10 @@ def main() -> None:
             f"  restore (second)      {med['restore']:7.3f} s   cp -r of its files "
             f"{med['cp3']:7.3f} s   restore / cp -r {med['restore'] / med['cp3']:.2f} x"
         )
+        print(
+            f"  restore by hard links {med['restore_link']:7.3f} s   "
+            f"({med['restore_link'] / med['cp3']:.2f} x cp -r; TIDEGATE_SNAPSHOT_RESTORE_LINKS)"
+        )
         print(f"  peak RSS growth of this process over all of it: {rss_growth:.0f} MB")
         layout = "" if args.layout == "hdfs" else f"-{args.layout}"
         save(
@@ -349,6 +354,7 @@ def main() -> None:
                 "peak_rss_growth_mb": rss_growth,
                 "ratios": {
                     "restore_over_cp": med["restore"] / med["cp3"],
+                    "restore_links_over_cp": med["restore_link"] / med["cp3"],
                     "export_over_cp": med["export1"] / med["cp1"],
                     "second_over_first_time": med["export2"] / med["export1"],
                     "second_over_first_bytes": w["second"] / w["first"],

@@ -73,6 +73,14 @@ class Settings(BaseSettings):
         description="JSON object of fsspec options for a remote SNAPSHOT_ROOT (s3fs: endpoint_url, "
         "key, secret, client_kwargs, config_kwargs…); unset: the standard AWS environment.",
     )
+    snapshot_restore_links: bool = Field(
+        default=False,
+        description="Restore snapshots from a local SNAPSHOT_ROOT by hard-linking each file to "
+        "its blob (no copy: a restore takes as long for 1 GB as for 1 MB) instead of copying it "
+        "with its hash checked. A linked file is the blob: turn this on only where the drivers "
+        "run as another OS user than the worker (blobs are read-only to them), or a driver "
+        "could change a blob other snapshots share. Object stores and other devices always copy.",
+    )
     public_url: str | None = Field(
         default=None,
         description="URL Spark drivers use to reach this API; default http://HOST:PORT.",

@@ -87,7 +87,7 @@ def materialise(
                 files = _snapshot_files(factory, store, source)
                 if not with_state:
                     files = {k: v for k, v in files.items() if not k.startswith("state/")}
-                hints = store.restore(files, staging)
+                hints = store.restore(files, staging, link=settings.snapshot_restore_links)
             else:
                 checkpoint = Path(source["checkpoint"])
                 selected = select_files(checkpoint, int(source["batch_id"])).files

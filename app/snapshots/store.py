@@ -140,7 +140,8 @@ class SnapshotStore:
             self._mkdir(tmp_dir)
             tmp = tmp_dir / uuid.uuid4().hex
             try:
-                out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                # Read-only: a restore may link checkpoint files to it (SNAPSHOT_RESTORE_LINKS).
+                out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
                 try:
                     copy_fd(fd, out)
                 finally:
@@ -183,19 +184,21 @@ class SnapshotStore:
             raise StoreError(f"manifest {job}/{name} has unknown format {doc.get('format')}")
         return doc
 
-    def restore(self, entries: Mapping[str, Mapping[str, Any]], dest: Path) -> dict[str, Any]:
-        """Put each blob at ``dest/<relative path>``. Returns the hints (path -> sha256, size,
-        mtime_ns) that let a later export skip rereading them.
+    def restore(
+        self, entries: Mapping[str, Mapping[str, Any]], dest: Path, *, link: bool = False
+    ) -> dict[str, Any]:
+        """Put each blob at ``dest/<relative path>``, copied and its hash checked. Returns
+        the hints (path -> sha256, size, mtime_ns) that let a later export skip rereading them.
 
-        From a local store on the checkpoints' filesystem a file is a hard link to its blob:
-        no byte is copied, so a restore takes as long for 1 GB as for 1 MB (issue 25). That
-        is safe because neither side is ever written in place: blobs are immutable, and Spark
-        writes every checkpoint file anew (a new name, or a rename over the old one). Its
-        size is checked against the manifest. Elsewhere (an object store, another device)
-        each blob is copied and its hash checked."""
+        With ``link`` (TIDEGATE_SNAPSHOT_RESTORE_LINKS), from a local store on the
+        checkpoints' filesystem, a file is a hard link to its blob instead: no byte is copied,
+        so a restore takes as long for 1 GB as for 1 MB (issue 25), its size checked against
+        the manifest. Nothing of tidegate's or Spark's writes a checkpoint file in place (Spark
+        writes new files or renames over old ones), but driver code could: hence only where
+        drivers cannot write the blobs (another OS user; blobs are read-only)."""
         hints: dict[str, Any] = {}
         dest.mkdir(parents=True, exist_ok=True)
-        link = self.local
+        link = link and self.local
         for rel, entry in sorted(entries.items()):
             sha = str(entry["sha256"])
             linked = False

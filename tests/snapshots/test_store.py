@@ -112,19 +112,24 @@ def test_restore_round_trip_and_corruption(
 def test_a_local_restore_links_its_blobs_and_spark_writes_never_reach_them(
     tmp_path: Path,
 ) -> None:
-    """Issue 25: from a local store on the same filesystem a restore copies no byte (each
-    file is a hard link to its blob); Spark replaces checkpoint files by rename, which
-    leaves the blob as it was."""
+    """Issue 25: with TIDEGATE_SNAPSHOT_RESTORE_LINKS, from a local store on the same
+    filesystem a restore copies no byte (each file is a hard link to its read-only blob);
+    Spark replaces checkpoint files by rename, which leaves the blob as it was. Without it,
+    every file is a copy of its own."""
     store = SnapshotStore(str(tmp_path / "store"))
     ck = FakeCheckpoint(tmp_path / "ck")
     for _ in range(3):
         ck.batch()
     put = _export(store, ck, "s1")
+    copied = tmp_path / "copied"
+    store.restore(put.entries, copied)
     dest = tmp_path / "restored"
-    hints = store.restore(put.entries, dest)
+    hints = store.restore(put.entries, dest, link=True)
     for rel, entry in put.entries.items():
         blob = Path(store.blob_path(entry["sha256"]))
         assert (dest / rel).stat().st_ino == blob.stat().st_ino, rel
+        assert (copied / rel).stat().st_ino != blob.stat().st_ino, rel
+        assert blob.stat().st_mode & 0o222 == 0, rel  # read-only
         assert hints[rel]["size"] == entry["size"]
     rel = "state/0/0/1.delta"
     before = Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes()
@@ -133,7 +138,7 @@ def test_a_local_restore_links_its_blobs_and_spark_writes_never_reach_them(
     assert Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes() == before
     # A second restore of the same snapshot is still exactly the snapshot.
     again = tmp_path / "again"
-    store.restore(put.entries, again)
+    store.restore(put.entries, again, link=True)
     assert (again / rel).read_bytes() == (ck.root / rel).read_bytes() == before
 
 
