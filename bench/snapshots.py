@@ -151,6 +151,7 @@ def real_checkpoint(work: Path, records: int, rocksdb: bool = False) -> tuple[Pa
     a function that runs a few more batches."""
     from pyspark.sql import SparkSession
 
+    from pipelines.register_examples import ROCKSDB_CONF
     from pipelines.windowed_counts import build_windowed_counts
     from tidegate_runtime.eventlog import EventLog
     from tidegate_runtime.produce import produce
@@ -161,10 +162,8 @@ def real_checkpoint(work: Path, records: int, rocksdb: bool = False) -> tuple[Pa
     EventLog(root).create_stream("s", 2)
     builder = SparkSession.builder
     if rocksdb:
-        builder = builder.config(
-            "spark.sql.streaming.stateStore.providerClass",
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        ).config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        for key, value in ROCKSDB_CONF.items():
+            builder = builder.config(key, value)
     spark = (
         builder.master("local[2]")
         .config("spark.ui.enabled", "false")

@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 import yaml
 
+from app.snapshots.compat import CHANGELOG_CHECKPOINTING, PROVIDER_CLASS, ROCKSDB_PROVIDER
 from pipelines.dedup_events import produce_events
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.produce import produce
@@ -102,12 +103,7 @@ def enrich_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str
 
 # Spark's RocksDB state store with changelog checkpointing: the state of a long watermark
 # lives on the executors' disks, and each batch writes only its changes.
-ROCKSDB_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-    ),
-    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-}
+ROCKSDB_CONF = {PROVIDER_CLASS: ROCKSDB_PROVIDER, CHANGELOG_CHECKPOINTING: "true"}
 
 
 def dedup_events_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:

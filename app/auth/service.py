@@ -35,6 +35,10 @@ TOKEN_PREFIX = "tg_"
 # and was missed by revocation, stops working within a day. A driver cut off from the API for
 # longer exits when it comes back (its calls are refused) and the reconciler starts another.
 RUN_TOKEN_LIFETIME = timedelta(hours=24)
+_SPENT = (
+    "This bootstrap token was already exchanged (or its run was resubmitted): a driver "
+    "exchanges it once, when it starts. A driver started by tidegate gets a fresh one."
+)
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,6 @@ def exchange_bootstrap(session: Session, principal: Principal, run_id: int) -> s
         raise Unauthorized(_SPENT, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
     row.revoked_at = utcnow()
     return create_run_token(session, run_id, row.name)
-
-
-_SPENT = (
-    "This bootstrap token was already exchanged (or its run was resubmitted): a driver "
-    "exchanges it once, when it starts. A driver started by tidegate gets a fresh one."
-)
 
 
 def _renew_run_token(session: Session, row: ApiToken, now: datetime) -> None:
@@ -196,12 +194,13 @@ def authenticate(session: Session, authorization: str | None, admin_token: str |
         return admin
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
     now = utcnow()
-    if row is not None and row.scope == Scope.BOOTSTRAP and row.revoked_at is not None:
-        raise Unauthorized(_SPENT, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
     if row is not None and row.run_id is not None and row.revoked_at is not None:
+        spent = row.scope == Scope.BOOTSTRAP
         raise Unauthorized(
-            f"This run token was revoked: run {row.run_id} ended or was resubmitted, so its "
-            "runtime channel takes nothing more from this driver, which should exit.",
+            _SPENT
+            if spent
+            else f"This run token was revoked: run {row.run_id} ended or was resubmitted, so "
+            "its runtime channel takes nothing more from this driver, which should exit.",
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
     if row is None or row.revoked_at is not None or (row.expires_at and row.expires_at <= now):

@@ -35,6 +35,7 @@ SPARK_DEFAULT_SHUFFLE_PARTITIONS = "200"
 PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass"
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 # Declared kind -> the operatorName(s) Spark 4 records for it.
 KIND_OPERATORS: dict[str, frozenset[str]] = {

@@ -14,7 +14,7 @@ from typing import Any
 import psutil
 import pytest
 
-from app.snapshots.compat import PROVIDER_CLASS, ROCKSDB_PROVIDER
+from pipelines.register_examples import ROCKSDB_CONF
 from tests.chaos.windowed import committed_windows, expected_windows, producing
 from tests.e2e.backends import Target
 from tests.e2e.fixtures import driver_jvms
@@ -26,12 +26,10 @@ from tidegate_runtime.produce import produce
 pytestmark = pytest.mark.e2e
 
 T0 = 1_767_225_600_000
-CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 # A full RocksDB checkpoint (V.zip and its SST files) every 2 changelogs, made by the
 # maintenance task every 2 s (Spark's defaults: 10 and 60 s), so that a toy run has both.
 ROCKSDB = {
-    PROVIDER_CLASS: ROCKSDB_PROVIDER,
-    CHANGELOG: "true",
+    **ROCKSDB_CONF,
     "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
     "spark.sql.streaming.stateStore.maintenanceInterval": "2s",
 }
