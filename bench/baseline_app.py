@@ -58,6 +58,17 @@ JOB = (
 )
 
 
+RUN = (
+    "select r.id, j.name as job, v.number as version, c.name as cluster, r.state, "
+    "r.stop_reason, r.attempt, r.failures, r.backend_id, r.attempt_spare_seq, r.observed_state, "
+    "r.observed_at, r.last_error, r.next_restart_at, r.running_since, r.progress, r.drain, "
+    "r.standby_ready_at, r.go_at, r.spare_attempt, r.spare_backend_id, r.spare_ready_at, "
+    "r.spare_error, r.spare_retry_at, r.created_by, r.created_at, r.ended_at "
+    "from runs r join jobs j on j.id = r.job_id join job_versions v on v.id = r.version_id "
+    "join clusters c on c.id = v.cluster_id"
+)
+
+
 def create_app(url: str) -> FastAPI:
     app = FastAPI()
     pool = Pool(url.replace("postgresql+psycopg://", "postgresql://"))
@@ -81,6 +92,21 @@ def create_app(url: str) -> FastAPI:
                 JOB + " where name > %s order by name limit %s", (after, limit)
             ).fetchall()
         return {"items": rows}
+
+    @app.get("/baseline/runs/{run_id}")
+    def get_run(run_id: int) -> dict[str, Any]:
+        """A run with its job's, version's and cluster's names, and its last 50 transitions:
+        what tidegate's GET /runs/{id} reads, in two queries as it does."""
+        with pool.connection() as conn:
+            run = conn.execute(RUN + " where r.id = %s", (run_id,)).fetchone()
+            if run is None:
+                raise HTTPException(404)
+            run["transitions"] = conn.execute(
+                "select at, from_state, to_state, reason from run_transitions "
+                "where run_id = %s order by id desc limit 50",
+                (run_id,),
+            ).fetchall()
+        return run
 
     @app.get("/baseline/snapshots")
     def list_snapshots(limit: int = 50, before: int | None = None) -> dict[str, Any]:

@@ -27,9 +27,10 @@ Measured, while that runs:
   to each process by its client port, against the configured pools (API: 2 x
   TIDEGATE_DB_POOL_SIZE + its LISTEN connection; worker: 2 x (concurrency + 4) + LISTEN),
   with and without waiting spares.
-- Read latency and throughput at concurrency 16 (GET /jobs/{job}, GET /jobs?limit=50) over
-  the two API processes, against two bare FastAPI + psycopg apps (bench/baseline_app.py) in
-  the same run, rounds interleaved; the load generator runs in a process of its own.
+- Read latency and throughput at concurrency 16 (GET /jobs/{job}, GET /jobs?limit=50,
+  GET /runs/{id}) over the two API processes, against two bare FastAPI + psycopg apps
+  (bench/baseline_app.py) in the same run, rounds interleaved; the load generator runs in a
+  process of its own.
 - Death -> go: a running driver's batch turns "dead" in the fake; from then until its
   spare's long-poll answers go; from the run's transitions, when a worker saw the death and
   when it adopted the spare (the NOTIFY).
@@ -107,7 +108,7 @@ LISTING = "GET /batches?from=0 (a listing starts)"
 LONG_POLL = 25  # tidegate_runtime/standby.py::LONG_POLL_SECONDS
 API_POOL = 10  # TIDEGATE_DB_POOL_SIZE's default, which the API processes run with
 WORKER_CONCURRENCY = 4  # `tidegate worker --concurrency`'s default
-READS = ("GET /jobs/{job}", "GET /jobs (page of 50)")
+READS = ("GET /jobs/{job}", "GET /jobs (page of 50)", "GET /runs/{id}")
 
 QUERIES = [
     {
@@ -792,6 +793,8 @@ def _load_child(
         base = urls[i % len(urls)] + prefix
         if scenario == READS[0]:
             return c.get(f"{base}/jobs/job-{(i * 7919) % jobs:07d}")
+        if scenario == READS[2]:  # the seeded runs are 1..jobs
+            return c.get(f"{base}/runs/{(i * 7919) % jobs + 1}")
         return c.get(f"{base}/jobs", params={"limit": 50})
 
     kw: dict[str, Any] = {"concurrency": concurrency, "headers": headers}

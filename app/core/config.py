@@ -122,7 +122,7 @@ class Settings(BaseSettings):
         ge=4,
         le=1000,
         description="Threads per API process for the synchronous endpoints (anyio's pool). "
-        "Requests at work on the database are bounded by the pool anyway (2 x db_pool_size); "
+        "Requests at work on the database are bounded by the pool anyway (db_pool_size); "
         "the rest of the threads serve requests that wait for a connection slot without one.",
     )
     max_waiting_drivers: int = Field(

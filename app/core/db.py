@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Engine, MetaData, create_engine, func, select
+from sqlalchemy import DateTime, Engine, MetaData, create_engine, event, exc, func, select
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -53,11 +54,10 @@ def make_engine(
     statement_timeout_ms: int = 15_000,
     application_name: str = "tidegate",
 ) -> Engine:
-    return create_engine(
+    engine = create_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,  # a restarted PostgreSQL must not poison the pool
         pool_timeout=5,
         connect_args={
             "connect_timeout": 5,
@@ -65,6 +65,35 @@ def make_engine(
             "application_name": application_name,
         },
     )
+    _ping_when_idle(engine)
+    return engine
+
+
+# A connection handed back less than this long ago is not pinged again before its next use: a
+# busy API would otherwise pay a round trip per request. A PostgreSQL restart inside that
+# second costs at most the request that finds the dead connection (a 503 with Retry-After);
+# that error invalidates every older pooled connection, so the next requests reconnect.
+PING_AFTER_IDLE_SECONDS = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Pessimistic disconnect handling (SQLAlchemy's pre-ping) for connections that sat idle,
+    where a restarted PostgreSQL or a failover leaves them dead."""
+
+    @event.listens_for(engine, "checkin")
+    def _returned(dbapi_connection: Any, record: Any) -> None:
+        record.info["checked_in_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _check(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        returned = record.info.get("checked_in_at")
+        if returned is None or time.monotonic() - returned < PING_AFTER_IDLE_SECONDS:
+            return  # just opened, or just used
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as error:
+            # As pre-ping does: this connection and every one pooled before it are replaced.
+            raise exc.InvalidatePoolError(f"a pooled connection failed a ping: {error}") from error
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -28,8 +28,10 @@ def _slots(request: Request) -> anyio.CapacityLimiter:
     for a slot takes no thread and no connection."""
     slots: anyio.CapacityLimiter | None = getattr(request.app.state, "db_slots", None)
     if slots is None:
-        pool = request.app.state.engine.pool
-        size = getattr(pool, "size", lambda: 10)() + max(getattr(pool, "_max_overflow", 0), 0)
+        # The pool's steady size, not its overflow: a slot beyond it would open a connection
+        # for one request and close it after (PostgreSQL forks a backend each time). The
+        # overflow is for the middleware's authentication and audit, which take no slot.
+        size = getattr(request.app.state.engine.pool, "size", lambda: 10)()
         slots = request.app.state.db_slots = anyio.CapacityLimiter(max(1, size))
     return slots
 

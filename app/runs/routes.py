@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Response
 
 from app.auth.deps import Reader
 from app.core.deps import DbSession
+from app.core.json_response import json_response
 from app.core.pagination import Cursor, Limit, Page
 from app.core.params import JobName
 from app.runs import service
@@ -83,7 +84,7 @@ def list_runs(
 @router.get("/runs/{run_id}", response_model=RunResponse, operation_id="getRun", name="run.get")
 def get_run(
     run_id: Annotated[int, Path(ge=1, le=2**62)], session: DbSession, _: Reader
-) -> RunResponse:
-    run = service.get_run(session, run_id)
+) -> Response:
+    run = service.run_for_response(session, run_id)
     history = [TransitionResponse.model_validate(t) for t in service.transitions(session, run_id)]
-    return run_response(run, history)
+    return json_response(run_response(run, history))

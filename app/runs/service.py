@@ -8,9 +8,10 @@ import logging
 from typing import Any
 
 from sqlalchemy import select, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from app.auth.service import revoke_run_tokens
+from app.clusters.models import Cluster
 from app.core import run_states as states
 from app.core.db import utcnow
 from app.core.errors import Conflict, NotFound
@@ -258,11 +259,31 @@ def get_run(session: Session, run_id: int) -> Run:
     return run
 
 
+# What a run's response names of its job, version and cluster, and nothing more: the whole
+# rows (a version's queries and conf, the job's latest-version subquery) cost a read more
+# than its query does (bench/fleet.py).
+FOR_RESPONSE = (
+    joinedload(Run.job).load_only(Job.name, raiseload=True),
+    joinedload(Run.version)
+    .load_only(JobVersion.number, raiseload=True)
+    .joinedload(JobVersion.cluster)
+    .load_only(Cluster.name, raiseload=True),
+)
+
+
+def run_for_response(session: Session, run_id: int) -> Run:
+    """A run as its response shows it (see FOR_RESPONSE): for reading, not for changing."""
+    run = session.scalar(select(Run).where(Run.id == run_id).options(*FOR_RESPONSE))
+    if run is None:
+        raise NotFound(f"No run with id {run_id}.")
+    return run
+
+
 def list_runs(
     session: Session, job_name: str, *, limit: int, cursor: str | None
 ) -> tuple[list[Run], str | None]:
     job = get_job(session, job_name)
-    stmt = select(Run).where(Run.job_id == job.id)
+    stmt = select(Run).where(Run.job_id == job.id).options(*FOR_RESPONSE)
     return keyset_page(session, stmt, Run.id, limit=limit, cursor=cursor, descending=True)
 
 
