@@ -55,6 +55,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.snapshots import store as store_module
 from app.snapshots.export import committed_batch, select_files
 from app.snapshots.store import PutResult, SnapshotStore, known_hashes
 from bench.common import save
@@ -210,6 +211,18 @@ def export(store: SnapshotStore, ck: Path, name: str, known: Any = None) -> tupl
     return time.perf_counter() - t, put
 
 
+def serial_export(root: Path, ck: Path) -> float:
+    """The first export into a store of its own, one file at a time (hash, then copy)."""
+    saved = store_module.PUT_THREADS
+    store_module.PUT_THREADS = 1
+    try:
+        seconds, _ = export(SnapshotStore(str(root)), ck, "serial")
+    finally:
+        store_module.PUT_THREADS = saved
+    shutil.rmtree(root)
+    return seconds
+
+
 def cp_r(src: Path, dest: Path, files: list[str] | None = None) -> float:
     """``cp -r src dest``; with ``files``, ``cp --parents`` of just those (the RocksDB
     layout keeps changelogs a snapshot does not need: the same bytes on both sides)."""
@@ -252,7 +265,17 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="tidegate-bench-", dir=args.dir))
     try:
-        kinds = ("export1", "cp1", "export2", "nocache2", "cp2", "restore", "restore_link", "cp3")
+        kinds = (
+            "export1",
+            "serial1",
+            "cp1",
+            "export2",
+            "nocache2",
+            "cp2",
+            "restore",
+            "restore_link",
+            "cp3",
+        )
         rows: dict[str, list[float]] = {k: [] for k in kinds}
         rss_before = peak_rss_mb()
         written: dict[str, list[int]] = {"first": [], "second": [], "ref1": [], "ref2": []}
@@ -271,12 +294,15 @@ def main() -> None:
                 ck, more = synthetic.root, synthetic.batch
             store = SnapshotStore(str(base / "store"))
             same = None if not rocksdb else select_files(ck, committed_batch(ck) or 0).files
-            # Alternate the order so neither side always gets the warmer cache.
+            # Alternate the order so neither side always gets the warmer cache. The export
+            # with one file at a time (as before PUT_THREADS) is measured beside it.
             if rep % 2:
                 rows["cp1"].append(cp_r(ck, base / "copy1", same))
+                rows["serial1"].append(serial_export(base / "serial", ck))
                 seconds, first = export(store, ck, "s1")
             else:
                 seconds, first = export(store, ck, "s1")
+                rows["serial1"].append(serial_export(base / "serial", ck))
                 rows["cp1"].append(cp_r(ck, base / "copy1", same))
             rows["export1"].append(seconds)
             files = len(first.entries)
@@ -313,6 +339,11 @@ def main() -> None:
         print(f"  first export          {med['export1']:7.3f} s   wrote {mb(w['first'])}")
         print(f"  cp -r (same files)    {med['cp1']:7.3f} s")
         print(f"  export / cp -r        {med['export1'] / med['cp1']:7.2f} x")
+        print(
+            f"  one file at a time    {med['serial1']:7.3f} s   "
+            f"({med['serial1'] / med['cp1']:.2f} x cp -r; {store_module.PUT_THREADS} at a time is "
+            f"{med['export1'] / med['serial1']:.2f} x of it)"
+        )
         print(
             f"  second export (+{args.more_batches} batches, hash cache)"
             f"  {med['export2']:7.3f} s   wrote {mb(w['second'])} of {mb(w['ref2']).strip()}"
@@ -355,6 +386,8 @@ def main() -> None:
                     "restore_over_cp": med["restore"] / med["cp3"],
                     "restore_links_over_cp": med["restore_link"] / med["cp3"],
                     "export_over_cp": med["export1"] / med["cp1"],
+                    "serial_export_over_cp": med["serial1"] / med["cp1"],
+                    "put_threads": store_module.PUT_THREADS,
                     "second_over_first_time": med["export2"] / med["export1"],
                     "second_over_first_bytes": w["second"] / w["first"],
                 },

@@ -25,6 +25,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ from app.snapshots.remote import is_local, open_remote
 from app.snapshots.safe_files import copy_fd, create_regular, link_regular, open_regular
 
 CHUNK = 4 * 1024 * 1024
+HASH_CHUNK = 1024 * 1024
+# Files put at once: two cores hash while the kernel copies (measured in bench/snapshots.py).
+PUT_THREADS = 4
 MANIFEST_FORMAT = 1
 # A file's identity for the hash cache: same path, size and mtime means the same content
 # (state files are never rewritten in place).
@@ -52,6 +56,16 @@ class PutResult:
     bytes_written: int = 0
     files_written: int = 0
     files_hashed: int = 0
+
+
+@dataclass(frozen=True)
+class _Put:
+    """One file put: its manifest entry, and whether it was hashed and written."""
+
+    entry: dict[str, Any]
+    size: int
+    hashed: bool
+    wrote: bool
 
 
 @dataclass
@@ -104,37 +118,59 @@ class SnapshotStore:
         """Store each file of ``checkpoint`` (relative paths) unless its content is already
         stored. ``known`` maps (path, size, mtime_ns) to a sha256 learned earlier, so files
         that did not change are neither reread nor rewritten. ``on_file(rel, size)`` is called
-        after each file is in the store (progress)."""
+        after each file is in the store (progress), in the order of ``files``.
+
+        On a local root PUT_THREADS files at a time: hashing (hashlib lets go of the GIL) and
+        copying (in the kernel) of one file overlap with another's, so a first export costs
+        about what ``cp`` of the same files does instead of a hash pass plus a copy."""
+        files = list(files)
         result = PutResult()
         known = known or {}
-        for rel in files:
-            path = checkpoint / rel
-            fd = open_regular(checkpoint, rel)  # never through a link the driver planted
-            try:
-                st = os.fstat(fd)
-                sha = known.get((str(path), st.st_size, st.st_mtime_ns))
-                if sha is None or not self.fs.exists(self.blob_path(sha)):
-                    result.files_hashed += 1
-                    sha, wrote = self._put_blob(fd)
-                    if wrote:
-                        result.bytes_written += st.st_size
-                        result.files_written += 1
-            finally:
-                os.close(fd)
-            result.entries[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-            result.bytes_referenced += st.st_size
-            if on_file is not None:
-                on_file(rel, st.st_size)
+        # An object store gets one upload at a time: it fails fast and exactly where it failed
+        # (tests/snapshots/test_s3_store.py); parallel uploads there are not measured yet.
+        threads = PUT_THREADS if self.local else 1
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="snapshot-put")
+        try:
+            for rel, put in zip(
+                files,
+                pool.map(lambda rel: self._put_file(checkpoint, rel, known), files),
+                strict=True,
+            ):
+                result.entries[rel] = put.entry
+                result.bytes_referenced += put.size
+                result.files_hashed += put.hashed
+                if put.wrote:
+                    result.bytes_written += put.size
+                    result.files_written += 1
+                if on_file is not None:
+                    on_file(rel, put.size)
+        finally:
+            # On a failure (or a cancelled operation), files not yet begun are not begun.
+            pool.shutdown(wait=True, cancel_futures=True)
         return result
 
-    def _put_blob(self, fd: int) -> tuple[str, bool]:
-        # Hash first (a read from the page cache), then copy only a blob not yet stored: on a
-        # local root the copy stays in the kernel (sendfile), as cp does. Both read the one
-        # open file, and checkpoint files are never rewritten in place.
-        sha = _hash_fd(fd)
+    def _put_file(self, checkpoint: Path, rel: str, known: Mapping[FileKey, str]) -> _Put:
+        fd = open_regular(checkpoint, rel)  # never through a link the driver planted
+        try:
+            st = os.fstat(fd)
+            sha = known.get((str(checkpoint / rel), st.st_size, st.st_mtime_ns))
+            hashed = wrote = False
+            if sha is None or not self.fs.exists(self.blob_path(sha)):
+                hashed = True
+                sha = _hash_fd(fd)
+                wrote = self._put_blob(fd, sha)
+        finally:
+            os.close(fd)
+        entry = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        return _Put(entry, st.st_size, hashed, wrote)
+
+    def _put_blob(self, fd: int, sha: str) -> bool:
+        """Copy the open file hashed to ``sha`` into the store unless it is there; whether it
+        was written. On a local root the copy stays in the kernel (sendfile), as cp does;
+        checkpoint files are never rewritten in place, so the hash read holds for the copy."""
         target = self.blob_path(sha)
         if self.fs.exists(target):
-            return sha, False
+            return False
         if self.local:
             tmp_dir = Path(self.root) / "tmp"
             self._mkdir(tmp_dir)
@@ -147,13 +183,20 @@ class SnapshotStore:
                 finally:
                     os.close(out)
                 self._mkdir(Path(target).parent)
-                os.replace(tmp, target)
+                try:
+                    # Not a rename: two files of one content (commit logs often are), put at
+                    # once here or by another worker, are written once.
+                    os.link(tmp, target)
+                except FileExistsError:
+                    return False
+                except OSError:  # a filesystem without hard links: the same content anyway
+                    os.replace(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
         else:
             # One PUT, all or nothing on object stores, of the very file opened above.
             self.fs.put_file(f"/proc/self/fd/{fd}", target)
-        return sha, True
+        return True
 
     def write_manifest(self, job: str, name: str, manifest: dict[str, Any]) -> str:
         data = json.dumps({"format": MANIFEST_FORMAT, **manifest}, sort_keys=True).encode()
@@ -198,37 +241,55 @@ class SnapshotStore:
         drivers cannot write the blobs (another OS user; blobs are read-only)."""
         hints: dict[str, Any] = {}
         dest.mkdir(parents=True, exist_ok=True)
-        link = link and self.local
-        for rel, entry in sorted(entries.items()):
-            sha = str(entry["sha256"])
-            linked = False
-            if link:
-                try:
-                    linked = link_regular(dest, rel, self.blob_path(sha))
-                except FileNotFoundError:
-                    raise StoreError(f"blob {sha} is missing from the snapshot store") from None
-                link = linked  # a filesystem that cannot link will not for the next file
-            if linked:
-                fd = open_regular(dest, rel)
-            else:
-                fd = create_regular(dest, rel)  # no link below dest, no '..' in rel
-                try:
-                    self.copy_blob(sha, fd)
-                except BaseException:
-                    os.close(fd)
-                    (dest / rel).unlink(missing_ok=True)
-                    raise
-            try:
-                st = os.fstat(fd)
-            finally:
-                os.close(fd)
-            if "size" in entry and st.st_size != int(entry["size"]):
-                (dest / rel).unlink(missing_ok=True)
-                raise StoreError(
-                    f"blob {sha} is corrupt: {st.st_size} bytes, the manifest says {entry['size']}"
-                )
-            hints[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        items = sorted(entries.items())
+        if link and self.local:
+            for rel, entry in items:
+                # A filesystem that cannot link will not for the next file: copy from then on.
+                hints[rel], link = self._restore_file(dest, rel, entry, link)
+            return hints
+        # Copies are checked by hash: several files at once on a local store, as put_files.
+        threads = PUT_THREADS if self.local else 1
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="snapshot-restore")
+        try:
+            done = pool.map(
+                lambda item: self._restore_file(dest, item[0], item[1], False)[0], items
+            )
+            hints.update(zip((rel for rel, _ in items), done, strict=True))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return hints
+
+    def _restore_file(
+        self, dest: Path, rel: str, entry: Mapping[str, Any], link: bool
+    ) -> tuple[dict[str, Any], bool]:
+        """One file of a restore: its hint, and whether it was linked (not copied)."""
+        sha = str(entry["sha256"])
+        linked = False
+        if link:
+            try:
+                linked = link_regular(dest, rel, self.blob_path(sha))
+            except FileNotFoundError:
+                raise StoreError(f"blob {sha} is missing from the snapshot store") from None
+        if linked:
+            fd = open_regular(dest, rel)
+        else:
+            fd = create_regular(dest, rel)  # no link below dest, no '..' in rel
+            try:
+                self.copy_blob(sha, fd)
+            except BaseException:
+                os.close(fd)
+                (dest / rel).unlink(missing_ok=True)
+                raise
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if "size" in entry and st.st_size != int(entry["size"]):
+            (dest / rel).unlink(missing_ok=True)
+            raise StoreError(
+                f"blob {sha} is corrupt: {st.st_size} bytes, the manifest says {entry['size']}"
+            )
+        return {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}, linked
 
     def copy_blob(self, sha256: str, target: int) -> None:
         """Write the blob to the open file ``target``, checking its hash."""
@@ -301,11 +362,15 @@ class SnapshotStore:
 
 
 def _hash_fd(fd: int) -> str:
+    # One buffer per file, read into: PUT_THREADS hashing at once allocate no 4 MiB object
+    # per read (the process's RSS stays flat, bench/snapshots.py).
     digest = hashlib.sha256()
+    buffer = bytearray(HASH_CHUNK)
+    view = memoryview(buffer)
     offset = 0
-    while chunk := os.pread(fd, CHUNK, offset):
-        digest.update(chunk)
-        offset += len(chunk)
+    while read := os.preadv(fd, [buffer], offset):
+        digest.update(view[:read])
+        offset += read
     return digest.hexdigest()
 
 

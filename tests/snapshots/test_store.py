@@ -87,6 +87,25 @@ def test_identical_files_are_stored_once(
     assert len(_blobs(store)) == 1
 
 
+def test_identical_files_in_one_export_are_written_once(
+    tmp_path: Path, make_store: Callable[[], SnapshotStore]
+) -> None:
+    """Files are put several at a time: two of one content (commit logs often are) must not
+    both be written (one PUT per blob on S3, one rename on a folder)."""
+    store = make_store()
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    for i in range(24):
+        (ck / f"same-{i}").write_bytes(b"commit" * 5000)
+        (ck / f"own-{i}").write_bytes(os.urandom(30_000))
+    files = sorted(p.name for p in ck.iterdir())
+    put = store.put_files(ck, files)
+    assert put.files_written == 25 and put.bytes_written == 25 * 30_000
+    assert list(put.entries) == files  # in the order asked, whatever finished first
+    assert len({put.entries[f"same-{i}"]["sha256"] for i in range(24)}) == 1
+    assert len(_blobs(store)) == 25
+
+
 def test_restore_round_trip_and_corruption(
     tmp_path: Path, make_store: Callable[[], SnapshotStore]
 ) -> None:
