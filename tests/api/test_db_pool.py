@@ -50,6 +50,7 @@ def test_a_connection_just_used_is_not_pinged_again(
     small_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pings = _pings(small_engine, monkeypatch)
+    monkeypatch.setattr(core_db, "PING_AFTER_IDLE_SECONDS", 60.0)  # however slow the machine
     first = _backend_pid(small_engine)
     for _ in range(20):
         assert _backend_pid(small_engine) == first
