@@ -66,6 +66,8 @@ bench: $(STAMP)
 	$(PY) bench/startpoints.py
 	$(PY) bench/upgrade.py
 	$(PY) bench/metrics.py
+	$(PY) bench/fleet.py
+	$(PY) bench/statesize.py
 	@for extra in bench/snapshots.py bench/drain.py; do \
 		if [ -f $$extra ]; then echo "== $$extra"; $(PY) $$extra || exit 1; fi; \
 	done

@@ -1,0 +1,564 @@
+"""The pause at size (issue 25): the large-state pipeline (pipelines/dedup_events.py) on the
+RocksDB state store with changelog checkpointing, at about 10 MB, 100 MB (and 1 GB with
+--sizes) of state on disk, on a local Spark standalone cluster, beside bare Spark and Flink.
+
+For each size the state is built once, with local Spark, from the event log (every event id
+held: the seed's events share one event time, so the hour-long watermark drops none). Then,
+rounds interleaved (every strategy once a round, the order turning), each switch on a fresh
+job whose checkpoint and output are hard-linked copies of the seed (``cp -al``: Spark writes
+new files and never rewrites one, so the copies never touch the seed):
+
+  bare      kill the driver through the REST submission API, resubmit the same app on the
+            same checkpoint (no tidegate);
+  update-snapshot   tidegate: POST /jobs/{job}/update strategy snapshot, pre-warmed (the new
+            driver waits as a standby while the old one processes);
+  update-drain      the same by drain (the new version starts fresh at the drained offsets);
+  restart   tidegate: POST /jobs/{job}/restart, pre-warmed (the run's spare takes over);
+  crash-hotspare    the driver's JVM SIGKILLed, the job's hot spare takes over;
+  flink     Flink 2.3 stop-with-savepoint + restore of ../shared/anchors/flink/sql_state_job.py
+            on its RocksDB backend, with as many keys as the seed holds event ids (``run.sh
+            setup`` once; its state fills for --flink-fill seconds first).
+
+The figure is the time the output stood still: from the old driver's last committed batch to
+the new driver's first (the first ``commits/N`` written after the new driver was told to go);
+for Flink, from the stop call to the restored job's first output. Input keeps arriving
+throughout. Each tidegate switch also prints when each step ended: where the seconds go.
+
+    python bench/statesize.py                       # 10 MB and 100 MB, 2 rounds (~30 min)
+    python bench/statesize.py --sizes 10 --reps 1 --strategies bare,update-snapshot  # smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.backends.base import SubmitSpec
+from app.backends.standalone import StandaloneBackend
+from app.devtools.spark_local import LocalStandaloneCluster, find_free_port
+from bench.common import (
+    ROOT,
+    api_client,
+    median,
+    ratio,
+    save,
+    scratch_database,
+    serve,
+    table,
+    tidegate_env,
+)
+from bench.upgrade import (
+    CONF,
+    FLINK,
+    Context,
+    Switch,
+    _at,
+    _driver_jvm,
+    _new_attempt_at,
+    _no_active_driver,
+    _operate,
+    _phases,
+    _wait,
+    first_commit_after,
+    last_commit_before,
+)
+from pipelines.dedup_events import QUERY, produce_events
+from pipelines.register_examples import ROCKSDB_CONF, dedup_events_version
+
+PIPELINE = ROOT / "pipelines" / "dedup_events.py"
+T0 = 1_767_225_600_000
+# Measured here: 1,000,000 event ids hold 9.2 MB of RocksDB state on disk (changelogs and
+# SSTs of 2 partitions); the seed is sized from it and the real size printed.
+EVENTS_PER_MB = 110_000
+STEADY_SECONDS = 3.0
+SPARK_CONF = {**CONF, **ROCKSDB_CONF, "spark.driver.memory": "1g"}
+BATCH_LIMIT = "200000"  # records per batch, so that a driver catching up commits early
+
+
+@dataclass
+class Seed:
+    """A checkpoint and output built once for one size, copied (linked) for every switch."""
+
+    mb: int
+    stream: str  # a stream of its own: a job on one seed never catches up another's events
+    events: int
+    checkpoint: Path
+    output: Path
+    state_bytes: int
+
+
+def du(path: Path) -> int:
+    """Bytes on disk below ``path`` (each hard-linked file once, as ``du`` counts)."""
+    return int(
+        subprocess.run(
+            ["du", "-sb", str(path)], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
+
+
+def build_seed(work: Path, log_root: Path, mb: int) -> Seed:
+    """``mb`` MB worth of event ids through the pipeline with local Spark, in a child process
+    (its JVM gone before anything is measured)."""
+    events, stream = mb * EVENTS_PER_MB, f"events-{mb}mb"
+    produce_events(str(log_root), stream, events, start_ts_ms=T0, ts_step_ms=0)
+    base = work / f"seed-{mb}mb"
+    subprocess.run(
+        [sys.executable, __file__, "--seed-child", str(log_root), stream, str(base)],
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    checkpoint = base / "checkpoint"
+    return Seed(mb, stream, events, checkpoint, base / "out", du(checkpoint / "state"))
+
+
+def _seed_child(log_root: str, stream: str, base: str) -> None:
+    from pyspark.sql import SparkSession
+
+    from pipelines.dedup_events import build_deduplicated
+    from tidegate_runtime.source import read_events
+
+    builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    for key, value in {**SPARK_CONF, "spark.driver.memory": "2g"}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    events = read_events(spark, log_root, stream, maxRecordsPerBatch="1000000")
+    query = (
+        build_deduplicated(events)
+        .writeStream.format("parquet")
+        .option("path", f"{base}/out")
+        .option("checkpointLocation", f"{base}/checkpoint")
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    spark.stop()
+
+
+def _copy(seed: Seed, checkpoint: Path, output: Path) -> None:
+    for src, dest in ((seed.checkpoint, checkpoint), (seed.output, output)):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-al", str(src), str(dest)], check=True)
+
+
+# ---- bare Spark ------------------------------------------------------------------------------
+
+
+def _bare_submit(
+    ctx: Context, seed: Seed, tag: str, checkpoint: Path, out: Path
+) -> tuple[str, float]:
+    args = [
+        "--root",
+        str(ctx.log_root),
+        "--stream",
+        seed.stream,
+        "--output",
+        str(out),
+        "--checkpoint",
+        str(checkpoint),
+        "--trigger",
+        "1 seconds",
+        "--max-records-per-batch",
+        BATCH_LIMIT,
+    ]
+    spec = SubmitSpec(tag=tag, file=str(PIPELINE), args=args, conf=SPARK_CONF)
+    submitted = time.time()
+    return ctx.backend.submit(spec), submitted
+
+
+def bare(ctx: Context, seed: Seed, rep: int) -> Switch:
+    checkpoint = ctx.tmp / f"bare-{seed.mb}-{rep}" / "checkpoint"
+    out = checkpoint.parent / "out"
+    _copy(seed, checkpoint, out)
+    driver, since = _bare_submit(ctx, seed, f"bare-{seed.mb}-{rep}-a", checkpoint, out)
+    ctx.state["bare"] = driver
+    _wait(lambda: first_commit_after(checkpoint, since), 600, "bare first commit")
+    time.sleep(STEADY_SECONDS)
+    load, t0 = os.getloadavg()[0], time.time()
+    ctx.backend.kill(driver)
+    _wait(lambda: ctx.backend.status(driver).state.terminal, 120, "bare kill")
+    gone = time.time()
+    driver, since = _bare_submit(ctx, seed, f"bare-{seed.mb}-{rep}-b", checkpoint, out)
+    ctx.state["bare"] = driver
+    committed = _wait(lambda: first_commit_after(checkpoint, since), 600, "bare new commit")
+    last = last_commit_before(checkpoint, since) or t0
+    return Switch(committed - t0, committed - last, {"old driver gone": gone - t0}, load)
+
+
+# ---- tidegate ---------------------------------------------------------------------------------
+
+
+def _version(ctx: Context, seed: Seed, out: Path, *, fixed: bool, number: int) -> dict[str, Any]:
+    body = dedup_events_version(ctx.log_root, seed.stream, out, "standalone")
+    body["conf"] = {**body["conf"], **SPARK_CONF, "spark.benchmark.version": str(number)}
+    body["app"]["args"] += ["--max-records-per-batch", BATCH_LIMIT]
+    query = body["queries"][0]
+    query["trigger"] = "1 SECONDS"
+    if fixed:  # the seed's copy, inside the job's checkpoint folder
+        query["checkpoint_location"] = f"seed/{QUERY}"
+    return body
+
+
+def _start_job(ctx: Context, seed: Seed, job: str, fields: dict[str, Any]) -> tuple[int, Path]:
+    """A job whose version 1 goes on from a copy of the seed; running, a few batches done."""
+    base = ctx.tmp / "checkpoints" / job
+    checkpoint, out = base / "seed" / QUERY, ctx.tmp / "outputs" / job
+    _copy(seed, checkpoint, out)
+    body = {"name": job, "restart_policy": {"min_backoff": "1s"}, **fields}
+    assert ctx.api.post("/jobs", json=body).status_code == 201
+    r = ctx.api.post(f"/jobs/{job}/versions", json=_version(ctx, seed, out, fixed=True, number=1))
+    assert r.status_code == 201, r.text
+    since = time.time()
+    op = _operate(ctx, f"/jobs/{job}/submit", {"version": 1})
+    _wait(lambda: first_commit_after(checkpoint, since), 600, f"{job} first commit")
+    ctx.state["job"] = job
+    time.sleep(STEADY_SECONDS)
+    return int(op["run_id"]), checkpoint
+
+
+def _update(ctx: Context, seed: Seed, rep: int, strategy: str) -> Switch:
+    job = f"update-{strategy}-{seed.mb}-{rep}"
+    run_id, checkpoint = _start_job(ctx, seed, job, {})
+    out = ctx.tmp / "outputs" / (job if strategy == "snapshot" else f"{job}-v2")
+    r = ctx.api.post(f"/jobs/{job}/versions", json=_version(ctx, seed, out, fixed=False, number=2))
+    assert r.status_code == 201, r.text
+    load, t0 = os.getloadavg()[0], time.time()
+    body = {"version": 2, "strategy": strategy, "verify_seconds": 0, "prewarm": True}
+    op = _operate(ctx, f"/jobs/{job}/update", body)
+    since = _at(next(s for s in op["steps"] if s["name"] == "go")["at"])
+    new_run = op["result"]["run_id"]
+    new_checkpoint = ctx.tmp / "checkpoints" / job / str(new_run) / QUERY
+    committed = _wait(lambda: first_commit_after(new_checkpoint, since), 600, f"{job} commit")
+    last = last_commit_before(checkpoint, committed) or t0
+    return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id, new_run]), load)
+
+
+def update_snapshot(ctx: Context, seed: Seed, rep: int) -> Switch:
+    return _update(ctx, seed, rep, "snapshot")
+
+
+def update_drain(ctx: Context, seed: Seed, rep: int) -> Switch:
+    return _update(ctx, seed, rep, "drain")
+
+
+def restart(ctx: Context, seed: Seed, rep: int) -> Switch:
+    job = f"restart-{seed.mb}-{rep}"
+    run_id, checkpoint = _start_job(ctx, seed, job, {})
+    load, t0 = os.getloadavg()[0], time.time()
+    op = _operate(ctx, f"/jobs/{job}/restart", {"prewarm": True})
+    since = _new_attempt_at(ctx, run_id, t0)
+    committed = _wait(lambda: first_commit_after(checkpoint, since), 600, f"{job} commit")
+    last = last_commit_before(checkpoint, since) or t0
+    return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id]), load)
+
+
+def crash_hotspare(ctx: Context, seed: Seed, rep: int) -> Switch:
+    job = f"crash-hotspare-{seed.mb}-{rep}"
+    run_id, checkpoint = _start_job(ctx, seed, job, {"hot_spare": True})
+    _wait(
+        lambda: (ctx.api.get(f"/runs/{run_id}").json()["spare"] or {}).get("ready_at"),
+        600,
+        f"{job} spare ready",
+    )
+    driver = _driver_jvm(ctx.api.get(f"/runs/{run_id}").json()["tag"])
+    load, t0 = os.getloadavg()[0], time.time()
+    driver.kill()
+    _wait(
+        lambda: (
+            (r := ctx.api.get(f"/runs/{run_id}").json())["attempt"] == 1 and r["state"] == "running"
+        ),
+        600,
+        f"{job} taken over",
+    )
+    since = _new_attempt_at(ctx, run_id, t0)
+    committed = _wait(lambda: first_commit_after(checkpoint, since), 600, f"{job} commit")
+    last = last_commit_before(checkpoint, t0) or t0
+    return Switch(committed - t0, committed - last, _phases(ctx, {"steps": []}, t0, [run_id]), load)
+
+
+def flink(ctx: Context, seed: Seed, rep: int) -> Switch:
+    """Flink's stop-with-savepoint + restore of its large-state job on RocksDB, with as many
+    keys as the seed holds ids; its cluster runs for this round only."""
+    env = {
+        **os.environ,
+        "FLINK_STATE_BACKEND": "rocksdb",
+        "FLINK_JOB": "sql_state_job.py",
+        "STATE_KEYS": str(seed.events),
+        "PAYLOAD_BYTES": "16",  # an event id's worth
+        "STEADY_S": str(ctx.state["flink_fill"]),
+        # Random keys: about as many distinct keys as the seed's ids within the fill time,
+        # as far as its datagen keeps up (savepoint_bytes says how big it got).
+        "STATE_RATE": str(max(50_000, int(seed.events * 1.5 / ctx.state["flink_fill"]))),
+        "SAVEPOINT_FORMAT": "NATIVE",  # RocksDB's own files, Flink's faster format
+    }
+    subprocess.run(
+        ["bash", str(FLINK), "start"], check=True, capture_output=True, timeout=180, env=env
+    )
+    try:
+        load = os.getloadavg()[0]
+        done = subprocess.run(
+            ["bash", str(FLINK), "bench", "1"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env=env,
+        )
+    finally:
+        subprocess.run(["bash", str(FLINK), "stop"], capture_output=True, timeout=120, env=env)
+    line = json.loads([x for x in done.stdout.splitlines() if x.startswith("{")][-1])
+    figure = float(line["downtime_stop_to_first_output_s"])
+    phases = {"(not a time) savepoint MB": float(line.get("savepoint_bytes") or 0) / 1e6}
+    return Switch(figure, figure, phases, load)
+
+
+Strategy = Callable[[Context, Seed, int], Switch]
+STRATEGIES: dict[str, Strategy] = {
+    "bare": bare,
+    "update-snapshot": update_snapshot,
+    "update-drain": update_drain,
+    "restart": restart,
+    "crash-hotspare": crash_hotspare,
+    "flink": flink,
+}
+
+
+def _cleanup(ctx: Context, cluster: LocalStandaloneCluster) -> None:
+    if "bare" in ctx.state:
+        ctx.backend.kill(ctx.state.pop("bare"))
+    if "job" in ctx.state:
+        _operate(ctx, f"/jobs/{ctx.state.pop('job')}/cancel")
+    _wait(lambda: _no_active_driver(cluster), 120, "drivers gone")
+
+
+def _feed(root: Path, seeds: list[Seed], stop: threading.Event) -> None:
+    """New events all along on every seed's stream: 200 a second, new ids, event time moving
+    with the clock from the seed's."""
+    started, next_id = time.time(), 10**11
+    while not stop.is_set():
+        at = T0 + int((time.time() - started) * 1000)
+        for seed in seeds:
+            produce_events(
+                str(root), seed.stream, 100, start_ts_ms=at, ts_step_ms=5, first_id=next_id
+            )
+        next_id += 100
+        stop.wait(0.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10,100", help="MB of state, comma-separated")
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--flink-fill", type=float, default=60.0, help="s to fill Flink's state")
+    parser.add_argument("--seed-child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.seed_child:
+        _seed_child(*args.seed_child)
+        return
+    chosen = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = set(chosen) - set(STRATEGIES)
+    if unknown:
+        parser.error(f"unknown strategies {sorted(unknown)}; known: {sorted(STRATEGIES)}")
+    sizes = [int(x) for x in args.sizes.split(",")]
+    flink_venv = Path(os.environ.get("FLINK_EXP", "/tmp/flinkexp")) / "venv" / "bin" / "python"
+    if "flink" in chosen and not flink_venv.exists():
+        print(f"no Flink anchor (run `bash {FLINK} setup` once): measuring without it")
+        chosen.remove("flink")
+
+    tmp = Path(tempfile.mkdtemp(prefix="tidegate-bench-statesize-"))
+    log_root = tmp / "log"
+    seeds: list[Seed] = []
+    for mb in sizes:
+        t = time.monotonic()
+        seed = build_seed(tmp, log_root, mb)
+        seeds.append(seed)
+        print(
+            f"seed {mb} MB: {seed.events:,} event ids, {seed.state_bytes / 1e6:.1f} MB of state "
+            f"on disk, built in {time.monotonic() - t:.0f} s"
+        )
+    stop_feed = threading.Event()
+    feeder = threading.Thread(target=_feed, args=(log_root, seeds, stop_feed), daemon=True)
+    feeder.start()
+    cluster = LocalStandaloneCluster(
+        tmp / "spark",
+        find_free_port(),
+        find_free_port(),
+        find_free_port(),
+        worker_cores=6,
+        worker_memory="8g",
+    )
+    switches: dict[tuple[int, str], list[Switch]] = {}
+    failures: dict[tuple[int, str], list[str]] = {}
+    cluster.start()
+    try:
+        with scratch_database("tidegate_bench_statesize") as url:
+            env = tidegate_env(url, tmp)
+            with (
+                serve(
+                    ["-m", "app.cli", "api", "--no-migrate"], env, tmp / "api.log", "/healthz"
+                ) as api,
+                serve(
+                    ["-m", "app.cli", "worker", "--poll-seconds", "0.5"],
+                    {**env, "TIDEGATE_PUBLIC_URL": api.url},
+                    tmp / "worker.log",
+                    None,
+                ),
+            ):
+                client = api_client(api.url)
+                r = client.post(
+                    "/clusters",
+                    json={
+                        "name": "standalone",
+                        "kind": "standalone",
+                        "url": cluster.rest_url,
+                        "master_url": cluster.master_url,
+                        "ui_url": cluster.ui_url,
+                    },
+                )
+                assert r.status_code == 201, r.text
+                backend = StandaloneBackend(
+                    cluster.rest_url,
+                    cluster.master_url,
+                    ui_url=cluster.ui_url,
+                    work_dir=cluster.worker_dir,
+                )
+                ctx = Context(
+                    tmp, cluster, backend, client, log_root, {"flink_fill": args.flink_fill}
+                )
+                for rep in range(args.reps):
+                    for seed in seeds:
+                        shift = rep % len(chosen)
+                        for strategy in chosen[shift:] + chosen[:shift]:
+                            key = (seed.mb, strategy)
+                            try:
+                                switch = STRATEGIES[strategy](ctx, seed, rep)
+                            except (
+                                AssertionError,
+                                TimeoutError,
+                                subprocess.SubprocessError,
+                                httpx.HTTPError,
+                                LookupError,
+                            ) as exc:
+                                failures.setdefault(key, []).append(str(exc)[:300])
+                                print(
+                                    f"  {seed.mb} MB round {rep + 1} {strategy}: FAILED "
+                                    f"{str(exc)[:300]}"
+                                )
+                                continue
+                            finally:
+                                _cleanup(ctx, cluster)
+                            switches.setdefault(key, []).append(switch)
+                            print(
+                                f"  {seed.mb} MB round {rep + 1} {strategy}: stood still "
+                                f"{switch.stood_still:.1f} s, request→commit "
+                                f"{switch.request_to_commit:.1f} s (load {switch.load:.1f})",
+                                flush=True,
+                            )
+    finally:
+        stop_feed.set()
+        cluster.stop()
+    _report(seeds, chosen, switches, failures, args.reps)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _report(
+    seeds: list[Seed],
+    chosen: list[str],
+    switches: dict[tuple[int, str], list[Switch]],
+    failures: dict[tuple[int, str], list[str]],
+    reps: int,
+) -> None:
+    print("\noutput stood still, medians of the rounds (min-max); ratios in the same run")
+    rows = []
+    smallest = seeds[0].mb
+    for seed in seeds:
+        for strategy in chosen:
+            values = [s.stood_still for s in switches.get((seed.mb, strategy), [])]
+            if not values:
+                continue
+            m = median(values)
+            base = [s.stood_still for s in switches.get((seed.mb, "bare"), [])]
+            fl = [s.stood_still for s in switches.get((seed.mb, "flink"), [])]
+            small = [s.stood_still for s in switches.get((smallest, strategy), [])]
+            rows.append(
+                [
+                    f"{seed.state_bytes / 1e6:.0f} MB",
+                    strategy,
+                    f"{m:.1f} s",
+                    f"{min(values):.1f}-{max(values):.1f}",
+                    ratio(m, median(base)) if base else "n/a",
+                    ratio(m, median(fl)) if fl else "n/a",
+                    ratio(m, median(small)) if small else "n/a",
+                    f"{median([s.load for s in switches[(seed.mb, strategy)]]):.1f}",
+                ]
+            )
+    print(
+        table(
+            rows,
+            [
+                "state",
+                "strategy",
+                "stood still",
+                "spread",
+                "vs bare",
+                "vs flink",
+                f"vs {smallest} MB",
+                "load",
+            ],
+        )
+    )
+    for (mb, strategy), done in switches.items():
+        names = list(dict.fromkeys(name for s in done for name in s.phases))
+        if names:
+            print(f"\n{mb} MB {strategy}: when each phase ended, s since the request (median)")
+            for name in sorted(names, key=lambda n: median([s.phases.get(n, 0.0) for s in done])):
+                seen = [s.phases[name] for s in done if name in s.phases]
+                print(f"  {median(seen):7.2f}  {name}")
+    for key, errors in failures.items():
+        print(f"{key}: {len(errors)} of {reps} switches FAILED: {errors}")
+    save(
+        "statesize",
+        {
+            "rounds": reps,
+            "seeds": [
+                {"mb": s.mb, "event_ids": s.events, "state_bytes": s.state_bytes} for s in seeds
+            ],
+            "switches": {
+                f"{mb}mb/{strategy}": [
+                    {
+                        "stood_still_s": x.stood_still,
+                        "request_to_commit_s": x.request_to_commit,
+                        "load": x.load,
+                        "phases_s": x.phases,
+                    }
+                    for x in values
+                ]
+                for (mb, strategy), values in switches.items()
+            },
+            "failures": {f"{mb}mb/{strategy}": e for (mb, strategy), e in failures.items()},
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
