@@ -68,7 +68,6 @@ from bench.upgrade import (
     Context,
     Switch,
     _at,
-    _driver_jvm,
     _new_attempt_at,
     _no_active_driver,
     _operate,
@@ -76,6 +75,7 @@ from bench.upgrade import (
     _wait,
     first_commit_after,
     last_commit_before,
+    measure_crash,
 )
 from pipelines.dedup_events import QUERY, produce_events
 from pipelines.register_examples import ROCKSDB_CONF, dedup_events_version
@@ -272,25 +272,7 @@ def restart(ctx: Context, seed: Seed, rep: int) -> Switch:
 def crash_hotspare(ctx: Context, seed: Seed, rep: int) -> Switch:
     job = f"crash-hotspare-{seed.mb}-{rep}"
     run_id, checkpoint = _start_job(ctx, seed, job, {"hot_spare": True})
-    _wait(
-        lambda: (ctx.api.get(f"/runs/{run_id}").json()["spare"] or {}).get("ready_at"),
-        600,
-        f"{job} spare ready",
-    )
-    driver = _driver_jvm(ctx.api.get(f"/runs/{run_id}").json()["tag"])
-    load, t0 = os.getloadavg()[0], time.time()
-    driver.kill()
-    _wait(
-        lambda: (
-            (r := ctx.api.get(f"/runs/{run_id}").json())["attempt"] == 1 and r["state"] == "running"
-        ),
-        600,
-        f"{job} taken over",
-    )
-    since = _new_attempt_at(ctx, run_id, t0)
-    committed = _wait(lambda: first_commit_after(checkpoint, since), 600, f"{job} commit")
-    last = last_commit_before(checkpoint, t0) or t0
-    return Switch(committed - t0, committed - last, _phases(ctx, {"steps": []}, t0, [run_id]), load)
+    return measure_crash(ctx, job, run_id, checkpoint, hot_spare=True, timeout=600)
 
 
 def flink(ctx: Context, seed: Seed, rep: int) -> Switch:

@@ -301,11 +301,18 @@ def _crash(ctx: Context, rep: int, hot_spare: bool) -> Switch:
     run back on its checkpoint. Request → commit counts from the kill."""
     job = f"crash{'-hotspare' if hot_spare else ''}-{rep}"
     run_id = _start_job(ctx, job, f"{job}-out", {"hot_spare": hot_spare})
-    checkpoint = _checkpoint(ctx, job, run_id)
+    return measure_crash(ctx, job, run_id, _checkpoint(ctx, job, run_id), hot_spare)
+
+
+def measure_crash(
+    ctx: Context, job: str, run_id: int, checkpoint: Path, hot_spare: bool, timeout: float = 240
+) -> Switch:
+    """Kill the running driver of ``run_id`` (once its spare is ready, with ``hot_spare``);
+    until the next attempt's first commit (also bench/statesize.py)."""
     if hot_spare:
         _wait(
             lambda: (ctx.api.get(f"/runs/{run_id}").json()["spare"] or {}).get("ready_at"),
-            240,
+            timeout,
             f"{job} spare ready",
         )
     driver = _driver_jvm(ctx.api.get(f"/runs/{run_id}").json()["tag"])
@@ -315,11 +322,11 @@ def _crash(ctx: Context, rep: int, hot_spare: bool) -> Switch:
         lambda: (
             (r := ctx.api.get(f"/runs/{run_id}").json())["attempt"] == 1 and r["state"] == "running"
         ),
-        240,
+        timeout,
         f"{job} restarted",
     )
     since = _new_attempt_at(ctx, run_id, t0)
-    committed = _wait(lambda: first_commit_after(checkpoint, since), 240, f"{job} new commit")
+    committed = _wait(lambda: first_commit_after(checkpoint, since), timeout, f"{job} commit")
     last = last_commit_before(checkpoint, t0) or t0
     return Switch(committed - t0, committed - last, _phases(ctx, {"steps": []}, t0, [run_id]), load)
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 from sqlalchemy import Engine, event, text
+from sqlalchemy.pool import QueuePool
 
 from app.api.main import create_app
 from app.core import db as core_db
@@ -73,17 +73,10 @@ def test_an_idle_connection_killed_under_the_pool_is_replaced_before_use(
 
 
 def test_a_burst_of_reads_opens_no_connection_beyond_the_pool(
-    small_engine: Engine, tmp_path: Path
+    small_engine: Engine, settings: Settings
 ) -> None:
     opened: list[int] = []
     event.listen(small_engine, "connect", lambda *_: opened.append(1))
-    settings = Settings(
-        database_url=None,
-        admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
-        data_dir=tmp_path / "data",
-        checkpoint_root=tmp_path / "checkpoints",
-        log_json=False,
-    )
     app = create_app(settings, engine=small_engine)
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
@@ -98,5 +91,5 @@ def test_a_burst_of_reads_opens_no_connection_beyond_the_pool(
     assert asyncio.run(burst()) == [200] * 64
     # 64 requests at once, a pool of 2 (and 2 of overflow): the requests queue for the 2
     # pooled connections instead of opening and closing overflow ones.
-    assert small_engine.pool.checkedout() == 0
+    assert isinstance(small_engine.pool, QueuePool) and small_engine.pool.checkedout() == 0
     assert len(opened) <= 2, len(opened)
