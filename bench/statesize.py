@@ -128,27 +128,48 @@ def build_seed(work: Path, log_root: Path, mb: int) -> Seed:
 
 
 def _seed_child(log_root: str, stream: str, base: str) -> None:
+    """Build the seed's state in large batches, then run a few small ones with snapshots
+    uploaded every second: the seed ends as a long-running job's checkpoint does, with a
+    RocksDB snapshot (``V.zip`` and its SSTs) a few changelogs behind the last batch, not as
+    a chain of changelogs that every new driver would have to replay in full."""
     from pyspark.sql import SparkSession
 
     from pipelines.dedup_events import build_deduplicated
     from tidegate_runtime.source import read_events
 
     builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-    for key, value in {**SPARK_CONF, "spark.driver.memory": "2g"}.items():
+    seed_conf = {
+        **SPARK_CONF,
+        "spark.driver.memory": "2g",
+        "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1",
+        "spark.sql.streaming.stateStore.maintenanceInterval": "1s",
+    }
+    for key, value in seed_conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    events = read_events(spark, log_root, stream, maxRecordsPerBatch="1000000")
-    query = (
-        build_deduplicated(events)
-        .writeStream.format("parquet")
-        .option("path", f"{base}/out")
-        .option("checkpointLocation", f"{base}/checkpoint")
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+
+    def run(per_batch: str, **trigger: Any) -> Any:
+        events = read_events(spark, log_root, stream, maxRecordsPerBatch=per_batch)
+        return (
+            build_deduplicated(events)
+            .writeStream.format("parquet")
+            .option("path", f"{base}/out")
+            .option("checkpointLocation", f"{base}/checkpoint")
+            .outputMode("append")
+            .trigger(**trigger)
+            .start()
+        )
+
+    run("1000000", availableNow=True).awaitTermination()
+    produce_events(log_root, stream, 2000, start_ts_ms=T0 + 1, ts_step_ms=0, first_id=10**10)
+    tail = run("250", processingTime="1 second")
+    deadline = time.monotonic() + 60
+    zips = Path(base, "checkpoint", "state", "0", "0")
+    while time.monotonic() < deadline and not any(zips.glob("*.zip")):
+        time.sleep(1)
+    time.sleep(3)  # the other partition's upload, and a batch or two after it
+    tail.stop()
     spark.stop()
 
 
