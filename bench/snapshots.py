@@ -213,12 +213,9 @@ def export(store: SnapshotStore, ck: Path, name: str, known: Any = None) -> tupl
 
 def serial_export(root: Path, ck: Path) -> float:
     """The first export into a store of its own, one file at a time (hash, then copy)."""
-    saved = store_module.PUT_THREADS
-    store_module.PUT_THREADS = 1
-    try:
-        seconds, _ = export(SnapshotStore(str(root)), ck, "serial")
-    finally:
-        store_module.PUT_THREADS = saved
+    store = SnapshotStore(str(root))
+    store.threads = 1
+    seconds, _ = export(store, ck, "serial")
     shutil.rmtree(root)
     return seconds
 

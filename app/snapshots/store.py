@@ -24,11 +24,11 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import fsspec
 
@@ -46,6 +46,7 @@ MANIFEST_FORMAT = 1
 FileKey = tuple[str, int, int]
 
 
+_T = TypeVar("_T")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -88,6 +89,19 @@ class SnapshotStore:
         else:
             self.fs, self.root = open_remote(url, options)
         self._made: set[Path] = set()
+        # Files put or restored at once. An object store gets one request at a time: it fails
+        # fast and exactly where it failed (tests/snapshots/test_s3_store.py); parallel
+        # uploads there are not measured yet.
+        self.threads = PUT_THREADS if self.local else 1
+
+    def _each(self, work: Callable[[Any], _T], items: list[Any]) -> Generator[_T, None, None]:
+        """``work(item)`` for each item, ``self.threads`` at a time, results in the items'
+        order. On a failure (or a caller that stops reading), items not yet begun are not."""
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="snapshot-files")
+        try:
+            yield from pool.map(work, items)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _mkdir(self, path: Path) -> None:
         if path not in self._made:
@@ -120,22 +134,16 @@ class SnapshotStore:
         that did not change are neither reread nor rewritten. ``on_file(rel, size)`` is called
         after each file is in the store (progress), in the order of ``files``.
 
-        On a local root PUT_THREADS files at a time: hashing (hashlib lets go of the GIL) and
-        copying (in the kernel) of one file overlap with another's, so a first export costs
-        about what ``cp`` of the same files does instead of a hash pass plus a copy."""
+        ``self.threads`` files at a time (PUT_THREADS on a local root): hashing (hashlib lets
+        go of the GIL) and copying (in the kernel) of one file overlap with another's, so a
+        first export costs about what ``cp`` of the same files does instead of a hash pass
+        plus a copy."""
         files = list(files)
         result = PutResult()
         known = known or {}
-        # An object store gets one upload at a time: it fails fast and exactly where it failed
-        # (tests/snapshots/test_s3_store.py); parallel uploads there are not measured yet.
-        threads = PUT_THREADS if self.local else 1
-        pool = ThreadPoolExecutor(threads, thread_name_prefix="snapshot-put")
-        try:
-            for rel, put in zip(
-                files,
-                pool.map(lambda rel: self._put_file(checkpoint, rel, known), files),
-                strict=True,
-            ):
+        puts = self._each(lambda rel: self._put_file(checkpoint, rel, known), files)
+        with contextlib.closing(puts):  # on_file may raise (a cancelled operation): puts stop
+            for rel, put in zip(files, puts, strict=True):
                 result.entries[rel] = put.entry
                 result.bytes_referenced += put.size
                 result.files_hashed += put.hashed
@@ -144,9 +152,6 @@ class SnapshotStore:
                     result.files_written += 1
                 if on_file is not None:
                     on_file(rel, put.size)
-        finally:
-            # On a failure (or a cancelled operation), files not yet begun are not begun.
-            pool.shutdown(wait=True, cancel_futures=True)
         return result
 
     def _put_file(self, checkpoint: Path, rel: str, known: Mapping[FileKey, str]) -> _Put:
@@ -245,22 +250,15 @@ class SnapshotStore:
         if link and self.local:
             for rel, entry in items:
                 # A filesystem that cannot link will not for the next file: copy from then on.
-                hints[rel], link = self._restore_file(dest, rel, entry, link)
+                hints[rel], link = self._restore_file(dest, rel, entry, link=link)
             return hints
-        # Copies are checked by hash: several files at once on a local store, as put_files.
-        threads = PUT_THREADS if self.local else 1
-        pool = ThreadPoolExecutor(threads, thread_name_prefix="snapshot-restore")
-        try:
-            done = pool.map(
-                lambda item: self._restore_file(dest, item[0], item[1], False)[0], items
-            )
-            hints.update(zip((rel for rel, _ in items), done, strict=True))
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        # Copies are checked by hash: several files at once, as put_files.
+        done = self._each(lambda item: self._restore_file(dest, *item, link=False)[0], items)
+        hints.update(zip((rel for rel, _ in items), done, strict=True))
         return hints
 
     def _restore_file(
-        self, dest: Path, rel: str, entry: Mapping[str, Any], link: bool
+        self, dest: Path, rel: str, entry: Mapping[str, Any], *, link: bool
     ) -> tuple[dict[str, Any], bool]:
         """One file of a restore: its hint, and whether it was linked (not copied)."""
         sha = str(entry["sha256"])

@@ -91,7 +91,7 @@ def test_identical_files_in_one_export_are_written_once(
     tmp_path: Path, make_store: Callable[[], SnapshotStore]
 ) -> None:
     """Files are put several at a time: two of one content (commit logs often are) must not
-    both be written (one PUT per blob on S3, one rename on a folder)."""
+    both be written (one PUT per blob on S3, one link on a folder)."""
     store = make_store()
     ck = tmp_path / "ck"
     ck.mkdir()
