@@ -89,6 +89,9 @@ class ControlClient:
     def drain_state(self, state: dict[str, Any]) -> None:
         self._call("POST", "/drain", state)
 
+    def fenced(self, attempt: int) -> None:
+        self._call("POST", "/fenced", {"attempt": attempt})
+
 
 def _problem_detail(exc: urllib.error.HTTPError) -> str:
     try:

@@ -373,6 +373,24 @@ class Runtime(Drainer):
         for q in self.queries.values():
             if q.exception() is not None:
                 raise q.exception()  # type: ignore[misc]
+        if self.client is not None and (self._stop.is_set() or self._drain_done):
+            self._fence()
+
+    def _fence(self) -> None:
+        """Stopped by the control plane (or drained): stop the Spark session as well, so no
+        executor and no state-store maintenance can write a checkpoint again, then say so.
+        The next driver on these checkpoints gets go on this report instead of waiting for
+        this process and its JVM to exit and the backend to notice."""
+        assert self.client is not None
+        try:
+            self.spark.stop()
+        except Exception as exc:  # not fenced after all: the backend must see it exit
+            log.warning("could not stop the Spark session: %s", exc)
+            return
+        try:
+            self.client.fenced(self.attempt)
+        except Exception as exc:  # the run ends anyway, when the backend sees this exit
+            log.warning("could not report the fence: %s", exc)
 
     def stop_all(self, timeout: float = 120.0) -> None:
         """Stop each query between batches, never in the middle of one, so offsets/N and

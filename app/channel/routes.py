@@ -21,6 +21,7 @@ from app.core.params import RunId
 from app.runs.schemas import (
     Directives,
     DrainReport,
+    FenceReport,
     ProgressReport,
     ProgressResponse,
     RunToken,
@@ -197,4 +198,18 @@ def post_startpoints_applied(
 )
 def post_drain_state(run_id: RunChannel, body: DrainReport, session: DbSession) -> Response:
     channel.record_drain(session, run_id, body)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/runs/{run_id}/fenced",
+    status_code=204,
+    operation_id="postRunFenced",
+    name="run.fenced",
+    tags=["runtime"],
+)
+def post_fenced(run_id: RunChannel, body: FenceReport, session: DbSession) -> Response:
+    """The driver stopped its queries at a batch boundary and its Spark session: a stopping
+    run ends now (an update or restart goes on without waiting for the process to exit)."""
+    channel.record_fence(session, run_id, body)
     return Response(status_code=204)

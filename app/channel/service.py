@@ -11,11 +11,17 @@ from sqlalchemy.orm import Session
 
 from app.core import run_states as states
 from app.core.db import utcnow
-from app.core.errors import Conflict
+from app.core.errors import Conflict, NotFound
+from app.runs import ending, spares
 from app.runs import service as runs
-from app.runs import spares
 from app.runs.models import QueryProgress, Run
-from app.runs.schemas import Directives, DrainReport, ProgressReport, StandbyAnswer
+from app.runs.schemas import (
+    Directives,
+    DrainReport,
+    FenceReport,
+    ProgressReport,
+    StandbyAnswer,
+)
 from app.runs.service import get_run
 from app.startpoints import applications as startpoints
 
@@ -160,6 +166,25 @@ def record_drain(session: Session, run_id: int, report: DrainReport) -> Run:
     if report.drained:
         drain["drained_at"] = utcnow().isoformat()
     run.drain = drain
+    return run
+
+
+def record_fence(session: Session, run_id: int, report: FenceReport) -> Run:
+    """The run's driver stopped every query at a batch boundary (a stop directive, or a drain
+    that finished), then its Spark session: nothing of it can write a checkpoint any more,
+    so the run ends now rather than when the backend sees the process exit (most of a
+    second, more at size). Idempotent: a repeat, or a report from an attempt that is not
+    the run's current one, changes nothing."""
+    run = runs.lock_run(session, run_id)
+    if run is None:
+        raise NotFound(f"No run with id {run_id}.")
+    if report.attempt != run.attempt:
+        return run
+    why = f"attempt {run.attempt} stopped at a batch boundary and stopped its Spark session"
+    if run.state == states.STOPPING:
+        return ending.stopped(session, run, f"{why} (fenced)", fenced=True)
+    if run.state == states.DRAINING and (run.drain or {}).get("drained_at"):
+        return ending.drained(session, run, f"{why} after its drain (fenced)")
     return run
 
 

@@ -151,6 +151,16 @@ class StandbyAnswer(Response):
     reason: str | None = None
 
 
+class FenceReport(Body):
+    """What a driver's runtime says once it can no longer touch a checkpoint."""
+
+    attempt: int = Field(
+        ge=0,
+        description="The attempt this driver runs. A report from an earlier attempt (one being "
+        "replaced) changes nothing.",
+    )
+
+
 class DrainReport(Body):
     end_offsets: dict[str, dict[str, Any]] = Field(
         description="Per source, the offsets the drain processes up to, in the source's own "

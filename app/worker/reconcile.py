@@ -21,7 +21,7 @@ from app.auth.service import Scope, create_run_token, revoke_run_tokens
 from app.backends.base import AppState, AppStatus, Backend, BackendError
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
-from app.runs import spares
+from app.runs import ending, spares
 from app.runs.models import Run
 from app.runs.policy import RestartPolicy
 from app.runs.service import lock_run, new_attempt, transition
@@ -220,23 +220,7 @@ def _ended(
     session: Session, run: Run, status: AppStatus | None, backend: Backend | None = None
 ) -> Run:
     if run.state == states.STOPPING:
-        if (run.drain or {}).get("drained_at") and run.stop_reason == "drain-timeout":
-            # The stop came after the drain marker: the runtime finished the drain first.
-            return transition(
-                session, run, states.DRAINED, reason="the drain finished after its timeout"
-            )
-        if run.stop_reason == "restart" and spares.for_next(run):
-            # A pre-warmed restart: its spare takes over as the next attempt.
-            return new_attempt(
-                session,
-                run,
-                reason=f"restart: the application ended ({_raw(status)}); its spare takes over",
-                previous_backend_id=run.backend_id,
-                stop_reason=None,
-                failures=0,
-            )
-        to = states.CANCELLED if run.stop_reason == "cancel" else states.STOPPED
-        return transition(session, run, to, reason=f"the application ended ({_raw(status)})")
+        return ending.stopped(session, run, f"the application ended ({_raw(status)})")
     if run.state == states.DRAINING:
         ok = status is not None and status.state == AppState.SUCCEEDED
         return transition(

@@ -182,6 +182,10 @@ def assert_switch(
     watcher looked while it waited; Spark's files of the new run are all from after go)."""
     names = [step["name"] for step in op["steps"]]
     new = stack.run(op["result"]["run_id"])
+    # The old run ended on its driver's fence (queries stopped at a boundary, then its Spark
+    # session), not when the backend saw the process exit: that is when the handover began.
+    old = stack.run(op["result"]["previous_run_id"])
+    assert "(fenced)" in old["transitions"][0]["reason"], old["transitions"]
     if not prewarm:
         assert "standby" not in names and "create_run" in names, names
         assert new["go_at"] is None and watch.looks == 0

@@ -105,8 +105,13 @@ def _prewarmed_restart(stack: Stack, job: str, run_id: int, root: Path, out: Pat
     # that one after a restart only once new data comes, so the output would wait for more.)
     produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=T0 + 240_000, ts_step_ms=400)
     wait_until(lambda: _caught_up(stack, run_id, root, 2), bool, 240)
-    assert stack.run(run_id)["tag"] == f"tidegate-run-{run_id}-a2-spare2"
-    assert driver_jvms(f"tidegate-run-{run_id}-a1-spare1") == []
+    run = stack.run(run_id)
+    assert run["tag"] == f"tidegate-run-{run_id}-a2-spare2"
+    # Handed over on the old driver's fence (its session stopped at the boundary), with no
+    # kill: that driver exits on its own.
+    handover = next(t for t in run["transitions"] if t["to_state"] == "submitting")
+    assert "(fenced)" in handover["reason"] and "spare takes over" in handover["reason"], run
+    wait_until(lambda: driver_jvms(f"tidegate-run-{run_id}-a1-spare1"), lambda d: d == [], 60)
     wait_until(lambda: committed_windows(out), lambda rows: rows == expected_windows(root), 120)
 
 

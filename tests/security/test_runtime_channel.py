@@ -129,6 +129,7 @@ def test_api_tokens_cannot_post_on_the_runtime_channel(
             ("POST", "startpoints/applied", _report("/tmp", "/etc/passwd")),
             ("POST", "progress", {"query": "q", "batch_id": 0}),
             ("POST", "drain", {"end_offsets": {}}),
+            ("POST", "fenced", {"attempt": 0}),
             ("GET", "directives", None),
         ):
             r = client.request(method, f"/api/v1/runs/{run_id}/{path}", headers=auth, json=body)

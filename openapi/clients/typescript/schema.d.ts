@@ -494,6 +494,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/fenced": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run.Fenced
+         * @description The driver stopped its queries at a batch boundary and its Spark session: a stopping
+         *     run ends now (an update or restart goes on without waiting for the process to exit).
+         */
+        post: operations["postRunFenced"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/snapshots": {
         parameters: {
             query?: never;
@@ -1141,6 +1162,17 @@ export interface components {
             } | null;
             /** Request Id */
             request_id: string | null;
+        };
+        /**
+         * FenceReport
+         * @description What a driver's runtime says once it can no longer touch a checkpoint.
+         */
+        FenceReport: {
+            /**
+             * Attempt
+             * @description The attempt this driver runs. A report from an earlier attempt (one being replaced) changes nothing.
+             */
+            attempt: number;
         };
         /** Health */
         Health: {
@@ -2536,6 +2568,7 @@ export type Directives = components['schemas']['Directives'];
 export type DrainBody = components['schemas']['DrainBody'];
 export type DrainReport = components['schemas']['DrainReport'];
 export type EventResponse = components['schemas']['EventResponse'];
+export type FenceReport = components['schemas']['FenceReport'];
 export type Health = components['schemas']['Health'];
 export type Initialize = components['schemas']['Initialize'];
 export type JobCreate = components['schemas']['JobCreate'];
@@ -5826,6 +5859,102 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["DrainReport"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope does not allow this call. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (job, run, operation, …). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is invalid; see 'errors'. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The metadata store is unreachable; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postRunFenced: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FenceReport"];
             };
         };
         responses: {

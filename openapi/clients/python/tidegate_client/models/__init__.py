@@ -31,6 +31,7 @@ from .drain_report_end_offsets import DrainReportEndOffsets
 from .drain_report_end_offsets_additional_property import DrainReportEndOffsetsAdditionalProperty
 from .event_response import EventResponse
 from .event_response_detail_type_0 import EventResponseDetailType0
+from .fence_report import FenceReport
 from .health import Health
 from .initialize import Initialize
 from .job_create import JobCreate
@@ -157,6 +158,7 @@ __all__ = (
     "DrainReportEndOffsetsAdditionalProperty",
     "EventResponse",
     "EventResponseDetailType0",
+    "FenceReport",
     "Health",
     "Initialize",
     "JobCreate",

@@ -1,0 +1,44 @@
+"""How a stopping or draining run ends once nothing of its driver can touch a checkpoint any
+more: either its application ended (the reconciler saw it, app/worker/reconcile.py) or its
+runtime said it is fenced (app/channel/service.py::record_fence): every query stopped at a
+batch boundary, then its Spark session stopped, executors and state-store maintenance with
+it. Both ask here, so a run ends the same way whichever comes first."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.core import run_states as states
+from app.runs import spares
+from app.runs.models import Run
+from app.runs.service import new_attempt, transition
+
+
+def stopped(session: Session, run: Run, why: str, *, fenced: bool = False) -> Run:
+    """A STOPPING run whose driver is done: stopped (cancelled on a cancel), drained when a
+    drain's timeout came after its marker went out, or, stopped for a pre-warmed restart,
+    its spare takes over as the next attempt. ``fenced``: the driver stopped its own session,
+    so the spare need not wait for the old application to be killed (what is left of that
+    process exits on its own and can no longer write)."""
+    assert run.state == states.STOPPING, run.state
+    if (run.drain or {}).get("drained_at") and run.stop_reason == "drain-timeout":
+        # The stop came after the drain marker: the runtime finished the drain first.
+        return transition(
+            session, run, states.DRAINED, reason="the drain finished after its timeout"
+        )
+    if run.stop_reason == "restart" and spares.for_next(run):
+        return new_attempt(
+            session,
+            run,
+            reason=f"restart: {why}; its spare takes over",
+            previous_backend_id=None if fenced else run.backend_id,
+            stop_reason=None,
+            failures=0,
+        )
+    to = states.CANCELLED if run.stop_reason == "cancel" else states.STOPPED
+    return transition(session, run, to, reason=why)
+
+
+def drained(session: Session, run: Run, why: str) -> Run:
+    """A DRAINING run whose runtime finished the drain and is done."""
+    return transition(session, run, states.DRAINED, reason=why)
