@@ -82,6 +82,21 @@ def _previous_hashes(
     return known
 
 
+def _pre_copied(store: SnapshotStore, snapshot: Snapshot) -> dict[FileKey, str]:
+    """File hashes this snapshot's own pre-copy recorded (its manifest, before the stop)."""
+    try:
+        manifest = store.read_manifest(snapshot.job.name, snapshot.name) or {}
+    except (StoreError, OSError, ValueError):
+        return {}
+    if not manifest.get("pre_copy"):
+        return {}
+    known: dict[FileKey, str] = {}
+    for query in (manifest.get("queries") or {}).values():
+        if query.get("checkpoint"):
+            known.update(known_hashes(Path(query["checkpoint"]), query.get("files") or {}))
+    return known
+
+
 def _restored_hashes(checkpoint: Path) -> dict[FileKey, str]:
     try:
         hints = json.loads((checkpoint / RESTORED_HINTS).read_text())
@@ -101,8 +116,10 @@ class ExportProgress:
         *,
         interval: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        phases: tuple[str, str] = ("exporting", "exported"),
     ) -> None:
         self.report = report
+        self.phases = phases
         self.interval = PROGRESS_SECONDS if interval is None else interval
         self.clock = clock
         self.bytes_total = self.files_total = self.bytes_copied = self.files_copied = 0
@@ -111,7 +128,7 @@ class ExportProgress:
 
     def figures(self) -> dict[str, Any]:
         return {
-            "phase": "exported" if self.done else "exporting",
+            "phase": self.phases[1] if self.done else self.phases[0],
             "bytes_total": self.bytes_total,
             "bytes_copied": self.bytes_copied,
             "files_total": self.files_total,
@@ -166,9 +183,17 @@ def export(
     settings: Settings,
     snapshot_id: int,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    pre_copy: bool = False,
 ) -> dict[str, Any]:
     """Copy every query's committed prefix into the store, write the manifest, mark ready.
-    ``progress`` receives the interim figures (see ``ExportProgress``) while it copies."""
+    ``progress`` receives the interim figures (see ``ExportProgress``) while it copies.
+
+    ``pre_copy``: the same copy while the run still processes, before a snapshot that stops
+    it: the manifest it writes is marked as a pre-copy and the snapshot stays unready (it
+    is never restored from), but its blobs are in the store and its hashes known, so the
+    export after the stop hashes and writes only what the last batches added. The snapshot
+    is not failed, so garbage collection keeps what it names."""
     store = store_for(settings)
     with factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
@@ -182,12 +207,14 @@ def export(
         job_name, name, run_id = snapshot.job.name, snapshot.name, run.id
         specs = list(run.version.queries)
         version_number = run.version.number
-        known = _previous_hashes(session, store, snapshot)
+        known = {**_previous_hashes(session, store, snapshot), **_pre_copied(store, snapshot)}
 
     queries: dict[str, Any] = {}
     manifest_queries: dict[str, Any] = {}
     totals = {"size_bytes": 0, "bytes_written": 0, "files": 0, "files_written": 0, "hashed": 0}
-    figures = ExportProgress(progress)
+    figures = ExportProgress(
+        progress, phases=("pre-copying", "pre-copied") if pre_copy else ("exporting", "exported")
+    )
     with store_lock(factory, exclusive=False):
         # First what there is to copy (so the figures have a total), then the copying.
         planned: list[tuple[dict[str, Any], Path, int, tuple[str, ...], int]] = []
@@ -258,8 +285,19 @@ def export(
                 "version": version_number,
                 "created_at": utcnow().isoformat(),
                 "queries": manifest_queries,
+                **({"pre_copy": True} if pre_copy else {}),
             },
         )
+    if pre_copy:
+        log.info(
+            "snapshot %s/%s pre-copied: %d files, %d bytes (%d written)",
+            job_name,
+            name,
+            totals["files"],
+            totals["size_bytes"],
+            totals["bytes_written"],
+        )
+        return {**totals, "batches": {q: i.get("batch_id") for q, i in queries.items()}}
     with transaction(factory) as session:
         snapshot = session.get(Snapshot, snapshot_id, with_for_update=True)
         if snapshot is None:

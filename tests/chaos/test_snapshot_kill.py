@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 T0 = 1_767_225_600_000
 # The steps of an update by snapshot when all goes well; each must be a step of the code.
 SNAPSHOT_UPDATE_STEPS = [
+    "pre_copy",
     "request_stop",
     "graceful_stop",
     "kill",
@@ -70,20 +71,22 @@ def _snapshots(chaos: Chaos, job: str) -> list[dict[str, object]]:
     return items
 
 
-def _finish(chaos: Chaos, job: str, run_id: int, root: Path, tmp: Path) -> None:
-    """More input, the new run reads it all, a clean stop; then every record once."""
+def _finish(chaos: Chaos, job: str, run_id: int, root: Path, tmp: Path, versions: int = 2) -> None:
+    """More input, the new run reads it all, a clean stop; then every record once, over the
+    outputs of every version."""
     _log(root, 60, offset_ms=60_000)
     wait_until(caught_up(chaos, run_id, root), bool, 180)
     assert chaos.operate(job, "stop")["state"] == "succeeded"
-    both = sorted(enrich_rows(tmp / "out-1") + enrich_rows(tmp / "out-2"))
-    assert both == _everything(root)
+    rows = [row for v in range(1, versions + 1) for row in enrich_rows(tmp / f"out-{v}")]
+    assert sorted(rows) == _everything(root)
 
 
 def test_snapshot_and_update_by_snapshot_survive_a_killed_worker(
     chaos: Chaos, tmp_path: Path
 ) -> None:
     """Smoke: a snapshot of the running job killed mid-export's aftermath, then an update by
-    snapshot killed after the new run's checkpoint was restored but before the run exists."""
+    snapshot killed after the new run's checkpoint was restored but before the run exists,
+    then another killed during its pre-copy."""
     job, root, v2, old_run = _running_job(chaos, tmp_path)
     saved = chaos.killed_at("snapshot:export", job, "snapshots", {"name": "live", "stop": False})
     assert saved is not None
@@ -98,7 +101,22 @@ def test_snapshot_and_update_by_snapshot_survive_a_killed_worker(
     assert chaos.assert_one_driver_per_attempt(old_run)["state"] == "stopped"
     new_run = update["result"]["run_id"]
     assert chaos.assert_one_driver_per_attempt(new_run)["state"] == "running"
-    _finish(chaos, job, new_run, root, tmp_path)
+
+    # Killed in the middle of the pre-copy (its blobs stored, its manifest not yet written),
+    # while the old run still processes: the next worker copies again, then stops and
+    # switches; one driver throughout, the update finished.
+    wait_until(caught_up(chaos, new_run, root), bool, 180)
+    v3 = enrich_version(chaos, job, root, tmp_path / "out-3")
+    _log(root, 100, offset_ms=40_000)
+    body = {"version": v3, "strategy": "snapshot", "snapshot_name": "to-v3", "verify_seconds": 0}
+    update = chaos.killed_at("update:pre_copy:copying", job, "update", body)
+    assert update is not None and update["state"] == "succeeded", update
+    names = [s["name"] for s in update["steps"]]
+    assert names.count("pre_copy") == 1 and names.index("pre_copy") < names.index("request_stop")
+    assert chaos.assert_one_driver_per_attempt(new_run)["state"] == "stopped"
+    last_run = update["result"]["run_id"]
+    assert chaos.assert_one_driver_per_attempt(last_run)["state"] == "running"
+    _finish(chaos, job, last_run, root, tmp_path, versions=3)
 
 
 FULL_CASES = [

@@ -50,7 +50,8 @@ POINTS = {
         "dry_run_prepare",  # the scratch copy is in place: the standby is being created
         "standby",  # its driver is being submitted: the next worker must find that one
         "standby_ready",  # its dry run is done: the verdict is being read
-        "dry_run",  # the standby waits for go while the old run is asked to stop
+        "dry_run",  # the standby waits for go while the committed state is pre-copied
+        "pre_copy",  # the old run is asked to stop
         "request_stop",  # the old run is stopping
         "stopped",  # about to export the snapshot
         "export",

@@ -12,10 +12,14 @@ from fastapi.testclient import TestClient
 
 from app.backends.base import AppState, AppStatus
 from app.core.config import Settings
+from app.operations.models import Operation
 from app.snapshots.export import RESTORED_HINTS, select_files
+from app.snapshots.retention import collect_garbage
 from app.snapshots.store import SnapshotStore
+from app.snapshots.store_access import store_for
 from app.worker import execute as ops
 from app.worker.context import WorkerContext
+from app.worker.kinds import snapshot as snapshot_kind
 from app.worker.loop import Worker
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.worker.conftest import FakeBackend
@@ -152,10 +156,58 @@ def test_save_snapshot_stops_the_run(
     _running_job(client, ctx, settings)
     op = _operate(client, ctx, "j", "snapshots", {"name": "final", "stop": True})
     assert op["state"] == "succeeded", op
-    assert op["steps"][:4] == ["request_stop", "graceful_stop", "kill", "stopped"]
+    assert op["steps"][:5] == ["pre_copy", "request_stop", "graceful_stop", "kill", "stopped"]
     assert op["result"]["run_state"] == "stopped" and len(fake.kills) == 1
     snapshot = _snapshot(client, "j", "final")
     assert snapshot["stop"] is True and snapshot["queries"][0]["batch_id"] == 2
+
+
+def test_a_snapshot_that_stops_the_run_copies_before_the_stop(
+    client: TestClient,
+    cluster: str,
+    ctx: WorkerContext,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pre-copy puts what the run committed into the store while it still processes; the
+    export after the stop hashes and writes only the files of the batches that came after.
+    Until then the snapshot is not ready (nothing restores from a pre-copy) and garbage
+    collection keeps what the pre-copy wrote."""
+    _, ck = _running_job(client, ctx, settings, batches=6)
+    seen: dict[str, Any] = {}
+    real_stop = snapshot_kind.stop_run
+
+    def stop_after_two_more_batches(*args: Any, **kwargs: Any) -> Any:
+        snapshot = _snapshot(client, "j", "final")
+        seen["state"] = snapshot["state"]
+        seen["gc"] = collect_garbage(ctx.factory, settings)
+        ck.batch()
+        ck.batch()
+        return real_stop(*args, **kwargs)
+
+    monkeypatch.setattr(snapshot_kind, "stop_run", stop_after_two_more_batches)
+    r = client.post(f"{API}/jobs/j/snapshots", json={"name": "final", "stop": True})
+    assert r.status_code == 202, r.text
+    op_id = r.json()["id"]
+    done = _work(ctx, op_id)
+    assert done["state"] == "succeeded", done
+    assert done["steps"][:2] == ["pre_copy", "request_stop"]
+    assert seen["state"] != "ready" and seen["gc"]["blobs_deleted"] == 0, seen
+    with ctx.factory() as session:
+        op = session.get(Operation, op_id)
+        assert op is not None
+        steps = {s["name"]: s["detail"] for s in op.steps}
+    pre, export = steps["pre_copy"], steps["export"]
+    assert pre["batches"] == {"counts": 5} and pre["bytes_written"] == pre["size_bytes"] > 0
+    # Only what batches 6 and 7 added is hashed and written after the stop (their offsets,
+    # commits and deltas, 2 partitions): everything the pre-copy had is reused.
+    assert export["batches"] == {"counts": 7}
+    assert 0 < export["files_written"] == export["hashed"] < pre["files"], (pre, export)
+    assert export["bytes_written"] < export["size_bytes"] - pre["size_bytes"] / 2
+    snapshot = _snapshot(client, "j", "final")
+    assert snapshot["state"] == "ready" and snapshot["queries"][0]["batch_id"] == 7
+    manifest = store_for(settings).read_manifest("j", "final")
+    assert manifest is not None and "pre_copy" not in manifest
 
 
 def test_snapshot_of_a_job_that_never_committed_fails_clearly(

@@ -16,7 +16,7 @@ from app.snapshots.export import ExportError
 from app.snapshots.models import Snapshot
 from app.snapshots.store import StoreError
 from app.snapshots.store_access import SnapshotFailed
-from app.worker.context import WorkerContext
+from app.worker.context import WorkerContext, fault_point
 from app.worker.runctl import (
     stop_run,
 )
@@ -50,14 +50,31 @@ def save_snapshot(
             raise OperationFailed(f"snapshot {snapshot_id} or its run was deleted")
         run_id, name, job_id = snapshot.run_id, snapshot.name, snapshot.job_id
         run_state = session.get(Run, run_id).state  # type: ignore[union-attr]
+
+    def progress(figures: dict[str, Any]) -> None:
+        # Bytes and files copied so far, on the operation while it runs (--wait shows it).
+        set_result(ctx, steps.op_id, {"snapshot": name, "run_id": run_id, **figures})
+        if figures["phase"].startswith("pre-cop") and figures["bytes_copied"]:
+            fault_point(f"{steps.load().kind}:pre_copy:copying")
+
+    def pre_copy() -> dict[str, Any]:
+        # What the run has committed so far goes into the store while it still processes:
+        # after the stop, the export copies only what the last batches added. Best effort:
+        # if it fails, the export after the stop copies everything, as it would without.
+        try:
+            return snapshot_worker.export(
+                ctx.factory, ctx.settings, snapshot_id, progress, pre_copy=True
+            )
+        except SNAPSHOT_ERRORS as exc:
+            log.warning("snapshot %s: pre-copy failed (the export copies all): %s", name, exc)
+            return {"error": str(exc)}
+
+    if stop and run_state == states.RUNNING and not steps.load().step_done("request_stop"):
+        steps.run("pre_copy", pre_copy)
     if stop and (run_state in states.ACTIVE or steps.load().step_done("request_stop")):
         run_state = stop_run(ctx, run_id, "snapshot", steps, timeout).state
 
     def export() -> dict[str, Any]:
-        def progress(figures: dict[str, Any]) -> None:
-            # Bytes and files copied so far, on the operation while it runs (--wait shows it).
-            set_result(ctx, steps.op_id, {"snapshot": name, "run_id": run_id, **figures})
-
         try:
             return snapshot_worker.export(ctx.factory, ctx.settings, snapshot_id, progress)
         except SNAPSHOT_ERRORS as exc:
