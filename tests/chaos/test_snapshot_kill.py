@@ -105,9 +105,9 @@ def test_snapshot_and_update_by_snapshot_survive_a_killed_worker(
     # Killed in the middle of the pre-copy (its blobs stored, its manifest not yet written),
     # while the old run still processes: the next worker copies again, then stops and
     # switches; one driver throughout, the update finished.
+    _log(root, 100, offset_ms=40_000)
     wait_until(caught_up(chaos, new_run, root), bool, 180)
     v3 = enrich_version(chaos, job, root, tmp_path / "out-3")
-    _log(root, 100, offset_ms=40_000)
     body = {"version": v3, "strategy": "snapshot", "snapshot_name": "to-v3", "verify_seconds": 0}
     update = chaos.killed_at("update:pre_copy:copying", job, "update", body)
     assert update is not None and update["state"] == "succeeded", update
