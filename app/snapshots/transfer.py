@@ -61,34 +61,28 @@ def mark_failed(factory: sessionmaker[Session], snapshot_id: int, error: str) ->
 def _previous_hashes(
     session: Session, store: SnapshotStore, snapshot: Snapshot
 ) -> dict[FileKey, str]:
-    """File hashes the job's latest ready snapshot recorded: unchanged files of the same
-    checkpoints need not be read again."""
+    """File hashes the job's latest ready snapshot recorded, and this snapshot's own pre-copy:
+    unchanged files of the same checkpoints need not be read again."""
     previous = session.scalar(
         select(Snapshot)
         .where(Snapshot.job_id == snapshot.job_id, Snapshot.state == READY)
         .order_by(Snapshot.id.desc())
         .limit(1)
     )
-    if previous is None:
-        return {}
-    try:
-        manifest = store.read_manifest(previous.job.name, previous.name) or {}
-    except (StoreError, OSError, ValueError):
-        return {}
-    known: dict[FileKey, str] = {}
-    for query in (manifest.get("queries") or {}).values():
-        if query.get("checkpoint"):
-            known.update(known_hashes(Path(query["checkpoint"]), query.get("files") or {}))
-    return known
+    known = _manifest_hashes(store, previous) if previous is not None else {}
+    return {**known, **_manifest_hashes(store, snapshot, pre_copy=True)}
 
 
-def _pre_copied(store: SnapshotStore, snapshot: Snapshot) -> dict[FileKey, str]:
-    """File hashes this snapshot's own pre-copy recorded (its manifest, before the stop)."""
+def _manifest_hashes(
+    store: SnapshotStore, snapshot: Snapshot, *, pre_copy: bool = False
+) -> dict[FileKey, str]:
+    """The file hashes ``snapshot``'s manifest names (``pre_copy``: only if it is a pre-copy's,
+    written before the stop)."""
     try:
         manifest = store.read_manifest(snapshot.job.name, snapshot.name) or {}
     except (StoreError, OSError, ValueError):
         return {}
-    if not manifest.get("pre_copy"):
+    if pre_copy and not manifest.get("pre_copy"):
         return {}
     known: dict[FileKey, str] = {}
     for query in (manifest.get("queries") or {}).values():
@@ -207,7 +201,7 @@ def export(
         job_name, name, run_id = snapshot.job.name, snapshot.name, run.id
         specs = list(run.version.queries)
         version_number = run.version.number
-        known = {**_previous_hashes(session, store, snapshot), **_pre_copied(store, snapshot)}
+        known = _previous_hashes(session, store, snapshot)
 
     queries: dict[str, Any] = {}
     manifest_queries: dict[str, Any] = {}
