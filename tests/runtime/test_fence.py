@@ -1,0 +1,75 @@
+"""The runtime's fence (tidegate_runtime/control.py::Runtime._fence), against a scripted
+session and channel: a driver stopped by tidegate, or drained, stops its Spark session before
+it says it is fenced, and says nothing when the session would not stop or when tidegate did
+not stop it. (On real Spark, both backends: tests/e2e/stack.py::assert_switch.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tidegate_runtime.control import Runtime
+
+
+class Session:
+    def __init__(self, calls: list[str], fail: bool = False) -> None:
+        self.calls, self.fail = calls, fail
+
+    def stop(self) -> None:
+        self.calls.append("spark.stop")
+        if self.fail:
+            raise RuntimeError("the JVM is gone")
+
+
+class Channel:
+    def __init__(self, calls: list[str], fail: bool = False) -> None:
+        self.calls, self.fail = calls, fail
+
+    def fenced(self, attempt: int) -> None:
+        self.calls.append(f"fenced {attempt}")
+        if self.fail:
+            raise OSError("connection refused")
+
+
+def _runtime(calls: list[str], **kwargs: Any) -> Runtime:
+    spark_fails = kwargs.pop("spark_fails", False)
+    channel_fails = kwargs.pop("channel_fails", False)
+    return Runtime(
+        Session(calls, spark_fails),  # type: ignore[arg-type]
+        client=Channel(calls, channel_fails),  # type: ignore[arg-type]
+        attempt=3,
+        **kwargs,
+    )
+
+
+def test_a_stopped_driver_stops_its_session_then_says_it_is_fenced() -> None:
+    calls: list[str] = []
+    runtime = _runtime(calls)
+    runtime._stop.set()  # what stop_all does once every query stopped at a boundary
+    runtime.await_termination()
+    assert calls == ["spark.stop", "fenced 3"]
+
+
+def test_a_drained_driver_is_fenced_too() -> None:
+    calls: list[str] = []
+    runtime = _runtime(calls)
+    runtime._drain_done = True
+    runtime.await_termination()
+    assert calls == ["spark.stop", "fenced 3"]
+
+
+def test_no_fence_when_tidegate_did_not_stop_it_or_the_session_would_not_stop() -> None:
+    calls: list[str] = []
+    _runtime(calls).await_termination()  # its queries ended on their own: the backend decides
+    assert calls == []
+    runtime = _runtime(calls, spark_fails=True)
+    runtime._stop.set()
+    runtime.await_termination()
+    assert calls == ["spark.stop"]  # not fenced: the run ends when the process exits
+
+
+def test_an_unreachable_control_plane_does_not_fail_the_driver() -> None:
+    calls: list[str] = []
+    runtime = _runtime(calls, channel_fails=True)
+    runtime._stop.set()
+    runtime.await_termination()  # no exception: the run ends when the backend sees the exit
+    assert calls == ["spark.stop", "fenced 3"]
