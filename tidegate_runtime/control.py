@@ -42,7 +42,7 @@ from tidegate_runtime.channel_client import (
 )
 from tidegate_runtime.drain import Drainer
 from tidegate_runtime.reporter import ProgressReporter
-from tidegate_runtime.stopping import has_commit, stop_at_batch_boundary
+from tidegate_runtime.stopping import fence, has_commit, stop_at_batch_boundary
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -374,23 +374,7 @@ class Runtime(Drainer):
             if q.exception() is not None:
                 raise q.exception()  # type: ignore[misc]
         if self.client is not None and (self._stop.is_set() or self._drain_done):
-            self._fence()
-
-    def _fence(self) -> None:
-        """Stopped by the control plane (or drained): stop the Spark session as well, so no
-        executor and no state-store maintenance can write a checkpoint again, then say so.
-        The next driver on these checkpoints gets go on this report instead of waiting for
-        this process and its JVM to exit and the backend to notice."""
-        assert self.client is not None
-        try:
-            self.spark.stop()
-        except Exception as exc:  # not fenced after all: the backend must see it exit
-            log.warning("could not stop the Spark session: %s", exc)
-            return
-        try:
-            self.client.fenced(self.attempt)
-        except Exception as exc:  # the run ends anyway, when the backend sees this exit
-            log.warning("could not report the fence: %s", exc)
+            fence(self.spark, self.client, self.attempt)
 
     def stop_all(self, timeout: float = 120.0) -> None:
         """Stop each query between batches, never in the middle of one, so offsets/N and

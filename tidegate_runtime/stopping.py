@@ -1,4 +1,5 @@
-"""Stopping a query between batches (Spark has no graceful stop of its own)."""
+"""Stopping a query between batches (Spark has no graceful stop of its own), and the driver's
+fence once its queries have stopped."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import logging
 import os
 import time
 
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from tidegate_runtime import checkpoint as cp
+from tidegate_runtime.channel_client import ControlClient
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -49,3 +52,19 @@ def stop_at_batch_boundary(
             "query %s still in a batch after %.0fs; stopping it anyway", query.name, timeout
         )
         query.stop()
+
+
+def fence(spark: SparkSession, client: ControlClient, attempt: int) -> None:
+    """Stopped by the control plane (or drained): stop the Spark session as well, so no
+    executor and no state-store maintenance can write a checkpoint again, then say so.
+    The next driver on these checkpoints gets go on this report instead of waiting for
+    this process and its JVM to exit and the backend to notice."""
+    try:
+        spark.stop()
+    except Exception as exc:  # not fenced after all: the backend must see it exit
+        log.warning("could not stop the Spark session: %s", exc)
+        return
+    try:
+        client.fenced(attempt)
+    except Exception as exc:  # the run ends anyway, when the backend sees this exit
+        log.warning("could not report the fence: %s", exc)

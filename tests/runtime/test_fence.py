@@ -1,7 +1,8 @@
-"""The runtime's fence (tidegate_runtime/control.py::Runtime._fence), against a scripted
-session and channel: a driver stopped by tidegate, or drained, stops its Spark session before
-it says it is fenced, and says nothing when the session would not stop or when tidegate did
-not stop it. (On real Spark, both backends: tests/e2e/stack.py::assert_switch.)"""
+"""The runtime's fence (tidegate_runtime/stopping.py::fence, called by
+Runtime.await_termination), against a scripted session and channel: a driver stopped by
+tidegate, or drained, stops its Spark session before it says it is fenced, and says nothing
+when the session would not stop or when tidegate did not stop it. (On real Spark, both
+backends: tests/e2e/stack.py::assert_switch.)"""
 
 from __future__ import annotations
 

@@ -50,12 +50,14 @@ def save_snapshot(
             raise OperationFailed(f"snapshot {snapshot_id} or its run was deleted")
         run_id, name, job_id = snapshot.run_id, snapshot.name, snapshot.job_id
         run_state = session.get(Run, run_id).state  # type: ignore[union-attr]
+    done = steps.load()
+    mid_copy = f"{done.kind}:pre_copy:copying"  # where chaos tests kill a pre-copying worker
 
     def progress(figures: dict[str, Any]) -> None:
         # Bytes and files copied so far, on the operation while it runs (--wait shows it).
         set_result(ctx, steps.op_id, {"snapshot": name, "run_id": run_id, **figures})
         if figures["phase"].startswith("pre-cop") and figures["bytes_copied"]:
-            fault_point(f"{steps.load().kind}:pre_copy:copying")
+            fault_point(mid_copy)
 
     def pre_copy() -> dict[str, Any]:
         # What the run has committed so far goes into the store while it still processes:
@@ -69,9 +71,10 @@ def save_snapshot(
             log.warning("snapshot %s: pre-copy failed (the export copies all): %s", name, exc)
             return {"error": str(exc)}
 
-    if stop and run_state == states.RUNNING and not steps.load().step_done("request_stop"):
+    stopping = done.step_done("request_stop")
+    if stop and run_state == states.RUNNING and not stopping:
         steps.run("pre_copy", pre_copy)
-    if stop and (run_state in states.ACTIVE or steps.load().step_done("request_stop")):
+    if stop and (run_state in states.ACTIVE or stopping):
         run_state = stop_run(ctx, run_id, "snapshot", steps, timeout).state
 
     def export() -> dict[str, Any]:
