@@ -25,6 +25,7 @@ for Flink, from the stop call to the restored job's first output. Input keeps ar
 throughout. Each tidegate switch also prints when each step ended: where the seconds go.
 
     python bench/statesize.py                       # 10 MB and 100 MB, 2 rounds (~30 min)
+    python bench/statesize.py --sizes 10,100,1000 --reps 1 --flink-fill 240  # the curve (~90 min)
     python bench/statesize.py --sizes 10 --reps 1 --strategies bare,update-snapshot  # smoke
 """
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -82,9 +84,10 @@ from pipelines.register_examples import ROCKSDB_CONF, dedup_events_version
 
 PIPELINE = ROOT / "pipelines" / "dedup_events.py"
 T0 = 1_767_225_600_000
-# Measured here: 1,000,000 event ids hold 9.2 MB of RocksDB state on disk (changelogs and
-# SSTs of 2 partitions); the seed is sized from it and the real size printed.
-EVENTS_PER_MB = 110_000
+# Seeds measured here: (MB of RocksDB state on disk, event ids). State per id grows with the
+# store (more levels, older versions kept), so a seed is sized between the two nearest points
+# on a log-log line; the real size is printed.
+MEASURED_SEEDS = ((20, 1_100_000), (186, 11_000_000), (5_100, 110_000_000))
 STEADY_SECONDS = 3.0
 SPARK_CONF = {**CONF, **ROCKSDB_CONF, "spark.driver.memory": "1g"}
 BATCH_LIMIT = "200000"  # records per batch, so that a driver catching up commits early
@@ -111,10 +114,21 @@ def du(path: Path) -> int:
     )
 
 
+def event_ids_for(mb: int) -> int:
+    """Event ids whose state is about ``mb`` MB on disk, from the seeds measured before."""
+    points = MEASURED_SEEDS
+    below = max((p for p in points if p[0] <= mb), default=points[0])
+    above = min((p for p in points if p[0] > mb), default=points[-1])
+    if above == below:
+        below, above = (points[-2], points[-1]) if mb >= points[-1][0] else (points[0], points[1])
+    slope = math.log(above[1] / below[1]) / math.log(above[0] / below[0])
+    return int(below[1] * (mb / below[0]) ** slope)
+
+
 def build_seed(work: Path, log_root: Path, mb: int) -> Seed:
     """``mb`` MB worth of event ids through the pipeline with local Spark, in a child process
     (its JVM gone before anything is measured)."""
-    events, stream = mb * EVENTS_PER_MB, f"events-{mb}mb"
+    events, stream = event_ids_for(mb), f"events-{mb}mb"
     produce_events(str(log_root), stream, events, start_ts_ms=T0, ts_step_ms=0)
     base = work / f"seed-{mb}mb"
     subprocess.run(
