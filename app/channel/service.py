@@ -32,6 +32,8 @@ def directives(
     session: Session, run_id: int, attempt: int | None, checkpoint_root: Path
 ) -> Directives:
     run = get_run(session, run_id)
+    if run.runtime_seen_at is None:
+        runs.notify_run(session, run.id)  # a drain may be waiting for the runtime to call in
     run.runtime_seen_at = utcnow()
     # An older attempt still alive (being fenced) must stop, whatever the run's state.
     superseded = attempt is not None and attempt != run.attempt
@@ -64,7 +66,7 @@ def standby(
     started): the operation waits for that before it stops the run this one replaces."""
     run = get_run(session, run_id)
     if spare is not None:
-        return _spare_answer(run, attempt, spare)
+        return _spare_answer(session, run, attempt, spare)
     run.runtime_seen_at = utcnow()
     go = stop = False
     reason = None
@@ -81,15 +83,19 @@ def standby(
     )
 
 
-def _spare_answer(run: Run, attempt: int | None, seq: int) -> StandbyAnswer:
+def _spare_answer(session: Session, run: Run, attempt: int | None, seq: int) -> StandbyAnswer:
     """A spare waits while it is the run's spare for its next attempt, goes once it has been
     adopted as the current attempt, and stops otherwise."""
     go = stop = False
     reason = None
+    was_ready = run.spare_ready_at is not None
     if attempt is not None and spares.goes(run, attempt, seq):
         go = True
     elif attempt is None or not spares.ready(run, attempt, seq):
         stop = True
+    elif not was_ready:
+        runs.notify_run(session, run.id)  # a restart may be waiting for its spare
+    if stop:
         reason = f"spare {seq} is no longer wanted (the run is {run.state}, attempt {run.attempt})"
     return StandbyAnswer(
         run_id=run.id, attempt=run.attempt, state=run.state, go=go, stop=stop, reason=reason

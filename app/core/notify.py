@@ -5,7 +5,8 @@ its own and block an API thread for its whole wait, so a few dozen waiting drive
 the thread pool, the connection slots and, at fleet size, PostgreSQL's ``max_connections``.
 Here one thread holds one connection LISTENing on every channel the process waits on, and
 wakes waiting coroutines (``asyncio`` events, set thread-safely); a waiter holds no thread and
-no connection.
+no connection. A worker's threads wait the same way (``subscribe_blocking``), on the same one
+connection: its loop for new operations, its operations for the runs they wait on.
 
 No missed wake-up: a waiter subscribes *before* it reads the state it waits on. A NOTIFY sent
 by a transaction that commits after that read reaches the listening connection, which finds
@@ -24,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -41,8 +43,17 @@ class TooManyWaiters(Exception):
     """This process already holds as many long-polls as it is allowed to."""
 
 
+class _Wakeable(Protocol):
+    def wake(self) -> None: ...
+
+
+W = TypeVar("W", bound=_Wakeable)
+
+
 @dataclass(eq=False)
 class Waiter:
+    """Waits in a coroutine: holds no thread while it waits."""
+
     loop: asyncio.AbstractEventLoop
     event: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -59,14 +70,32 @@ class Waiter:
         return True
 
 
+@dataclass(eq=False)
+class ThreadWaiter:
+    """Waits in a thread (the worker's)."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+
+    def wake(self) -> None:
+        self.event.set()
+
+    def wait(self, seconds: float) -> bool:
+        """True when woken within ``seconds``. A wake-up that lands between the timeout and
+        the clear is harmless: the caller reads its state again whenever this returns."""
+        woken = self.event.wait(max(0.0, seconds))
+        self.event.clear()
+        return woken
+
+
 class Notifier:
-    """``subscribe(channel, payload)`` → a Waiter woken by ``NOTIFY channel, payload``."""
+    """``subscribe(channel, payload)`` → a Waiter woken by ``NOTIFY channel, payload``
+    (``payload`` None: by any payload on the channel)."""
 
     def __init__(self, engine: Engine, channels: tuple[str, ...], *, max_waiters: int) -> None:
         self._engine = engine
         self._channels = channels
         self.max_waiters = max_waiters
-        self._waiters: dict[tuple[str, str], set[Waiter]] = defaultdict(set)
+        self._waiters: dict[tuple[str, str | None], set[_Wakeable]] = defaultdict(set)
         self._count = 0
         self._lock = threading.Lock()
         self._listening = threading.Event()
@@ -82,11 +111,22 @@ class Notifier:
         return self._count
 
     @contextmanager
-    def subscribe(self, channel: str, payload: str) -> Iterator[Waiter]:
+    def subscribe(self, channel: str, payload: str | None) -> Iterator[Waiter]:
+        """For a coroutine (a long-poll)."""
+        with self._registered(channel, payload, Waiter(asyncio.get_running_loop())) as waiter:
+            yield waiter
+
+    @contextmanager
+    def subscribe_blocking(self, channel: str, payload: str | None) -> Iterator[ThreadWaiter]:
+        """For a thread."""
+        with self._registered(channel, payload, ThreadWaiter()) as waiter:
+            yield waiter
+
+    @contextmanager
+    def _registered(self, channel: str, payload: str | None, waiter: W) -> Iterator[W]:
         if channel not in self._channels:
             raise ValueError(f"not a channel this notifier listens on: {channel}")
         self._start()
-        waiter = Waiter(asyncio.get_running_loop())
         key = (channel, payload)
         with self._lock:
             if self._count >= self.max_waiters:
@@ -128,7 +168,7 @@ class Notifier:
             if key is None:
                 waiters = [w for group in self._waiters.values() for w in group]
             else:
-                waiters = list(self._waiters.get(key, ()))
+                waiters = [*self._waiters.get(key, ()), *self._waiters.get((key[0], None), ())]
         for waiter in waiters:
             with contextlib.suppress(RuntimeError):  # its loop has closed: the request is gone
                 waiter.wake()

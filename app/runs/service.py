@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 # PostgreSQL NOTIFY channel: a standby's go or release, so its long-poll answers at once.
 STANDBY_CHANNEL = "tidegate_standby"
+# ...and any change of a run a worker's operation may be waiting for (app/worker/runctl.py).
+RUN_CHANNEL = "tidegate_runs"
 
 
 class IllegalTransition(Conflict):
@@ -47,6 +49,7 @@ def transition(
         for key, value in fields.items():
             setattr(locked, key, value)
         _mirror_if_current(session, locked)
+        notify_run(session, locked.id)
         return locked
     if to not in states.ALLOWED[locked.state]:
         raise IllegalTransition(f"Run {locked.id} is {locked.state}; it cannot become {to}.")
@@ -68,6 +71,7 @@ def transition(
         locked.kill_attempt = locked.kill_requested_at = None  # a new attempt: no old request
     _mirror_if_current(session, locked)
     session.flush()
+    notify_run(session, locked.id)
     return locked
 
 
@@ -166,6 +170,7 @@ def standby_ready(session: Session, run: Run) -> Run:
     if run.state == states.STANDBY and run.standby_ready_at is None:
         run.standby_ready_at = utcnow()
         log.info("run %s: standby ready", run.id)
+        notify_run(session, run.id)
     return run
 
 
@@ -196,6 +201,15 @@ def release_standby(session: Session, run: Run, reason: str) -> Run:
     locked = request_kill(session, locked, reason)  # nothing to stop at a batch boundary
     notify_standby(session, locked.id)
     return locked
+
+
+def notify_run(session: Session, run_id: int) -> None:
+    """The run changed in a way a worker may be waiting for (its state, its standby or spare
+    ready, its runtime calling in): sent on commit, so the waiting operation reads it at once
+    instead of at its next poll."""
+    session.execute(
+        text("select pg_notify(:channel, :run)"), {"channel": RUN_CHANNEL, "run": str(run_id)}
+    )
 
 
 def notify_standby(session: Session, run_id: int) -> None:

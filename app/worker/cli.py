@@ -42,4 +42,4 @@ def worker(
         poll_seconds=poll_seconds,
         lease_seconds=lease_seconds,
     )
-    run_worker(ctx, url.replace("postgresql+psycopg://", "postgresql://"), concurrency)
+    run_worker(ctx, concurrency)

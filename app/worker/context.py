@@ -17,6 +17,7 @@ from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.core.config import Settings
 from app.core.db import advisory_lock
+from app.core.notify import Notifier
 from app.worker.listing import Listings
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,9 @@ class WorkerContext:
     lost_after_seconds: float = 60.0
     # The process's one reconciler thread (app/worker/reconcile.py::reconciler starts it).
     reconciler: Any = None
+    # The process's LISTEN connection while it serves (app/worker/loop.py::Worker.serve);
+    # None (a test's context): waits poll.
+    notifier: Notifier | None = None
     # One backend listing per cluster per sweep (see app/worker/listing.py).
     listings: Listings = field(default_factory=Listings)
     _backends: dict[tuple[int, str], Backend] = field(default_factory=dict)

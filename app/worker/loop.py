@@ -13,13 +13,14 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import psycopg
 from sqlalchemy import text
 
 from app.audit import service as audit
 from app.core.db import transaction
+from app.core.notify import Notifier
 from app.operations import state as op_state
 from app.operations.service import NOTIFY_CHANNEL
+from app.runs.service import RUN_CHANNEL
 from app.snapshots.retention import retention_sweep
 from app.worker.context import WorkerContext
 from app.worker.execute import execute
@@ -27,6 +28,9 @@ from app.worker.reconcile import due_runs
 from app.worker.sweep import sweep
 
 log = logging.getLogger(__name__)
+
+# Threads of one worker waiting on its LISTEN connection: its loop and one per operation.
+MAX_WAITERS = 1_000
 
 # One row per worker, one statement per beat: what /metrics reports as live workers.
 BEAT = text(
@@ -159,34 +163,36 @@ class Worker:
         except Exception as exc:  # the store may be down: the heartbeat thread beats later
             log.warning("worker heartbeat failed: %s", exc)
 
-    def serve(self, listen_url: str) -> None:
+    def serve(self) -> None:
         self._quietly(self.beat)
         threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
         log.info("worker %s started", self.ctx.worker_id)
-        conn: psycopg.Connection[tuple[object, ...]] | None = None
-        while not self.stopping.is_set():
-            try:
-                if conn is None or conn.closed:
-                    conn = psycopg.connect(listen_url, autocommit=True, connect_timeout=5)
-                    conn.execute(f"listen {NOTIFY_CHANNEL}")
-                self.fill()
-                self.supervise()
-                self.retention()
-                # Sleep until NOTIFY or the fallback poll, whichever is first.
-                for _ in conn.notifies(timeout=self.ctx.poll_seconds, stop_after=1):
-                    pass
-            except Exception as exc:  # e.g. PostgreSQL restarting: reconnect and go on
-                log.warning("worker loop error (retrying): %s", str(exc).splitlines()[0])
-                if conn is not None:
-                    conn.close()
-                conn = None
-                self.stopping.wait(2.0)
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        # One LISTEN connection for the process: new operations wake this loop, a run's
+        # changes wake the operation waiting for it (app/worker/runctl.py::wait_for_run).
+        notifier = Notifier(
+            self.ctx.factory.kw["bind"], (NOTIFY_CHANNEL, RUN_CHANNEL), max_waiters=MAX_WAITERS
+        )
+        self.ctx.notifier = notifier
+        try:
+            with notifier.subscribe_blocking(NOTIFY_CHANNEL, None) as woken:
+                while not self.stopping.is_set():
+                    try:
+                        self.fill()
+                        self.supervise()
+                        self.retention()
+                    except Exception as exc:  # e.g. PostgreSQL restarting: go on after a pause
+                        log.warning("worker loop error (retrying): %s", str(exc).splitlines()[0])
+                        self.stopping.wait(2.0)
+                        continue
+                    # Sleep until NOTIFY or the fallback poll, whichever is first.
+                    woken.wait(self.ctx.poll_seconds)
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            self.ctx.notifier = None
+            notifier.close()
         if self.ctx.reconciler is not None:
             self.ctx.reconciler.stop()
         self._quietly(self.mark_stopped)
-        if conn is not None:
-            conn.close()
         log.info("worker %s stopped", self.ctx.worker_id)
 
     def request_stop(self, *_: object) -> None:
@@ -197,8 +203,8 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-def run_worker(ctx: WorkerContext, listen_url: str, concurrency: int = 4) -> None:
+def run_worker(ctx: WorkerContext, concurrency: int = 4) -> None:
     worker = Worker(ctx, concurrency=concurrency)
     signal.signal(signal.SIGTERM, worker.request_stop)
     signal.signal(signal.SIGINT, worker.request_stop)
-    worker.serve(listen_url)
+    worker.serve()

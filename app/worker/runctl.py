@@ -14,7 +14,7 @@ from app.core.db import transaction, utcnow
 from app.operations.models import Operation
 from app.runs import service as runs
 from app.runs.models import Run
-from app.runs.service import lock_run, transition
+from app.runs.service import RUN_CHANNEL, lock_run, transition
 from app.worker.context import WorkerContext
 from app.worker.reconciler import pass_now
 from app.worker.steps import OperationFailed, Steps, set_result
@@ -27,22 +27,34 @@ def wait_for_run(
     ctx: WorkerContext, run_id: int, done: Callable[[Run], bool], timeout: float, what: str
 ) -> Run:
     """Observe the run until ``done`` says so, asking the reconciler for a pass each time (it
-    alone acts on the run)."""
+    alone acts on the run). Woken at once by the run's NOTIFY (a state change, a standby or
+    spare ready: app/runs/service.py::notify_run), else every poll: what the backend says of
+    the driver only a reconciler pass finds out."""
     deadline = time.monotonic() + timeout
-    while True:
-        pass_now(ctx, run_id)
-        with ctx.factory() as session:
-            run = session.get(Run, run_id)
-            assert run is not None
-            session.expunge(run)
-        if done(run):
-            return run
-        if time.monotonic() >= deadline:
-            raise OperationFailed(
-                f"run {run_id} did not {what} within {timeout:.0f}s (it is {run.state}); "
-                "it stays under supervision."
-            )
-        time.sleep(ctx.poll_seconds)
+    notifier = ctx.notifier
+    # Subscribed before the first read: a change committed in between is not missed.
+    with (
+        notifier.subscribe_blocking(RUN_CHANNEL, str(run_id))
+        if notifier is not None
+        else contextlib.nullcontext()
+    ) as woken:
+        while True:
+            pass_now(ctx, run_id)
+            with ctx.factory() as session:
+                run = session.get(Run, run_id)
+                assert run is not None
+                session.expunge(run)
+            if done(run):
+                return run
+            if time.monotonic() >= deadline:
+                raise OperationFailed(
+                    f"run {run_id} did not {what} within {timeout:.0f}s (it is {run.state}); "
+                    "it stays under supervision."
+                )
+            if woken is not None:
+                woken.wait(ctx.poll_seconds)
+            else:
+                time.sleep(ctx.poll_seconds)
 
 
 def await_submitted(ctx: WorkerContext, run_id: int, op: Operation) -> dict[str, Any]:

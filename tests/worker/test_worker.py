@@ -431,11 +431,7 @@ def test_notify_wakes_the_worker_long_before_its_fallback_poll(
         first_pass.set()
 
     worker.retention = retention_then_mark  # type: ignore[method-assign]
-    serving = threading.Thread(
-        target=worker.serve,
-        args=(db.url.set(drivername="postgresql").render_as_string(hide_password=False),),
-        daemon=True,
-    )
+    serving = threading.Thread(target=worker.serve, daemon=True)
     serving.start()
     try:
         assert first_pass.wait(30), "the worker did not finish its first pass"
@@ -518,3 +514,54 @@ def test_a_new_run_is_verified_by_its_first_batch_or_by_spark_saying_it_is_idle(
         run.running_since = utcnow() + timedelta(seconds=5)
     with pytest.raises(ops.OperationFailed):
         verify.verify(ctx, run_id, plan, 0.05, 0.5)
+
+
+def test_a_run_change_wakes_the_operation_waiting_for_it_long_before_its_poll(
+    ctx: WorkerContext, fake: FakeBackend, db: Engine
+) -> None:
+    """An operation waiting on a run (e.g. for the old driver to be fenced before go) reads
+    it again the moment it changes, through the worker's LISTEN connection: with a 30 s poll
+    the wait still ends within seconds of the change."""
+    import time
+
+    from app.core.notify import Notifier
+    from app.jobs.models import JobVersion
+    from app.runs.service import RUN_CHANNEL
+    from app.worker.runctl import wait_for_run
+
+    slow = WorkerContext(ctx.factory, ctx.settings, "notified-operation", poll_seconds=30.0)
+    slow.backend = ctx.backend  # type: ignore[method-assign]
+    slow.notifier = Notifier(db, (RUN_CHANNEL,), max_waiters=4)
+    job_id = make_job(ctx)
+    with transaction(ctx.factory) as session:
+        job = session.get(Job, job_id)
+        version = session.scalar(select(JobVersion).where(JobVersion.job_id == job_id))
+        assert job is not None and version is not None
+        run_id = runs_service.create_run(session, job, version, created_by="t").id
+    seen: list[Run] = []
+    waiting = threading.Thread(
+        target=lambda: seen.append(
+            wait_for_run(slow, run_id, lambda r: r.state != states.SUBMITTING, 60, "stop")
+        ),
+        daemon=True,
+    )
+    try:
+        waiting.start()
+        # Its first pass is over (the fake has the driver) and it sleeps on its 30 s poll.
+        wait_for(lambda: fake.submits, lambda n: n == 1, 20, 0.02, "the run's submission")
+        wait_for(lambda: slow.notifier.listening, bool, 20, 0.02, "the LISTEN connection")
+        time.sleep(0.5)
+        assert waiting.is_alive() and not seen
+        with transaction(ctx.factory) as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            transition(session, run, states.STOPPING, reason="test", stop_reason="stop")
+        changed = time.monotonic()
+        waiting.join(20)
+        assert not waiting.is_alive(), "the change did not wake the wait"
+        assert time.monotonic() - changed < 10  # far below the 30 s poll
+        assert seen[0].state in (states.STOPPING, states.STOPPED, states.CANCELLED), seen[0].state
+    finally:
+        slow.notifier.close()
+        if slow.reconciler is not None:
+            slow.reconciler.stop()
