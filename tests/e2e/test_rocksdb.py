@@ -69,7 +69,15 @@ def _first_events(root: Path) -> None:
         return
     for second in range(120):
         count = BULK * (second + 1) // 120 - BULK * second // 120
-        produce(str(root), "clicks", 2, rate=0, count=count, start_ts_ms=T0 + second * 1000)
+        produce(
+            str(root),
+            "clicks",
+            2,
+            rate=0,
+            count=count,
+            start_ts_ms=T0 + second * 1000,
+            ts_step_ms=0,
+        )
 
 
 def test_the_lifecycle_on_rocksdb_with_changelog_checkpointing(
