@@ -190,7 +190,7 @@ def record_fence(session: Session, run_id: int, report: FenceReport) -> Run:
     if run.state == states.STOPPING:
         return ending.stopped(session, run, f"{why} (fenced)", fenced=True)
     if run.state == states.DRAINING and (run.drain or {}).get("drained_at"):
-        return ending.drained(session, run, f"{why} after its drain (fenced)")
+        return ending.drained(session, run, f"{why} after its drain (fenced)", fenced=True)
     return run
 
 

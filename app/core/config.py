@@ -100,6 +100,14 @@ class Settings(BaseSettings):
         "for go before it exits by itself, if the control plane cannot tell it to stop; the "
         "reconciler then starts another.",
     )
+    fenced_exit_seconds: int = Field(
+        default=60,
+        ge=1,
+        le=86_400,
+        description="How long what is left of a fenced driver (its queries and Spark session "
+        "stopped, its run ended) may take to exit before the worker kills it: the job's code "
+        "can keep the process alive (a non-daemon thread), holding the cluster's cores.",
+    )
     log_level: str = "INFO"
     log_json: bool = True
     log_file: Path | None = Field(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.core import run_states as states
+from app.core.db import utcnow
 from app.runs import spares
 from app.runs.models import Run
 from app.runs.service import new_attempt, transition
@@ -21,6 +22,8 @@ def stopped(session: Session, run: Run, why: str, *, fenced: bool = False) -> Ru
     so the spare need not wait for the old application to be killed (what is left of that
     process exits on its own and can no longer write)."""
     assert run.state == states.STOPPING, run.state
+    if fenced:
+        _left_to_exit(run)
     if (run.drain or {}).get("drained_at") and run.stop_reason == "drain-timeout":
         # The stop came after the drain marker: the runtime finished the drain first.
         return transition(
@@ -39,6 +42,17 @@ def stopped(session: Session, run: Run, why: str, *, fenced: bool = False) -> Ru
     return transition(session, run, to, reason=why)
 
 
-def drained(session: Session, run: Run, why: str) -> Run:
+def drained(session: Session, run: Run, why: str, *, fenced: bool = False) -> Run:
     """A DRAINING run whose runtime finished the drain and is done."""
+    if fenced:
+        _left_to_exit(run)
     return transition(session, run, states.DRAINED, reason=why)
+
+
+def _left_to_exit(run: Run) -> None:
+    """What is left of a fenced driver's process exits by itself, unless the job's code keeps
+    it alive (a non-daemon thread, a hook that blocks): the reconciler watches it and kills
+    it past TIDEGATE_FENCED_EXIT_SECONDS (app/worker/reconcile.py::reap_fenced), so it does not
+    hold the cluster's cores for ever."""
+    if run.backend_id is not None:
+        run.fenced_backend_id, run.fenced_at = run.backend_id, utcnow()

@@ -34,6 +34,10 @@ class Run(Base):
     backend_id: Mapped[str | None] = mapped_column(String(128))
     # The previous attempt's backend id, kept until it is known to be gone (fencing).
     previous_backend_id: Mapped[str | None] = mapped_column(String(128))
+    # An attempt that said it is fenced (app/runs/ending.py): its process should exit by
+    # itself; kept until the backend says it has, and killed if it has not in time.
+    fenced_backend_id: Mapped[str | None] = mapped_column(String(128))
+    fenced_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The attempt whose submission may have reached the backend: recorded before the call, so
     # a resumed worker looks the attempt up first and never submits it twice.
     submit_intent_attempt: Mapped[int | None] = mapped_column(Integer)

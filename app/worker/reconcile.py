@@ -60,7 +60,43 @@ def reconcile_run(ctx: WorkerContext, run_id: int, *, fresh: bool = True) -> str
             reconcile_spare(ctx, run_id)
         except BackendError as exc:
             log.warning("run %s: spare: backend error: %s", run_id, exc)
+        try:
+            reap_fenced(ctx, run_id)
+        except BackendError as exc:
+            log.warning("run %s: fenced driver: backend error: %s", run_id, exc)
         return state
+
+
+def reap_fenced(ctx: WorkerContext, run_id: int) -> None:
+    """An attempt that said it is fenced ended its run at once (app/runs/ending.py); its
+    process should exit on its own within seconds. Forgotten once the backend says it has;
+    killed once it has lingered past TIDEGATE_FENCED_EXIT_SECONDS (it can no longer write,
+    but it holds the cluster's cores)."""
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.fenced_backend_id is None or run.fenced_at is None:
+            return
+        backend_id, fenced_at = run.fenced_backend_id, run.fenced_at
+        backend = ctx.backend(run.version.cluster)
+    status = backend.status(backend_id)
+    if not (status.state.terminal or status.state == AppState.UNKNOWN):
+        lingered = (utcnow() - fenced_at).total_seconds()
+        if lingered < ctx.settings.fenced_exit_seconds:
+            return
+        log.warning(
+            "run %s: %s still %s %.0fs after it was fenced: killing what is left of it",
+            run_id,
+            backend_id,
+            status.raw_state,
+            lingered,
+        )
+        backend.kill(backend_id)
+        if not backend.status(backend_id).state.terminal:
+            return  # the next pass looks again
+    with transaction(ctx.factory) as session:
+        run = lock_run(session, run_id)
+        if run is not None and run.fenced_backend_id == backend_id:
+            run.fenced_backend_id = run.fenced_at = None
 
 
 def _reconcile(ctx: WorkerContext, run_id: int, fresh: bool) -> str:
@@ -308,6 +344,7 @@ def due_runs(ctx: WorkerContext, now: datetime | None = None) -> list[int]:
                         Run.state.in_(states.ON_BACKEND),
                         (Run.state == states.RESTARTING) & (Run.next_restart_at <= now),
                         Run.spare_attempt.is_not(None),  # a spare to watch or drop
+                        Run.fenced_backend_id.is_not(None),  # a fenced driver yet to exit
                     )
                 )
                 .order_by(Run.id)

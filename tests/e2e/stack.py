@@ -67,6 +67,9 @@ class Stack:
             "TIDEGATE_LOG_JSON": "false",
             "TIDEGATE_DATA_DIR": str(self.tmp / "data"),
             "SPARK_LOCAL_IP": "127.0.0.1",
+            # What is left of a fenced driver is killed after this (60 s by default): a test
+            # of a driver that lingers waits for it.
+            "TIDEGATE_FENCED_EXIT_SECONDS": "20",
             **self._snapshot_env(),
             **extra,
         }

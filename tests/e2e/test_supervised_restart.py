@@ -11,6 +11,7 @@ and a pre-warmed restart then hands over to it at a batch boundary, the output e
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 
 from tests.chaos.windowed import committed_windows, expected_windows
 from tests.e2e.backends import Target
-from tests.e2e.fixtures import driver_jvms, processes_mentioning
+from tests.e2e.fixtures import APPS, driver_jvms, processes_mentioning
 from tests.e2e.stack import Stack, wait_until
 from tests.e2e.test_tidegate import _operate, _windowed_version
 from tidegate_runtime.eventlog import EventLog
@@ -126,3 +127,36 @@ def driver_jvms_of(run_id: int) -> list[psutil.Process]:
         for proc in processes_mentioning(f"tidegate-run-{run_id}-a")
         if "java" in " ".join((proc.info["cmdline"] or [])[:1])
     ]
+
+
+def test_a_fenced_driver_that_does_not_exit_is_killed(runner: Stack, tmp_path: Path) -> None:
+    """A stop ends the run on the old driver's fence (queries stopped at a boundary, Spark
+    session stopped), before its process exits. A job whose code keeps the process alive
+    would hold the cluster's cores for ever: the worker kills what is left of it once it has
+    lingered TIDEGATE_FENCED_EXIT_SECONDS (20 s in the e2e stack)."""
+    stack, job = runner, "lingers"
+    root, out = tmp_path / "log", tmp_path / "out"
+    EventLog(root).create_stream("clicks", 2)
+    produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=T0, ts_step_ms=400)
+    assert stack.client.post("/jobs", json={"name": job}).status_code == 201
+    version = _windowed_version(stack, job, "runner", root, out, app_file=str(APPS / "lingers.py"))
+    submitted = _operate(stack, job, "submit", {"version": version})
+    assert submitted["state"] == "succeeded", submitted
+    run_id = submitted["run_id"]
+    wait_until(lambda: _caught_up(stack, run_id, root, 0), bool, 180)
+    tag = stack.run(run_id)["tag"]
+    (driver,) = driver_jvms(tag)
+
+    stopped = _operate(stack, job, "stop")
+    assert stopped["state"] == "succeeded", stopped
+    run = stack.run(run_id)
+    assert run["state"] == "stopped", run
+    assert "(fenced)" in run["transitions"][0]["reason"], run["transitions"]
+    fenced = time.monotonic()
+    assert driver.is_running(), "the driver exited by itself: the job did not linger"
+    psutil.wait_procs([driver], timeout=20 + 60)
+    assert not driver.is_running(), "what was left of the fenced driver was never killed"
+    # Not before its grace: a fenced driver that exits within it is never killed.
+    assert time.monotonic() - fenced > 15, time.monotonic() - fenced
+    log = "\n".join(p.read_text() for p in stack.tmp.glob("worker-*.log"))
+    assert f"run {run_id}: " in log and "after it was fenced: killing what is left of it" in log

@@ -42,16 +42,17 @@ def _windowed_version(
     max_records_per_batch: int | None = None,
     window: str | None = None,
     conf: dict[str, str] | None = None,
+    app_file: str | None = None,
 ) -> int:
     """Version of the windowed pipeline on ``cluster``: a Target runs the team's copy on the
-    bare cluster Python; a cluster name, the checkout's copy on the worker's Python. ``conf``
-    is added to the cluster's."""
+    bare cluster Python; a cluster name, the checkout's copy (or ``app_file``, a variant of
+    it) on the worker's Python. ``conf`` is added to the cluster's."""
     limit = {"maxRecordsPerBatch": str(max_records_per_batch)} if max_records_per_batch else {}
     if isinstance(cluster, Target):
         app_file, conf = cluster.pipeline("windowed_counts.py"), cluster.conf(**(conf or {}))
         cluster = cluster.cluster
     else:
-        app_file = str(ROOT / "pipelines" / "windowed_counts.py")
+        app_file = app_file or str(ROOT / "pipelines" / "windowed_counts.py")
         conf = {**SPARK_TEST_CONF, "spark.sql.session.timeZone": "UTC", **(conf or {})}
     body = {
         "app": {

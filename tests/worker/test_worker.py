@@ -565,3 +565,62 @@ def test_a_run_change_wakes_the_operation_waiting_for_it_long_before_its_poll(
         slow.notifier.close()
         if slow.reconciler is not None:
             slow.reconciler.stop()
+
+
+def _fenced_run(ctx: WorkerContext, fake: FakeBackend, job_id: int) -> tuple[int, str]:
+    """A running run stopped by tidegate whose runtime said it is fenced: the run ends at
+    once, its application still up."""
+    from app.channel.service import record_fence
+    from app.jobs.models import JobVersion
+    from app.runs.schemas import FenceReport
+
+    with transaction(ctx.factory) as session:
+        job = session.get(Job, job_id)
+        version = session.scalar(select(JobVersion).where(JobVersion.job_id == job_id))
+        assert job is not None and version is not None
+        run_id = runs_service.create_run(session, job, version, created_by="t").id
+    reconcile_run(ctx, run_id)  # submitted
+    (backend_id,) = fake.apps
+    fake.apps[backend_id].state = AppState.RUNNING
+    reconcile_run(ctx, run_id)
+    with transaction(ctx.factory) as session:
+        run = session.get(Run, run_id)
+        assert run is not None and run.state == states.RUNNING
+        transition(session, run, states.STOPPING, reason="stop requested", stop_reason="stop")
+    with transaction(ctx.factory) as session:
+        run = record_fence(session, run_id, FenceReport(attempt=0))
+        assert run.state == states.STOPPED and run.fenced_backend_id == backend_id
+    return run_id, backend_id
+
+
+def test_a_fenced_driver_that_lingers_is_killed_after_the_grace_one_that_exits_is_let_be(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """The fence ends the run before its process exits; a job's code can keep that process
+    alive (a non-daemon thread). The reconciler lets it exit on its own for
+    TIDEGATE_FENCED_EXIT_SECONDS, then kills it; one that exits is only forgotten."""
+    job_id = make_job(ctx)
+    run_id, backend_id = _fenced_run(ctx, fake, job_id)
+    assert run_id in rec.due_runs(ctx)  # watched although its run has ended
+    reconcile_run(ctx, run_id)
+    assert fake.kills == []  # within the grace: left to exit
+    with transaction(ctx.factory) as session:
+        session.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(fenced_at=utcnow() - timedelta(seconds=ctx.settings.fenced_exit_seconds + 1))
+        )
+    reconcile_run(ctx, run_id)
+    assert fake.kills == [backend_id]
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None and run.state == states.STOPPED  # still what the fence said
+        assert run.fenced_backend_id is None and run.fenced_at is None
+    assert run_id not in rec.due_runs(ctx)
+
+    fake.apps.clear()
+    other_id, other_app = _fenced_run(ctx, fake, job_id)
+    fake.apps[other_app].state = AppState.SUCCEEDED  # it exited by itself
+    reconcile_run(ctx, other_id)
+    assert fake.kills == [backend_id]
+    assert other_id not in rec.due_runs(ctx)
