@@ -87,7 +87,12 @@ T0 = 1_767_225_600_000
 # Seeds measured here: (MB of RocksDB state on disk, event ids). State per id grows with the
 # store (more levels, older versions kept), so a seed is sized between the two nearest points
 # on a log-log line; the real size is printed.
-MEASURED_SEEDS = ((20, 1_100_000), (186, 11_000_000), (5_100, 110_000_000))
+MEASURED_SEEDS = (
+    (9, 537_732),
+    (98, 5_795_742),
+    (598, 35_429_146),
+    (5_100, 110_000_000),  # not kept: the first 1 GB attempt, older versions included
+)
 STEADY_SECONDS = 3.0
 SPARK_CONF = {**CONF, **ROCKSDB_CONF, "spark.driver.memory": "1g"}
 BATCH_LIMIT = "200000"  # records per batch, so that a driver catching up commits early
