@@ -6,7 +6,8 @@ The sweep observes every run on a backend. Asking about each run costs one reque
 ``max_age`` seconds, so a dead driver is seen at most one sweep plus ``max_age`` late.
 
 A status from a listing may be that old, which is safe for observing: an application's state
-only moves forward, so a stale answer delays what the next sweep sees and never reverses it.
+only moves forward, so a stale answer delays what the next sweep sees and never reverses it
+(a run's ``observed_state`` does not go from RUNNING back to PENDING on one, either).
 What must be current (a pass an operation waits on, the check after a kill, fencing, a
 failure's message) asks the backend directly.
 """

@@ -216,7 +216,10 @@ def _observe(
     ctx: WorkerContext, session: Session, run: Run, status: AppStatus, backend: Backend
 ) -> Run:
     now = utcnow()
-    run.observed_state = status.state.value
+    # Within an attempt an application only moves forward; a listing a moment old can still
+    # say PENDING of a driver a fresh status has seen RUNNING: not shown as a step back.
+    if not (status.state == AppState.PENDING and run.observed_state == AppState.RUNNING.value):
+        run.observed_state = status.state.value
     run.observed_at = now
     if status.state != AppState.UNKNOWN:
         run.unknown_since = None

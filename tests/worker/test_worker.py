@@ -624,3 +624,37 @@ def test_a_fenced_driver_that_lingers_is_killed_after_the_grace_one_that_exits_i
     reconcile_run(ctx, other_id)
     assert fake.kills == [backend_id]
     assert other_id not in rec.due_runs(ctx)
+
+
+def test_a_listing_a_moment_old_does_not_set_a_running_driver_back_to_pending(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """A fresh status saw the driver RUNNING; the sweep's listing, taken a moment before,
+    still says PENDING. What the run shows does not step back (what a dashboard, or an
+    update's result, would otherwise show flapping)."""
+    import time as clock
+
+    from app.backends.base import AppStatus
+    from app.jobs.models import JobVersion
+    from app.worker.context import backend_key
+    from app.worker.listing import _Listing
+
+    job_id = make_job(ctx)
+    with transaction(ctx.factory) as session:
+        job = session.get(Job, job_id)
+        version = session.scalar(select(JobVersion).where(JobVersion.job_id == job_id))
+        assert job is not None and version is not None
+        run_id = runs_service.create_run(session, job, version, created_by="t").id
+        cluster = version.cluster
+        key = backend_key(cluster)
+    reconcile_run(ctx, run_id)
+    (backend_id,) = fake.apps
+    fake.apps[backend_id].state = AppState.RUNNING
+    reconcile_run(ctx, run_id)  # fresh: RUNNING
+    stale = {backend_id: AppStatus(backend_id, AppState.PENDING, "SUBMITTED")}
+    ctx.listings._taken[key] = _Listing(clock.monotonic(), stale)
+    reconcile_run(ctx, run_id, fresh=False)
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None and run.state == states.RUNNING
+        assert run.observed_state == AppState.RUNNING.value
