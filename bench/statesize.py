@@ -13,6 +13,8 @@ new files and never rewrites one, so the copies never touch the seed):
   update-snapshot   tidegate: POST /jobs/{job}/update strategy snapshot, pre-warmed (the new
             driver waits as a standby while the old one processes);
   update-drain      the same by drain (the new version starts fresh at the drained offsets);
+  update-snapshot-cold, update-drain-cold   the same, not pre-warmed (``prewarm: false``):
+            the new driver is submitted after the old one ended;
   restart   tidegate: POST /jobs/{job}/restart, pre-warmed (the run's spare takes over);
   crash-hotspare    the driver's JVM SIGKILLed, the job's hot spare takes over;
   flink     Flink 2.3 stop-with-savepoint + restore of ../shared/anchors/flink/sql_state_job.py
@@ -273,16 +275,17 @@ def _start_job(ctx: Context, seed: Seed, job: str, fields: dict[str, Any]) -> tu
     return int(op["run_id"]), checkpoint
 
 
-def _update(ctx: Context, seed: Seed, rep: int, strategy: str) -> Switch:
-    job = f"update-{strategy}-{seed.mb}-{rep}"
+def _update(ctx: Context, seed: Seed, rep: int, strategy: str, prewarm: bool = True) -> Switch:
+    job = f"update-{strategy}{'' if prewarm else '-cold'}-{seed.mb}-{rep}"
     run_id, checkpoint = _start_job(ctx, seed, job, {})
     out = ctx.tmp / "outputs" / (job if strategy == "snapshot" else f"{job}-v2")
     r = ctx.api.post(f"/jobs/{job}/versions", json=_version(ctx, seed, out, fixed=False, number=2))
     assert r.status_code == 201, r.text
     load, t0 = os.getloadavg()[0], time.time()
-    body = {"version": 2, "strategy": strategy, "verify_seconds": 0, "prewarm": True}
+    body = {"version": 2, "strategy": strategy, "verify_seconds": 0, "prewarm": prewarm}
     op = _operate(ctx, f"/jobs/{job}/update", body)
-    since = _at(next(s for s in op["steps"] if s["name"] == "go")["at"])
+    # Cold, the new run is created once the old one ended; pre-warmed, its standby gets go.
+    since = _at(next(s for s in op["steps"] if s["name"] in ("create_run", "go"))["at"])
     new_run = op["result"]["run_id"]
     new_checkpoint = ctx.tmp / "checkpoints" / job / str(new_run) / QUERY
     committed = _wait(lambda: first_commit_after(new_checkpoint, since), 600, f"{job} commit")
@@ -296,6 +299,15 @@ def update_snapshot(ctx: Context, seed: Seed, rep: int) -> Switch:
 
 def update_drain(ctx: Context, seed: Seed, rep: int) -> Switch:
     return _update(ctx, seed, rep, "drain")
+
+
+def update_snapshot_cold(ctx: Context, seed: Seed, rep: int) -> Switch:
+    """Not pre-warmed: the new driver is submitted once the old one has ended."""
+    return _update(ctx, seed, rep, "snapshot", prewarm=False)
+
+
+def update_drain_cold(ctx: Context, seed: Seed, rep: int) -> Switch:
+    return _update(ctx, seed, rep, "drain", prewarm=False)
 
 
 def restart(ctx: Context, seed: Seed, rep: int) -> Switch:
@@ -356,6 +368,8 @@ STRATEGIES: dict[str, Strategy] = {
     "bare": bare,
     "update-snapshot": update_snapshot,
     "update-drain": update_drain,
+    "update-snapshot-cold": update_snapshot_cold,
+    "update-drain-cold": update_drain_cold,
     "restart": restart,
     "crash-hotspare": crash_hotspare,
     "flink": flink,
