@@ -68,8 +68,13 @@ class ControlClient:
         self.token = str(answer["token"])
         return self.token
 
-    def directives(self, attempt: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/directives?attempt={attempt}")
+    def directives(self, attempt: int, wait: int = 0) -> dict[str, Any]:
+        """What the control plane wants; with ``wait``, a long-poll answered at once when the
+        run is to stop or drain, else after ``wait`` seconds."""
+        query = f"attempt={attempt}" + (f"&wait={wait}" if wait else "")
+        result: dict[str, Any] = self._call(
+            "GET", f"/directives?{query}", timeout=wait + self.timeout
+        )
         return result
 
     def standby(self, attempt: int, wait: int, spare: int | None = None) -> dict[str, Any]:

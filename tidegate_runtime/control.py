@@ -364,11 +364,13 @@ class Runtime(Drainer):
             for q in self.queries.values():
                 if q.exception() is not None:
                     raise q.exception()  # type: ignore[misc]
+            asked = time.monotonic()
             if self.managed:
-                self._follow_directives()
+                # The long-poll is the wait between checks: a stop is seen as it is decided.
+                self._follow_directives(wait=max(1, round(self.poll_seconds)))
                 if self._stop.is_set():
                     break
-            time.sleep(self.poll_seconds)
+            time.sleep(max(0.0, self.poll_seconds - (time.monotonic() - asked)))
         self._flush_progress()
         for q in self.queries.values():
             if q.exception() is not None:

@@ -51,10 +51,13 @@ class Drainer:
 
         def stop_all(self, timeout: float = 120.0) -> None: ...
 
-    def _follow_directives(self) -> None:
+    def _follow_directives(self, wait: int = 0) -> None:
+        """Act on the control plane's directives. ``wait``: between checks, ask with a
+        long-poll, so a stop or a drain is seen the moment it is decided (not while a drain
+        is under way: it takes a step every poll)."""
         assert self.client is not None
         try:
-            directives = self.client.directives(self.attempt)
+            directives = self.client.directives(self.attempt, 0 if self._draining else wait)
         except ControlPlaneRefused:
             raise
         except Exception as exc:  # the control plane may be restarting: keep running

@@ -28,7 +28,7 @@ from app.operations.routes import router as operations_router
 from app.operations.startpoints_routes import router as set_startpoints_router
 from app.resume_points.routes import router as resume_points_router
 from app.runs.routes import router as runs_router
-from app.runs.service import STANDBY_CHANNEL
+from app.runs.service import RUN_CHANNEL, STANDBY_CHANNEL
 from app.snapshots.routes import router as snapshots_router
 from app.startpoints.routes import router as startpoints_router
 from app.tokens.routes import router as tokens_router
@@ -60,7 +60,9 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
             statement_timeout_ms=settings.db_statement_timeout_ms,
         )
 
-    notifier = Notifier(engine, (STANDBY_CHANNEL,), max_waiters=settings.max_waiting_drivers)
+    notifier = Notifier(
+        engine, (STANDBY_CHANNEL, RUN_CHANNEL), max_waiters=settings.max_waiting_drivers
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -27,7 +27,7 @@ from app.runs.schemas import (
     RunToken,
     StandbyAnswer,
 )
-from app.runs.service import STANDBY_CHANNEL
+from app.runs.service import RUN_CHANNEL, STANDBY_CHANNEL
 from app.startpoints import applications as startpoints
 from app.startpoints.schemas import AppliedReport
 
@@ -74,15 +74,50 @@ def exchange_bootstrap(run_id: RunId, principal: CurrentPrincipal, session: DbSe
     name="run.directives",
     tags=["runtime"],
 )
-def get_directives(
-    run_id: RunChannel,
-    session: DbSession,
+async def get_directives(
+    run_id: WaitingRunChannel,
+    request: Request,
     settings: AppSettings,
     attempt: Annotated[
         int | None, Query(ge=0, le=2**31, description="The caller's attempt.")
     ] = None,
+    wait: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=25,
+            description="Long-poll: hold the answer up to this many seconds until the run is "
+            "to stop or drain (answered the moment it is). A driver that asks this way between "
+            "its checks sees a stop at once rather than at its next poll.",
+        ),
+    ] = 0,
 ) -> Directives:
-    return channel.directives(session, run_id, attempt, settings.resolved_checkpoint_root)
+    # Async, each read in a transaction of its own: a waiting driver holds no thread and no
+    # database connection (as the standby's long-poll below).
+    def read(session: Session) -> Directives:
+        return channel.directives(session, run_id, attempt, settings.resolved_checkpoint_root)
+
+    notifier: Notifier = request.app.state.notifier
+    # Running drivers take at most half of the process's waiting places: standbys waiting
+    # for go always find room. Past that, a driver is answered now and asks again later.
+    if wait == 0 or notifier.waiting >= notifier.max_waiters // 2:
+        return await in_transaction(request, read)
+    deadline = time.monotonic() + wait
+    try:
+        # Subscribed before the first read: a stop decided in between is not missed.
+        with notifier.subscribe(RUN_CHANNEL, str(run_id)) as waiter:
+            answer = await in_transaction(request, read)
+            while not (answer.stop or answer.drain is not None):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                woken = await waiter.wait(notifier.poll_interval(left))
+                if not woken and time.monotonic() >= deadline:
+                    break  # nothing changed: the answer read at first stands
+                answer = await in_transaction(request, read)
+    except TooManyWaiters:
+        return await in_transaction(request, read)
+    return answer
 
 
 @router.get(

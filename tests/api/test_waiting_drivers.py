@@ -208,3 +208,62 @@ def test_waiters_beyond_the_limit_get_503_with_retry_after(api: Api, db: Engine)
         for run_id, _ in standbys[:LIMIT]:
             _go(db, run_id)
         assert all(a.result()[2]["go"] for a in asks)
+
+
+def _running_runs(api: Api, db: Engine, count: int) -> list[tuple[int, str]]:
+    """``count`` running runs of one job (as many drivers), each with its own run token."""
+    with api.admin() as client:
+        assert client.post("/api/v1/clusters", json=_cluster()).status_code == 201
+        assert client.post("/api/v1/jobs", json={"name": "busy"}).status_code == 201
+        r = client.post("/api/v1/jobs/busy/versions", json=version_body())
+        assert r.status_code == 201, r.text
+    out = []
+    with transaction(make_sessionmaker(db)) as session:
+        job = session.query(Job).filter_by(name="busy").one()
+        for _ in range(count):
+            run = runs.create_run(session, job, job.versions[0], created_by="t")
+            runs.transition(session, run, states.RUNNING, reason="test")
+            _, secret = create_token(session, name=f"run-{run.id}", scope=Scope.RUN, run_id=run.id)
+            out.append((run.id, secret))
+    return out
+
+
+def _directives(url: str, run_id: int, token: str, wait: int) -> tuple[float, int, Any]:
+    with httpx.Client(timeout=wait + 30) as client:
+        r = client.get(
+            f"{url}/api/v1/runs/{run_id}/directives",
+            params={"attempt": 0, "wait": wait},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    return time.monotonic(), r.status_code, r.json()
+
+
+def test_a_running_driver_hears_its_stop_the_moment_it_is_decided(api: Api, db: Engine) -> None:
+    """A driver's directives long-poll is answered when its run is set stopping (NOTIFY on
+    the run's change), not at its next poll; the others wait on, and one with nothing to do
+    is answered after its wait with no directive. Waiting holds no database connection."""
+    (stopped, stopped_token), (other, other_token), (idle, idle_token) = _running_runs(api, db, 3)
+    with ThreadPoolExecutor(3) as pool:
+        asked = time.monotonic()
+        stop_ask = pool.submit(_directives, api.url, stopped, stopped_token, 20)
+        other_ask = pool.submit(_directives, api.url, other, other_token, 20)
+        idle_at, idle_status, idle_answer = _directives(api.url, idle, idle_token, 1)
+        assert idle_status == 200 and not idle_answer["stop"] and idle_answer["drain"] is None
+        assert idle_at - asked >= 0.9  # held for its wait: nothing to do
+        _until(lambda: api.app.state.notifier.waiting == 2)
+        with transaction(make_sessionmaker(db)) as session:
+            run = session.get(Run, stopped)
+            assert run is not None
+            runs.transition(session, run, states.STOPPING, reason="stop", stop_reason="stop")
+        decided = time.monotonic()
+        answered_at, status, answer = stop_ask.result(timeout=15)
+        assert status == 200 and answer["stop"] is True and answer["reason"] == "stop", answer
+        assert answered_at - decided < 5  # far inside its 20 s wait
+        assert not other_ask.done(), "a run that was not stopped answered early"
+        assert api.app.state.notifier.waiting == 1
+        with transaction(make_sessionmaker(db)) as session:
+            run = session.get(Run, other)
+            assert run is not None
+            runs.transition(session, run, states.DRAINING, reason="drain", stop_reason="drain")
+        _, status, answer = other_ask.result(timeout=15)
+        assert status == 200 and answer["drain"] is not None and not answer["stop"], answer

@@ -5364,6 +5364,8 @@ export interface operations {
             query?: {
                 /** @description The caller's attempt. */
                 attempt?: number | null;
+                /** @description Long-poll: hold the answer up to this many seconds until the run is to stop or drain (answered the moment it is). A driver that asks this way between its checks sees a stop at once rather than at its next poll. */
+                wait?: number;
             };
             header?: never;
             path: {

@@ -15,6 +15,7 @@ def _get_kwargs(
     run_id: int,
     *,
     attempt: int | None | Unset = UNSET,
+    wait: int | Unset = 0,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -25,6 +26,8 @@ def _get_kwargs(
     else:
         json_attempt = attempt
     params["attempt"] = json_attempt
+
+    params["wait"] = wait
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -107,12 +110,16 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
+    wait: int | Unset = 0,
 ) -> Response[Directives | Problem]:
     """Run.Directives
 
     Args:
         run_id (int):
         attempt (int | None | Unset): The caller's attempt.
+        wait (int | Unset): Long-poll: hold the answer up to this many seconds until the run is to
+            stop or drain (answered the moment it is). A driver that asks this way between its checks
+            sees a stop at once rather than at its next poll. Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,6 +132,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         run_id=run_id,
         attempt=attempt,
+        wait=wait,
     )
 
     response = client.get_httpx_client().request(
@@ -139,12 +147,16 @@ def sync(
     *,
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
+    wait: int | Unset = 0,
 ) -> Directives | Problem | None:
     """Run.Directives
 
     Args:
         run_id (int):
         attempt (int | None | Unset): The caller's attempt.
+        wait (int | Unset): Long-poll: hold the answer up to this many seconds until the run is to
+            stop or drain (answered the moment it is). A driver that asks this way between its checks
+            sees a stop at once rather than at its next poll. Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -158,6 +170,7 @@ def sync(
         run_id=run_id,
         client=client,
         attempt=attempt,
+        wait=wait,
     ).parsed
 
 
@@ -166,12 +179,16 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
+    wait: int | Unset = 0,
 ) -> Response[Directives | Problem]:
     """Run.Directives
 
     Args:
         run_id (int):
         attempt (int | None | Unset): The caller's attempt.
+        wait (int | Unset): Long-poll: hold the answer up to this many seconds until the run is to
+            stop or drain (answered the moment it is). A driver that asks this way between its checks
+            sees a stop at once rather than at its next poll. Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -184,6 +201,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         run_id=run_id,
         attempt=attempt,
+        wait=wait,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -196,12 +214,16 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     attempt: int | None | Unset = UNSET,
+    wait: int | Unset = 0,
 ) -> Directives | Problem | None:
     """Run.Directives
 
     Args:
         run_id (int):
         attempt (int | None | Unset): The caller's attempt.
+        wait (int | Unset): Long-poll: hold the answer up to this many seconds until the run is to
+            stop or drain (answered the moment it is). A driver that asks this way between its checks
+            sees a stop at once rather than at its next poll. Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -216,5 +238,6 @@ async def asyncio(
             run_id=run_id,
             client=client,
             attempt=attempt,
+            wait=wait,
         )
     ).parsed
