@@ -55,7 +55,8 @@ clients-check: $(STAMP)
 # during an update by drain and by snapshot; three PostgreSQL crashes under API load, three
 # driver kills, 150 schemathesis examples per operation. Add -s to see seeds, kills and samples.
 # `make bench` runs every benchmark at its default (modest) size; each prints medians and
-# ratios to a baseline measured in the same run and writes bench/results/<name>.json.
+# ratios to a baseline measured in the same run and writes bench/results/<name>.json; and the
+# RocksDB lifecycle on a million events, every one checked against its ground truth.
 .PHONY: bench chaos
 chaos: $(STAMP)
 	TIDEGATE_SUITE=full $(PY) -m pytest -q -rs tests/chaos tests/fuzz tests/security
@@ -68,6 +69,7 @@ bench: $(STAMP)
 	$(PY) bench/metrics.py
 	$(PY) bench/fleet.py
 	$(PY) bench/statesize.py
+	TIDEGATE_SUITE=full $(PY) -m pytest -q -s tests/e2e/test_rocksdb.py
 	@for extra in bench/snapshots.py bench/drain.py; do \
 		if [ -f $$extra ]; then echo "== $$extra"; $(PY) $$extra || exit 1; fi; \
 	done
