@@ -367,7 +367,7 @@ class Runtime(Drainer):
             asked = time.monotonic()
             if self.managed:
                 # The long-poll is the wait between checks: a stop is seen as it is decided.
-                self._follow_directives(wait=max(1, round(self.poll_seconds)))
+                self._follow_directives(wait=min(25, max(1, round(self.poll_seconds))))
                 if self._stop.is_set():
                     break
             time.sleep(max(0.0, self.poll_seconds - (time.monotonic() - asked)))

@@ -100,6 +100,7 @@ class Notifier:
         self._lock = threading.Lock()
         self._listening = threading.Event()
         self._stopping = threading.Event()
+        self._warned = False
         self._thread: threading.Thread | None = None
 
     @property
@@ -185,13 +186,15 @@ class Notifier:
                     for channel in self._channels:
                         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                     self._listening.set()
+                    self._warned = False
                     self._wake(None)  # whatever was notified while we were not listening
                     while not self._stopping.is_set():
                         for note in conn.notifies(timeout=1.0):
                             self._wake((note.channel, note.payload))
             except psycopg.Error as exc:
-                if self._listening.is_set():
+                if self._listening.is_set() or not self._warned:  # once until it works again
                     log.warning("the LISTEN connection failed (%s); waiters poll meanwhile", exc)
+                    self._warned = True
             finally:
                 self._listening.clear()
                 self._wake(None)

@@ -79,8 +79,10 @@ def reap_fenced(ctx: WorkerContext, run_id: int) -> None:
         backend_id, fenced_at = run.fenced_backend_id, run.fenced_at
         backend = ctx.backend(run.version.cluster)
     status = backend.status(backend_id)
+    lingered = (utcnow() - fenced_at).total_seconds()
+    if status.state == AppState.UNKNOWN and lingered < ctx.lost_after_seconds:
+        return  # a backend may not know an app for a while (relaunching, recovering)
     if not (status.state.terminal or status.state == AppState.UNKNOWN):
-        lingered = (utcnow() - fenced_at).total_seconds()
         if lingered < ctx.settings.fenced_exit_seconds:
             return
         log.warning(

@@ -74,6 +74,7 @@ def quiet_runs(ctx: WorkerContext, run_ids: list[int]) -> set[int]:
                 Run.spare_attempt,
                 Run.spare_backend_id,
                 Run.spare_requested,
+                Run.fenced_backend_id,
                 Job.hot_spare,
                 Cluster,
             )
@@ -98,6 +99,7 @@ def _quiet(row: Any, listed: dict[str, Any]) -> bool:
         or row.observed_state != AppState.RUNNING.value
         or row.unknown_since is not None
         or row.failures  # its failure count may be due a reset (the stable period)
+        or row.fenced_backend_id  # its fenced last attempt is watched until it exits
     ):
         return False
     wants_spare = row.hot_spare or row.spare_requested

@@ -197,3 +197,28 @@ class _Spy:
     def sweep(self, run_ids: list[int]) -> None:
         self.passed.extend(run_ids)
         self.real.sweep(run_ids)  # type: ignore[attr-defined]
+
+
+def test_a_running_run_whose_fenced_attempt_lingers_is_not_quiet(
+    fleet_ctx: WorkerContext, livy: FakeLivy
+) -> None:
+    """A pre-warmed restart hands over on the old driver's fence: the run runs on (its spare
+    adopted) and looks quiet to the sweep, while the fenced attempt's process may linger.
+    The sweep gives it a full pass, which kills that process once its grace is over."""
+    (run_id,) = _fleet(fleet_ctx, livy, 1)
+    _, body = livy.create({"name": "the-fenced-attempt"})  # still running
+    fenced = str(body["id"])
+    with transaction(fleet_ctx.factory) as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.observed_state = "running"
+        run.fenced_backend_id = fenced
+        run.fenced_at = utcnow() - timedelta(seconds=fleet_ctx.settings.fenced_exit_seconds + 1)
+    assert run_id not in quiet_runs(fleet_ctx, [run_id])
+    sweep(fleet_ctx, due_runs(fleet_ctx))
+    with livy.lock:
+        assert livy.batches[int(fenced)]["state"] in ("killed", "dead"), livy.batches[int(fenced)]
+    with fleet_ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None and run.state == states.RUNNING
+        assert run.fenced_backend_id is None

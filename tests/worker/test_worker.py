@@ -625,6 +625,22 @@ def test_a_fenced_driver_that_lingers_is_killed_after_the_grace_one_that_exits_i
     assert fake.kills == [backend_id]
     assert other_id not in rec.due_runs(ctx)
 
+    # A backend that does not know the app (relaunching, recovering) is not taken for its
+    # exit at once: only once it has not known it for lost_after_seconds.
+    fake.apps.clear()
+    third_id, third_app = _fenced_run(ctx, fake, job_id)
+    del fake.apps[third_app]
+    reconcile_run(ctx, third_id)
+    assert third_id in rec.due_runs(ctx)
+    with transaction(ctx.factory) as session:
+        session.execute(
+            update(Run)
+            .where(Run.id == third_id)
+            .values(fenced_at=utcnow() - timedelta(seconds=ctx.lost_after_seconds + 1))
+        )
+    reconcile_run(ctx, third_id)
+    assert third_id not in rec.due_runs(ctx) and fake.kills == [backend_id]
+
 
 def test_a_listing_a_moment_old_does_not_set_a_running_driver_back_to_pending(
     ctx: WorkerContext, fake: FakeBackend
