@@ -158,6 +158,16 @@ def make_job(ctx: WorkerContext, policy: dict[str, object] | None = None) -> int
         return job.id
 
 
+def make_run(ctx: WorkerContext, job_id: int) -> int:
+    """A new run (submitting) of the job's first version."""
+    from app.runs import service as runs
+
+    with transaction(ctx.factory) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return runs.create_run(session, job, job.versions[0], created_by="t").id
+
+
 def die_after_step_then_resume(
     ctx: WorkerContext,
     monkeypatch: pytest.MonkeyPatch,

@@ -27,7 +27,12 @@ from app.worker.context import WorkerContext
 from app.worker.loop import Worker
 from app.worker.reconcile import reconcile_run
 from tests.waiting import wait_for
-from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
+from tests.worker.conftest import (
+    FakeBackend,
+    die_after_step_then_resume,
+    make_job,
+    make_run,
+)
 
 ACTOR = Principal("tester", Scope.OPERATE)
 
@@ -525,7 +530,6 @@ def test_a_run_change_wakes_the_operation_waiting_for_it_long_before_its_poll(
     import time
 
     from app.core.notify import Notifier
-    from app.jobs.models import JobVersion
     from app.runs.service import RUN_CHANNEL
     from app.worker.runctl import wait_for_run
 
@@ -533,11 +537,7 @@ def test_a_run_change_wakes_the_operation_waiting_for_it_long_before_its_poll(
     slow.backend = ctx.backend  # type: ignore[method-assign]
     slow.notifier = Notifier(db, (RUN_CHANNEL,), max_waiters=4)
     job_id = make_job(ctx)
-    with transaction(ctx.factory) as session:
-        job = session.get(Job, job_id)
-        version = session.scalar(select(JobVersion).where(JobVersion.job_id == job_id))
-        assert job is not None and version is not None
-        run_id = runs_service.create_run(session, job, version, created_by="t").id
+    run_id = make_run(ctx, job_id)
     seen: list[Run] = []
     waiting = threading.Thread(
         target=lambda: seen.append(
@@ -571,14 +571,9 @@ def _fenced_run(ctx: WorkerContext, fake: FakeBackend, job_id: int) -> tuple[int
     """A running run stopped by tidegate whose runtime said it is fenced: the run ends at
     once, its application still up."""
     from app.channel.service import record_fence
-    from app.jobs.models import JobVersion
     from app.runs.schemas import FenceReport
 
-    with transaction(ctx.factory) as session:
-        job = session.get(Job, job_id)
-        version = session.scalar(select(JobVersion).where(JobVersion.job_id == job_id))
-        assert job is not None and version is not None
-        run_id = runs_service.create_run(session, job, version, created_by="t").id
+    run_id = make_run(ctx, job_id)
     reconcile_run(ctx, run_id)  # submitted
     (backend_id,) = fake.apps
     fake.apps[backend_id].state = AppState.RUNNING
@@ -651,18 +646,15 @@ def test_a_listing_a_moment_old_does_not_set_a_running_driver_back_to_pending(
     import time as clock
 
     from app.backends.base import AppStatus
-    from app.jobs.models import JobVersion
     from app.worker.context import backend_key
     from app.worker.listing import _Listing
 
     job_id = make_job(ctx)
-    with transaction(ctx.factory) as session:
-        job = session.get(Job, job_id)
-        version = session.scalar(select(JobVersion).where(JobVersion.job_id == job_id))
-        assert job is not None and version is not None
-        run_id = runs_service.create_run(session, job, version, created_by="t").id
-        cluster = version.cluster
-        key = backend_key(cluster)
+    run_id = make_run(ctx, job_id)
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        key = backend_key(run.version.cluster)
     reconcile_run(ctx, run_id)
     (backend_id,) = fake.apps
     fake.apps[backend_id].state = AppState.RUNNING
