@@ -65,11 +65,7 @@ def api(db: Engine, database_url: str, tmp_path: Path) -> Iterator[Api]:
 
 def _standbys(api: Api, db: Engine, count: int) -> list[tuple[int, str]]:
     """``count`` standbys of one running job, each with its own run token."""
-    with api.admin() as client:
-        assert client.post("/api/v1/clusters", json=_cluster()).status_code == 201
-        assert client.post("/api/v1/jobs", json={"name": "fleet"}).status_code == 201
-        r = client.post("/api/v1/jobs/fleet/versions", json=version_body())
-        assert r.status_code == 201, r.text
+    _job(api, "fleet")
     out = []
     with transaction(make_sessionmaker(db)) as session:
         job = session.query(Job).filter_by(name="fleet").one()
@@ -83,6 +79,15 @@ def _standbys(api: Api, db: Engine, count: int) -> list[tuple[int, str]]:
             )
             out.append((warm.id, secret))
     return out
+
+
+def _job(api: Api, name: str) -> None:
+    """A cluster and the job ``name`` with one version, through the API."""
+    with api.admin() as client:
+        assert client.post("/api/v1/clusters", json=_cluster()).status_code == 201
+        assert client.post("/api/v1/jobs", json={"name": name}).status_code == 201
+        r = client.post(f"/api/v1/jobs/{name}/versions", json=version_body())
+        assert r.status_code == 201, r.text
 
 
 def _cluster() -> dict[str, str]:
@@ -212,11 +217,7 @@ def test_waiters_beyond_the_limit_get_503_with_retry_after(api: Api, db: Engine)
 
 def _running_runs(api: Api, db: Engine, count: int) -> list[tuple[int, str]]:
     """``count`` running runs of one job (as many drivers), each with its own run token."""
-    with api.admin() as client:
-        assert client.post("/api/v1/clusters", json=_cluster()).status_code == 201
-        assert client.post("/api/v1/jobs", json={"name": "busy"}).status_code == 201
-        r = client.post("/api/v1/jobs/busy/versions", json=version_body())
-        assert r.status_code == 201, r.text
+    _job(api, "busy")
     out = []
     with transaction(make_sessionmaker(db)) as session:
         job = session.query(Job).filter_by(name="busy").one()
