@@ -272,7 +272,14 @@ class Chaos:
         live = [b["name"] for b in batches if b["state"] not in RUNNER_ENDED]
         assert set(live) <= {current} | waiting, (live, run["state"])
         if run["state"] in ("stopped", "cancelled", "failed", "succeeded"):
-            assert not live, live
+            # A run stopped by tidegate ends on its driver's fence (queries and Spark session
+            # stopped), before that process exits: it exits by itself, or the worker kills it
+            # after TIDEGATE_FENCED_EXIT_SECONDS (20 s in the test stacks).
+            wait_until(
+                lambda: [b["name"] for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED],
+                lambda still: not still,
+                60,
+            )
         drivers = wait_until(
             lambda: self.drivers(run_id), lambda d: set(d) <= {current} | waiting, 30
         )
