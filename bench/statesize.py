@@ -77,6 +77,7 @@ from bench.upgrade import (
     _operate,
     _phases,
     _wait,
+    first_batch,
     first_commit_after,
     last_commit_before,
     measure_crash,
@@ -290,7 +291,8 @@ def _update(ctx: Context, seed: Seed, rep: int, strategy: str, prewarm: bool = T
     new_checkpoint = ctx.tmp / "checkpoints" / job / str(new_run) / QUERY
     committed = _wait(lambda: first_commit_after(new_checkpoint, since), 600, f"{job} commit")
     last = last_commit_before(checkpoint, committed) or t0
-    return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id, new_run]), load)
+    phases = _phases(ctx, op, t0, [run_id, new_run])
+    return Switch(committed - t0, committed - last, phases, load, first_batch(ctx, new_run, since))
 
 
 def update_snapshot(ctx: Context, seed: Seed, rep: int) -> Switch:
@@ -318,7 +320,8 @@ def restart(ctx: Context, seed: Seed, rep: int) -> Switch:
     since = _new_attempt_at(ctx, run_id, t0)
     committed = _wait(lambda: first_commit_after(checkpoint, since), 600, f"{job} commit")
     last = last_commit_before(checkpoint, since) or t0
-    return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id]), load)
+    phases = _phases(ctx, op, t0, [run_id])
+    return Switch(committed - t0, committed - last, phases, load, first_batch(ctx, run_id, since))
 
 
 def crash_hotspare(ctx: Context, seed: Seed, rep: int) -> Switch:
@@ -570,6 +573,13 @@ def _report(
             for name in sorted(names, key=lambda n: median([s.phases.get(n, 0.0) for s in done])):
                 seen = [s.phases[name] for s in done if name in s.phases]
                 print(f"  {median(seen):7.2f}  {name}")
+    for (mb, strategy), done in switches.items():
+        names = list(dict.fromkeys(name for s in done for name in s.first_batch))
+        if names:
+            print(f"\n{mb} MB {strategy}: the new driver's first batch (median)")
+            for name in names:
+                seen = [s.first_batch[name] for s in done if name in s.first_batch]
+                print(f"  {median(seen):14,.0f}  {name}")
     for key, errors in failures.items():
         print(f"{key}: {len(errors)} of {reps} switches FAILED: {errors}")
     save(
@@ -586,6 +596,7 @@ def _report(
                         "request_to_commit_s": x.request_to_commit,
                         "load": x.load,
                         "phases_s": x.phases,
+                        "first_batch": x.first_batch,
                     }
                     for x in values
                 ]

@@ -132,6 +132,7 @@ class Switch:
     stood_still: float  # the old driver's last commit → the new driver's first commit
     phases: dict[str, float] = field(default_factory=dict)  # what happened when, since t0
     load: float = 0.0  # 1-minute load average when the switch began
+    first_batch: dict[str, float] = field(default_factory=dict)  # see first_batch()
 
 
 def last_commit_before(checkpoint: Path, until: float) -> float | None:
@@ -255,6 +256,38 @@ def _phases(ctx: Context, op: dict[str, Any], t0: float, runs: list[int]) -> dic
     return phases
 
 
+# What the new driver's first batch spent its time on: Spark's durations, and the RocksDB
+# store's load (summed over the partitions, which load side by side) and eviction scan.
+FIRST_BATCH_METRICS = (
+    "rocksdbLoadLatencyMs",
+    "rocksdbLoadFromSnapshotLatencyMs",
+    "rocksdbReplayChangeLogLatencyMs",
+    "rocksdbNumReplayChangelogFiles",
+    "rocksdbFilesCopied",
+    "rocksdbBytesCopied",
+    "numRowsReadDuringEviction",
+    "rocksdbChangeLogWriterCommitLatencyMs",
+)
+
+
+def first_batch(ctx: Context, run_id: int, since: float) -> dict[str, float]:
+    """The first batch the run reported after ``since`` (wall clock): its input rows, Spark's
+    ``durationMs`` (``ms <name>``) and the state store's figures above."""
+    rows = ctx.api.get(f"/runs/{run_id}/progress", params={"limit": 200}).json()
+    later = [r for r in rows if _at(r["at"]) >= since and not r["payload"].get("idle")]
+    if not later:
+        return {}
+    payload = min(later, key=lambda r: r["batch_id"])["payload"]
+    out = {"input rows": float(payload.get("num_input_rows") or 0)}
+    out.update({f"ms {k}": float(v) for k, v in (payload.get("durations_ms") or {}).items()})
+    for operator in payload.get("state_operators") or []:
+        metrics = operator.get("custom_metrics") or {}
+        for name in FIRST_BATCH_METRICS:
+            if name in metrics:
+                out[name] = out.get(name, 0.0) + metrics[name]
+    return out
+
+
 def _new_attempt_at(ctx: Context, run_id: int, t0: float) -> float:
     """When the run moved to its next attempt (its previous driver known gone): no commit of
     the old driver can come after it."""
@@ -328,7 +361,8 @@ def measure_crash(
     since = _new_attempt_at(ctx, run_id, t0)
     committed = _wait(lambda: first_commit_after(checkpoint, since), timeout, f"{job} commit")
     last = last_commit_before(checkpoint, t0) or t0
-    return Switch(committed - t0, committed - last, _phases(ctx, {"steps": []}, t0, [run_id]), load)
+    phases = _phases(ctx, {"steps": []}, t0, [run_id])
+    return Switch(committed - t0, committed - last, phases, load, first_batch(ctx, run_id, since))
 
 
 def crash(ctx: Context, rep: int) -> Switch:

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from app.core.schemas import Body, JsonValue, Response, redacting
+
+MetricName = Annotated[str, StringConstraints(max_length=128)]
 
 
 class TransitionResponse(Response):
@@ -85,6 +87,15 @@ class StateOperatorProgress(Body):
     operator_name: str | None = Field(None, max_length=256)
     num_rows_total: int | None = None
     memory_used_bytes: int | None = None
+    custom_metrics: dict[MetricName, float] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="The operator's custom metrics as Spark reports them, summed over its "
+        "partitions: on RocksDB the store's load (rocksdbLoadLatencyMs, "
+        "rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and "
+        "bytes copied from the checkpoint (rocksdbFilesCopied, rocksdbBytesCopied) and the "
+        "commit's steps.",
+    )
 
 
 class ProgressReport(Body):

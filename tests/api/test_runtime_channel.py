@@ -94,6 +94,35 @@ def test_progress_is_kept_latest_and_bounded(
     assert bad.status_code == 409 and "not declared" in bad.json()["detail"]
 
 
+def test_a_state_operators_custom_metrics_are_kept_and_bounded(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    """The RocksDB store's load and copy figures reach the progress history; a report with
+    more metrics than kept, or a metric that is not a number, is refused whole."""
+    run_id, token, _, _ = _runs(client, db)
+    auth = {"Authorization": f"Bearer {token}"}
+    report = _progress(0)
+    metrics = {"rocksdbLoadLatencyMs": 1520.0, "rocksdbBytesCopied": 98_000_000}
+    report["state_operators"] = [
+        {"operator_name": "dedupeWithinWatermark", "custom_metrics": metrics}
+    ]
+    r = client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=report)
+    assert r.status_code == 204, r.text
+    (latest,) = client.get(f"/api/v1/runs/{run_id}/progress").json()
+    assert latest["payload"]["state_operators"][0]["custom_metrics"] == {
+        "rocksdbLoadLatencyMs": 1520.0,
+        "rocksdbBytesCopied": 98_000_000.0,
+    }
+    for bad_metrics in ({f"m{i}": 1 for i in range(65)}, {"rocksdbLoadLatencyMs": "slow"}):
+        report["batch_id"] = 1
+        report["state_operators"] = [{"custom_metrics": bad_metrics}]
+        bad = client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=report)
+        assert bad.status_code == 422, bad.text
+        assert "custom_metrics" in str(bad.json())
+    history = client.get(f"/api/v1/runs/{run_id}/progress").json()
+    assert [h["batch_id"] for h in history] == [0]
+
+
 def test_an_idle_report_marks_the_query_idle_and_keeps_its_progress(
     client: TestClient, db: Engine, cluster: str
 ) -> None:

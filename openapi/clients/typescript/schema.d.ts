@@ -2255,6 +2255,13 @@ export interface components {
             num_rows_total?: number | null;
             /** Memory Used Bytes */
             memory_used_bytes?: number | null;
+            /**
+             * Custom Metrics
+             * @description The operator's custom metrics as Spark reports them, summed over its partitions: on RocksDB the store's load (rocksdbLoadLatencyMs, rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.
+             */
+            custom_metrics?: {
+                [key: string]: number;
+            };
         };
         /** StatefulOperatorSpec */
         StatefulOperatorSpec: {

@@ -108,6 +108,7 @@ from .startpoint_set_type import StartpointSetType
 from .startpoints_put import StartpointsPut
 from .startpoints_view import StartpointsView
 from .state_operator_progress import StateOperatorProgress
+from .state_operator_progress_custom_metrics import StateOperatorProgressCustomMetrics
 from .stateful_operator_spec import StatefulOperatorSpec
 from .step import Step
 from .step_detail_type_0 import StepDetailType0
@@ -236,6 +237,7 @@ __all__ = (
     "StartpointsView",
     "StatefulOperatorSpec",
     "StateOperatorProgress",
+    "StateOperatorProgressCustomMetrics",
     "Step",
     "StepDetailType0",
     "StopBody",

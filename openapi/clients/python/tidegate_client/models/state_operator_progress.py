@@ -1,11 +1,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.state_operator_progress_custom_metrics import StateOperatorProgressCustomMetrics
+
 
 T = TypeVar("T", bound="StateOperatorProgress")
 
@@ -17,11 +21,16 @@ class StateOperatorProgress:
         operator_name (None | str | Unset):
         num_rows_total (int | None | Unset):
         memory_used_bytes (int | None | Unset):
+        custom_metrics (StateOperatorProgressCustomMetrics | Unset): The operator's custom metrics as Spark reports
+            them, summed over its partitions: on RocksDB the store's load (rocksdbLoadLatencyMs,
+            rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint
+            (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.
     """
 
     operator_name: None | str | Unset = UNSET
     num_rows_total: int | None | Unset = UNSET
     memory_used_bytes: int | None | Unset = UNSET
+    custom_metrics: StateOperatorProgressCustomMetrics | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         operator_name: None | str | Unset
@@ -42,6 +51,10 @@ class StateOperatorProgress:
         else:
             memory_used_bytes = self.memory_used_bytes
 
+        custom_metrics: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.custom_metrics, Unset):
+            custom_metrics = self.custom_metrics.to_dict()
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -51,11 +64,15 @@ class StateOperatorProgress:
             field_dict["num_rows_total"] = num_rows_total
         if memory_used_bytes is not UNSET:
             field_dict["memory_used_bytes"] = memory_used_bytes
+        if custom_metrics is not UNSET:
+            field_dict["custom_metrics"] = custom_metrics
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.state_operator_progress_custom_metrics import StateOperatorProgressCustomMetrics  # noqa: PLC0415
+
         d = dict(src_dict)
 
         def _parse_operator_name(data: object) -> None | str | Unset:
@@ -85,10 +102,18 @@ class StateOperatorProgress:
 
         memory_used_bytes = _parse_memory_used_bytes(d.pop("memory_used_bytes", UNSET))
 
+        _custom_metrics = d.pop("custom_metrics", UNSET)
+        custom_metrics: StateOperatorProgressCustomMetrics | Unset
+        if isinstance(_custom_metrics, Unset):
+            custom_metrics = UNSET
+        else:
+            custom_metrics = StateOperatorProgressCustomMetrics.from_dict(_custom_metrics)
+
         state_operator_progress = cls(
             operator_name=operator_name,
             num_rows_total=num_rows_total,
             memory_used_bytes=memory_used_bytes,
+            custom_metrics=custom_metrics,
         )
 
         return state_operator_progress
