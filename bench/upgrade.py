@@ -273,9 +273,14 @@ FIRST_BATCH_METRICS = (
 def first_batch(ctx: Context, run_id: int, since: float) -> dict[str, float]:
     """The first batch the run reported after ``since`` (wall clock): its input rows, Spark's
     ``durationMs`` (``ms <name>``) and the state store's figures above."""
-    rows = ctx.api.get(f"/runs/{run_id}/progress", params={"limit": 200}).json()
-    later = [r for r in rows if _at(r["at"]) >= since and not r["payload"].get("idle")]
-    if not later:
+    def reported() -> list[dict[str, Any]]:
+        rows = ctx.api.get(f"/runs/{run_id}/progress", params={"limit": 200}).json()
+        return [r for r in rows if _at(r["at"]) >= since and not r["payload"].get("idle")]
+
+    # The driver posts a batch's progress after its commit, from a queue: it may lag a little.
+    try:
+        later = _wait(reported, 30, f"run {run_id}'s progress")
+    except TimeoutError:
         return {}
     payload = min(later, key=lambda r: r["batch_id"])["payload"]
     out = {"input rows": float(payload.get("num_input_rows") or 0)}
