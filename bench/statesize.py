@@ -409,6 +409,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--flink-fill", type=float, default=60.0, help="s to fill Flink's state")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the work folder (drivers' logs, checkpoints)"
+    )
     parser.add_argument("--seed-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed_child:
@@ -517,7 +520,10 @@ def main() -> None:
         stop_feed.set()
         cluster.stop()
     _report(seeds, chosen, switches, failures, args.reps)
-    shutil.rmtree(tmp, ignore_errors=True)
+    if args.keep:
+        print(f"kept {tmp} (drivers' logs in spark/worker/driver-*/stderr)")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _report(
