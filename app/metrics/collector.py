@@ -262,6 +262,19 @@ class StoreCollector(Collector):
             "state_bytes": _gauge(
                 "tidegate_query_state_bytes", "Memory used by the query's state stores.", labels
             ),
+            "state_rows_read_to_evict": _gauge(
+                "tidegate_query_state_rows_read_to_evict",
+                "State rows the last batch read to find what to evict (Spark's "
+                "numRowsReadDuringEviction): near tidegate_query_state_rows, every batch's "
+                "time grows with the state.",
+                labels,
+            ),
+            "state_load_seconds": _gauge(
+                "tidegate_query_state_load_seconds",
+                "Time the last batch spent loading its RocksDB state stores (summed over "
+                "partitions): large after a driver starts, near 0 after.",
+                labels,
+            ),
             "last_progress_age_seconds": _gauge(
                 "tidegate_query_last_progress_age_seconds",
                 "Since the query last reported (a batch or an idle event), else since the "

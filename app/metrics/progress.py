@@ -20,6 +20,8 @@ class QueryFigures:
     watermark_delay_seconds: float | None = None
     state_rows: float | None = None
     state_bytes: float | None = None
+    state_rows_read_to_evict: float | None = None
+    state_load_seconds: float | None = None
     last_progress_age_seconds: float | None = None
     backlog: dict[str, float] = field(default_factory=dict)
 
@@ -68,6 +70,16 @@ def source_names(declared: list[dict[str, Any]], reported: int) -> list[tuple[st
     return [(f"source{i}", None) for i in range(reported)]
 
 
+def _custom_sum(operators: list[dict[str, Any]], name: str) -> float | None:
+    """A custom metric summed over the operators that report it (None when none does)."""
+    values = [
+        v
+        for op in operators
+        if isinstance(v := (op.get("custom_metrics") or {}).get(name), int | float)
+    ]
+    return float(sum(values)) if values else None
+
+
 def figures(
     latest: dict[str, Any] | None,
     declared_sources: list[dict[str, Any]],
@@ -106,6 +118,9 @@ def figures(
     if operators:
         out.state_rows = float(sum(op.get("num_rows_total") or 0 for op in operators))
         out.state_bytes = float(sum(op.get("memory_used_bytes") or 0 for op in operators))
+        out.state_rows_read_to_evict = _custom_sum(operators, "numRowsReadDuringEviction")
+        load_ms = _custom_sum(operators, "rocksdbLoadLatencyMs")
+        out.state_load_seconds = load_ms / 1000 if load_ms is not None else None
     sources = latest.get("sources") or []
     for (name, kind), source in zip(
         source_names(declared_sources, len(sources)), sources, strict=True

@@ -59,7 +59,14 @@ def test_query_figures_come_from_the_latest_progress(client: TestClient, db: Eng
                 }
             ],
             "state_operators": [
-                {"num_rows_total": 5, "memory_used_bytes": 1000},
+                {
+                    "num_rows_total": 5,
+                    "memory_used_bytes": 1000,
+                    "custom_metrics": {
+                        "numRowsReadDuringEviction": 5,
+                        "rocksdbLoadLatencyMs": 1500,
+                    },
+                },
                 {"num_rows_total": 2, "memory_used_bytes": 24},
             ],
             "durations_ms": {"triggerExecution": 4000},
@@ -77,6 +84,8 @@ def test_query_figures_come_from_the_latest_progress(client: TestClient, db: Eng
     assert value(m, "tidegate_query_source_backlog_records", **q, source="events") == 31
     assert value(m, "tidegate_query_state_rows", **q) == 7
     assert value(m, "tidegate_query_state_bytes", **q) == 1024
+    assert value(m, "tidegate_query_state_rows_read_to_evict", **q) == 5  # one operator's
+    assert value(m, "tidegate_query_state_load_seconds", **q) == 1.5
     assert value(m, "tidegate_query_trigger_interval_seconds", **q) == 15
     assert 90 <= value(m, "tidegate_query_watermark_delay_seconds", **q) < 150
     assert 0 <= value(m, "tidegate_query_last_progress_age_seconds", **q) < 60
