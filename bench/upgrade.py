@@ -273,6 +273,7 @@ FIRST_BATCH_METRICS = (
 def first_batch(ctx: Context, run_id: int, since: float) -> dict[str, float]:
     """The first batch the run reported after ``since`` (wall clock): its input rows, Spark's
     ``durationMs`` (``ms <name>``) and the state store's figures above."""
+
     def reported() -> list[dict[str, Any]]:
         rows = ctx.api.get(f"/runs/{run_id}/progress", params={"limit": 200}).json()
         return [r for r in rows if _at(r["at"]) >= since and not r["payload"].get("idle")]
