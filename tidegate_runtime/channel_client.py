@@ -4,6 +4,7 @@ and the progress report it posts for each batch. Standard library only (runs in 
 from __future__ import annotations
 
 import json
+import math
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -86,7 +87,14 @@ class ControlClient:
         return result
 
     def progress(self, report: dict[str, Any]) -> None:
-        self._call("POST", "/progress", report)
+        try:
+            self._call("POST", "/progress", report)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 422 or not _has_custom_metrics(report):
+                raise
+            # An API older than this runtime (tidegate rolled back under a running driver)
+            # refuses the field: the rest of the report is what its figures need.
+            self._call("POST", "/progress", _without_custom_metrics(report))
 
     def startpoints_applied(self, reports: list[dict[str, Any]]) -> None:
         self._call("POST", "/startpoints/applied", reports)
@@ -107,19 +115,46 @@ def _problem_detail(exc: urllib.error.HTTPError) -> str:
 
 # The API keeps at most this many of an operator's custom metrics (RocksDB reports ~40).
 MAX_CUSTOM_METRICS = 64
+# Kept first when an operator reports more: what /metrics and the benchmarks read.
+KEY_METRICS = (
+    "numRowsReadDuringEviction",
+    "rocksdbLoadLatencyMs",
+    "rocksdbLoadFromSnapshotLatencyMs",
+    "rocksdbReplayChangeLogLatencyMs",
+    "rocksdbNumReplayChangelogFiles",
+    "rocksdbNumLoadedFromDfs",
+    "rocksdbFilesCopied",
+    "rocksdbBytesCopied",
+)
 
 
-def _custom_metrics(metrics: Any) -> dict[str, float]:
+def _has_custom_metrics(report: dict[str, Any]) -> bool:
+    return any(op.get("custom_metrics") for op in report.get("state_operators") or [])
+
+
+def _without_custom_metrics(report: dict[str, Any]) -> dict[str, Any]:
+    operators = [
+        {k: v for k, v in op.items() if k != "custom_metrics"}
+        for op in report.get("state_operators") or []
+    ]
+    return {**report, "state_operators": operators}
+
+
+def operator_metrics(metrics: Any) -> dict[str, float]:
     """A state operator's custom metrics (the RocksDB store's load, replay and commit times,
     files and bytes copied, rows read to evict): the numeric ones, as many as the API keeps.
     Per-partition figures (``SnapshotLastUploaded.partition_7_default``: one per partition)
     are left out: they would crowd out the operator's own at 200 partitions."""
     if not isinstance(metrics, dict):
         return {}
+    first = {name: i for i, name in enumerate(KEY_METRICS)}
     numeric = {
         str(k)[:128]: float(v)
-        for k, v in sorted(metrics.items())
-        if isinstance(v, int | float) and not isinstance(v, bool) and ".partition_" not in str(k)
+        for k, v in sorted(metrics.items(), key=lambda kv: (first.get(kv[0], len(first)), kv[0]))
+        if isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)  # NaN is not JSON: the whole report would be refused
+        and ".partition_" not in str(k)
     }
     return dict(list(numeric.items())[:MAX_CUSTOM_METRICS])
 
@@ -157,7 +192,7 @@ def progress_report(name: str, progress: Any) -> dict[str, Any]:
                 "operator_name": op.get("operatorName"),
                 "num_rows_total": op.get("numRowsTotal"),
                 "memory_used_bytes": op.get("memoryUsedBytes"),
-                "custom_metrics": _custom_metrics(op.get("customMetrics")),
+                "custom_metrics": operator_metrics(op.get("customMetrics")),
             }
             for op in data.get("stateOperators") or []
         ],

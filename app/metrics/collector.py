@@ -265,14 +265,8 @@ class StoreCollector(Collector):
             "state_rows_read_to_evict": _gauge(
                 "tidegate_query_state_rows_read_to_evict",
                 "State rows the last batch read to find what to evict (Spark's "
-                "numRowsReadDuringEviction): near tidegate_query_state_rows, every batch's "
-                "time grows with the state.",
-                labels,
-            ),
-            "state_load_seconds": _gauge(
-                "tidegate_query_state_load_seconds",
-                "Time the last batch spent loading its RocksDB state stores (summed over "
-                "partitions): large after a driver starts, near 0 after.",
+                "numRowsReadDuringEviction, summed over the stateful operators): near "
+                "tidegate_query_state_rows, every batch's time grows with the state.",
                 labels,
             ),
             "last_progress_age_seconds": _gauge(

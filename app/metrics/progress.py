@@ -21,7 +21,6 @@ class QueryFigures:
     state_rows: float | None = None
     state_bytes: float | None = None
     state_rows_read_to_evict: float | None = None
-    state_load_seconds: float | None = None
     last_progress_age_seconds: float | None = None
     backlog: dict[str, float] = field(default_factory=dict)
 
@@ -119,8 +118,6 @@ def figures(
         out.state_rows = float(sum(op.get("num_rows_total") or 0 for op in operators))
         out.state_bytes = float(sum(op.get("memory_used_bytes") or 0 for op in operators))
         out.state_rows_read_to_evict = _custom_sum(operators, "numRowsReadDuringEviction")
-        load_ms = _custom_sum(operators, "rocksdbLoadLatencyMs")
-        out.state_load_seconds = load_ms / 1000 if load_ms is not None else None
     sources = latest.get("sources") or []
     for (name, kind), source in zip(
         source_names(declared_sources, len(sources)), sources, strict=True

@@ -8,6 +8,7 @@ from pydantic import Field, StringConstraints
 from app.core.schemas import Body, JsonValue, Response, redacting
 
 MetricName = Annotated[str, StringConstraints(max_length=128)]
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class TransitionResponse(Response):
@@ -87,11 +88,12 @@ class StateOperatorProgress(Body):
     operator_name: str | None = Field(None, max_length=256)
     num_rows_total: int | None = None
     memory_used_bytes: int | None = None
-    custom_metrics: dict[MetricName, float] = Field(
+    custom_metrics: dict[MetricName, FiniteFloat] = Field(
         default_factory=dict,
         max_length=64,
         description="The operator's custom metrics as Spark reports them, summed over its "
-        "partitions: on RocksDB the store's load (rocksdbLoadLatencyMs, "
+        "partitions, the numeric and finite ones (at most 64; per-partition figures left "
+        "out): on RocksDB the store's load (rocksdbLoadLatencyMs, "
         "rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and "
         "bytes copied from the checkpoint (rocksdbFilesCopied, rocksdbBytesCopied) and the "
         "commit's steps.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 
@@ -113,12 +115,26 @@ def test_a_state_operators_custom_metrics_are_kept_and_bounded(
         "rocksdbLoadLatencyMs": 1520.0,
         "rocksdbBytesCopied": 98_000_000.0,
     }
-    for bad_metrics in ({f"m{i}": 1 for i in range(65)}, {"rocksdbLoadLatencyMs": "slow"}):
+    for bad_metrics in (
+        {f"m{i}": 1 for i in range(65)},
+        {"rocksdbLoadLatencyMs": "slow"},
+        {"rocksdbLoadLatencyMs": "NaN"},
+        {"rocksdbLoadLatencyMs": "Infinity"},
+    ):
         report["batch_id"] = 1
         report["state_operators"] = [{"custom_metrics": bad_metrics}]
         bad = client.post(f"/api/v1/runs/{run_id}/progress", headers=auth, json=report)
         assert bad.status_code == 422, bad.text
         assert "custom_metrics" in str(bad.json())
+    raw = json.dumps({**report, "state_operators": [{"custom_metrics": {"x": 1}}]})
+    for literal in ("NaN", "Infinity", "1e400"):  # JSON as some clients write it
+        body = raw.replace('{"x": 1}', '{"x": ' + literal + "}")
+        bad = client.post(
+            f"/api/v1/runs/{run_id}/progress",
+            headers={**auth, "Content-Type": "application/json"},
+            content=body,
+        )
+        assert bad.status_code == 422, (literal, bad.text)
     history = client.get(f"/api/v1/runs/{run_id}/progress").json()
     assert [h["batch_id"] for h in history] == [0]
 

@@ -132,6 +132,9 @@ def test_the_lifecycle_on_rocksdb_with_changelog_checkpointing(
     assert updated["result"]["previous_run_id"] == run1
     assert stack.run(run1)["state"] == "stopped"
     _exact(stack, run2, root, out)
+    # Each batch says how its RocksDB stores loaded (the first from the checkpoint).
+    (operator,) = stack.run(run2)["progress"]["windowed_counts"]["state_operators"]
+    assert {"rocksdbLoadLatencyMs", "rocksdbBytesCopied"} <= set(operator["custom_metrics"])
 
     # The driver is killed; the job comes back from its RocksDB checkpoint on its own.
     (driver,) = wait_until(lambda: driver_jvms(stack.run(run2)["tag"]), lambda d: len(d) == 1)
