@@ -2257,7 +2257,7 @@ export interface components {
             memory_used_bytes?: number | null;
             /**
              * Custom Metrics
-             * @description The operator's custom metrics as Spark reports them, summed over its partitions: on RocksDB the store's load (rocksdbLoadLatencyMs, rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.
+             * @description The operator's custom metrics as Spark reports them, summed over its partitions, the numeric and finite ones (at most 64; per-partition figures left out): on RocksDB the store's load (rocksdbLoadLatencyMs, rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.
              */
             custom_metrics?: {
                 [key: string]: number;

@@ -22,9 +22,10 @@ class StateOperatorProgress:
         num_rows_total (int | None | Unset):
         memory_used_bytes (int | None | Unset):
         custom_metrics (StateOperatorProgressCustomMetrics | Unset): The operator's custom metrics as Spark reports
-            them, summed over its partitions: on RocksDB the store's load (rocksdbLoadLatencyMs,
-            rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint
-            (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.
+            them, summed over its partitions, the numeric and finite ones (at most 64; per-partition figures left out): on
+            RocksDB the store's load (rocksdbLoadLatencyMs, rocksdbReplayChangeLogLatencyMs,
+            rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint (rocksdbFilesCopied,
+            rocksdbBytesCopied) and the commit's steps.
     """
 
     operator_name: None | str | Unset = UNSET

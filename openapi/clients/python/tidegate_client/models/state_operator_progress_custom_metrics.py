@@ -11,9 +11,10 @@ T = TypeVar("T", bound="StateOperatorProgressCustomMetrics")
 
 @_attrs_define
 class StateOperatorProgressCustomMetrics:
-    """The operator's custom metrics as Spark reports them, summed over its partitions: on RocksDB the store's load
-    (rocksdbLoadLatencyMs, rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied
-    from the checkpoint (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.
+    """The operator's custom metrics as Spark reports them, summed over its partitions, the numeric and finite ones (at
+    most 64; per-partition figures left out): on RocksDB the store's load (rocksdbLoadLatencyMs,
+    rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint
+    (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.
 
     """
 
