@@ -268,3 +268,33 @@ def test_a_running_driver_hears_its_stop_the_moment_it_is_decided(api: Api, db: 
             runs.transition(session, run, states.DRAINING, reason="drain", stop_reason="drain")
         _, status, answer = other_ask.result(timeout=15)
         assert status == 200 and answer["drain"] is not None and not answer["stop"], answer
+
+
+def test_running_drivers_leave_half_the_waiting_places_to_standbys(api: Api, db: Engine) -> None:
+    """Running drivers long-poll their directives only while fewer than half of the process's
+    waiting places are taken; past that, one is answered at once (it asks again later), and a
+    standby waiting for go still finds a place."""
+    half = LIMIT // 2
+    drivers = _running_runs(api, db, half + 1)
+    with transaction(make_sessionmaker(db)) as session:
+        job = session.query(Job).filter_by(name="busy").one()
+        warm = runs.create_standby(session, job, job.versions[0], created_by="t", operation_id=1)
+        standby = warm.id
+        _, standby_token = create_token(
+            session, name=f"run-{standby}", scope=Scope.RUN, run_id=standby
+        )
+    notifier = api.app.state.notifier
+    with ThreadPoolExecutor(half + 1) as pool:
+        held = [pool.submit(_directives, api.url, rid, tok, 6) for rid, tok in drivers[:half]]
+        _until(lambda: notifier.waiting == half)
+        asked = time.monotonic()
+        answered_at, status, answer = _directives(api.url, *drivers[half], 6)
+        assert status == 200 and not answer["stop"] and answer["drain"] is None, answer
+        assert answered_at - asked < 3, "held for its wait: the driver took a place past half"
+        assert notifier.waiting == half
+        ask = pool.submit(_ask, api.url, standby, standby_token, 20)
+        _until(lambda: notifier.waiting == half + 1)  # the standby waits in a place of its own
+        _go(db, standby)
+        _, status, body, _ = ask.result(timeout=15)
+        assert status == 200 and body["go"], body
+        assert all(h.result(timeout=30)[1] == 200 for h in held)
