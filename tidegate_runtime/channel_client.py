@@ -126,6 +126,7 @@ KEY_METRICS = (
     "rocksdbFilesCopied",
     "rocksdbBytesCopied",
 )
+_KEY_ORDER = {name: i for i, name in enumerate(KEY_METRICS)}
 
 
 def _has_custom_metrics(report: dict[str, Any]) -> bool:
@@ -147,10 +148,11 @@ def operator_metrics(metrics: Any) -> dict[str, float]:
     are left out: they would crowd out the operator's own at 200 partitions."""
     if not isinstance(metrics, dict):
         return {}
-    first = {name: i for i, name in enumerate(KEY_METRICS)}
     numeric = {
         str(k)[:128]: float(v)
-        for k, v in sorted(metrics.items(), key=lambda kv: (first.get(kv[0], len(first)), kv[0]))
+        for k, v in sorted(
+            metrics.items(), key=lambda kv: (_KEY_ORDER.get(kv[0], len(_KEY_ORDER)), kv[0])
+        )
         if isinstance(v, int | float)
         and not isinstance(v, bool)
         and math.isfinite(v)  # NaN is not JSON: the whole report would be refused
