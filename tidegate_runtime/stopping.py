@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -37,21 +39,95 @@ def has_commit(checkpoint: str | None) -> bool:
 def stop_at_batch_boundary(
     query: StreamingQuery, timeout: float = 120.0, checkpoint: str | None = None
 ) -> None:
-    """Stop ``query`` between batches. Spark has no graceful stop: ``stop()`` interrupts a
-    running batch, so wait until no trigger is active and, given the checkpoint, until the
-    latest planned batch (``offsets/N``) is committed (``commits/N``)."""
-    deadline = time.monotonic() + timeout
-    while query.isActive and time.monotonic() < deadline:
-        status = query.status
-        if not status.get("isTriggerActive", False) and _batches_paired(checkpoint):
-            query.stop()
-            return
-        time.sleep(0.05)
-    if query.isActive:
+    """Stop ``query`` between batches, so ``offsets/N`` and ``commits/N`` stay paired and the
+    next start re-runs nothing. Spark has no graceful stop: ``stop()`` interrupts a running
+    batch. So the query is stopped when it is seen between batches (twice, not in the
+    instant a trigger begins), or, once its batch runs Spark jobs, told to end when that
+    batch has committed: Spark starts no batch after that. (Waiting for a gap alone never
+    stopped a query whose batches take longer than its trigger: it took the whole timeout,
+    then interrupted a batch.) Told while it plans a batch, Spark would drop that batch
+    (``offsets/N``, no commit; re-run by the next start, as after any interrupt), so a batch
+    that runs no Spark job is told only halfway through the timeout; past it, the query is
+    stopped anyway."""
+    started = time.monotonic()
+    ending, gaps = False, 0
+    while time.monotonic() - started < timeout:
+        if not (_thread_alive(query) if ending else query.isActive):
+            break  # ended (or failed: the runtime reports its exception)
+        gaps = gaps + 1 if _idle(query, checkpoint) else 0
+        if gaps >= 2:
+            break
+        running = not ending and _batch_running(query, checkpoint)
+        if not ending and (running or time.monotonic() - started > timeout / 2):
+            ending = _end_after_this_batch(query)
+            why = "its batch runs" if running else f"no gap in {timeout / 2:.0f}s"
+            log.info("query %s: told to end after this batch (%s)", query.name, why)
+        time.sleep(0.02)
+    else:
         log.warning(
             "query %s still in a batch after %.0fs; stopping it anyway", query.name, timeout
         )
-        query.stop()
+    query.stop()
+
+
+def _batch_running(query: StreamingQuery, checkpoint: str | None) -> bool:
+    """The planned batch (``offsets/N``, no ``commits/N``) is past planning: a Spark job of
+    batch N of this run is running (its description names both; see Spark's
+    ``StreamExecution.getBatchDescriptionString``)."""
+    if not checkpoint or not os.path.isdir(checkpoint):
+        return False
+    try:
+        batch = cp.latest_offsets_batch(checkpoint)
+        if batch is None or batch == cp.latest_commit_batch(checkpoint):
+            return False
+        context = SparkContext._active_spark_context
+        assert context is not None
+        store = context._jsc.sc().statusStore()  # type: ignore[union-attr]
+        mark = re.compile(rf"runId = {query.runId}\b.*\bbatch = {batch}\b", re.S)
+        for job in context.statusTracker().getActiveJobsIds():
+            description = store.job(job).description()
+            if description.isDefined() and mark.search(str(description.get())):
+                return True
+    except Exception:  # no SparkContext here (Spark Connect), a job just gone: not known
+        return False
+    return False
+
+
+def _idle(query: StreamingQuery, checkpoint: str | None) -> bool:
+    """Between batches: no trigger running and no batch planned but not committed."""
+    try:
+        active = query.status.get("isTriggerActive", False)
+    except Exception:  # an ended query has no status to give
+        return True
+    return not active and _batches_paired(checkpoint)
+
+
+def _end_after_this_batch(query: StreamingQuery) -> bool:
+    """Ask the query's stream thread to end once the batch it is in has committed, with no
+    interrupt: Spark checks the query's state before each trigger, never during one. No
+    public call does this; ``StreamExecution.state()`` is a public accessor (Spark 4.1+).
+    False where it cannot be reached (Spark Connect, another layout): then only a gap
+    between batches stops the query gracefully."""
+    try:
+        jvm = SparkContext._jvm
+        assert jvm is not None
+        states = jvm.org.apache.spark.sql.execution.streaming.runtime
+        terminated = getattr(getattr(states, "TERMINATED$"), "MODULE$")
+        state = query._jsq.streamingQuery().state()  # type: ignore[attr-defined]
+        current = state.get()
+        return str(current.toString()) == "ACTIVE" and bool(
+            state.compareAndSet(current, terminated)
+        )
+    except Exception as exc:  # any layout we do not know: the gap
+        log.info("query %s: no soft stop (%s); waiting for a gap between batches", query.name, exc)
+        return False
+
+
+def _thread_alive(query: StreamingQuery) -> bool:
+    try:
+        return bool(query._jsq.streamingQuery().queryExecutionThread().isAlive())  # type: ignore[attr-defined]
+    except Exception:  # not reachable: assume it runs, the gap will tell
+        return True
 
 
 def fence(spark: SparkSession, client: ControlClient, attempt: int) -> None:

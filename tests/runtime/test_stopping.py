@@ -1,0 +1,116 @@
+"""Stopping a query between batches (tidegate_runtime/stopping.py::stop_at_batch_boundary) on
+a local SparkSession: a query whose batches take longer than its trigger never idles between
+them, and is still stopped at a boundary as soon as the batch it is in commits."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import stopping
+
+pytestmark = pytest.mark.spark
+
+
+def _slow(value: int) -> int:
+    time.sleep(0.05)
+    return value
+
+
+def _busy_query(spark: SparkSession, tmp_path: Path, trigger: str) -> Any:
+    # 20 rows a second at 50 ms each: every batch takes about a second, past its trigger.
+    rows = spark.readStream.format("rate").option("rowsPerSecond", 20).load()
+    return (
+        rows.select(F.udf(_slow, "long")("value").alias("v"))
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(processingTime=trigger)
+        .start()
+    )
+
+
+def test_a_query_busy_in_every_trigger_stops_after_the_batch_it_is_in(
+    spark: SparkSession,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Never seen between batches (as on a loaded machine, where a query that falls behind
+    # starts each batch the moment the last one ends): only the soft end can stop it cleanly.
+    monkeypatch.setattr(stopping, "_idle", lambda query, checkpoint: False)
+    query = _busy_query(spark, tmp_path, "0 seconds")
+    checkpoint = str(tmp_path / "cp")
+    try:
+        while (cp.latest_commit_batch(checkpoint) or 0) < 3:  # busy: batch after batch
+            assert query.isActive, query.exception()
+            time.sleep(0.2)
+        with caplog.at_level(logging.INFO, logger="tidegate.runtime"):
+            stopping.stop_at_batch_boundary(query, timeout=60, checkpoint=checkpoint)
+    finally:
+        query.stop()
+    # Before, it waited for a gap between batches that never came, then interrupted a batch.
+    assert "stopping it anyway" not in caplog.text
+    assert "told to end after this batch (its batch runs)" in caplog.text
+    assert not query.isActive and query.exception() is None
+    assert cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
+
+
+def test_an_idle_query_stops_without_waiting_for_its_next_trigger(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    checkpoint = str(tmp_path / "cp")
+    query = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 1)
+        .load()
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="10 minutes")
+        .start()
+    )
+    try:
+        while cp.latest_commit_batch(checkpoint) is None:
+            assert query.isActive, query.exception()
+            time.sleep(0.1)
+        with caplog.at_level(logging.WARNING, logger="tidegate.runtime"):
+            # Told to end, a query waiting for a trigger ten minutes away would end then.
+            stopping.stop_at_batch_boundary(query, timeout=30, checkpoint=checkpoint)
+    finally:
+        query.stop()
+    assert "stopping it anyway" not in caplog.text
+    assert cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
+
+
+class _Unreachable:
+    """A query whose JVM side cannot be reached (as on Spark Connect): between batches from
+    the third look on."""
+
+    name = "q"
+    isActive = True
+
+    def __init__(self) -> None:
+        self.looks, self.stopped = 0, False
+
+    @property
+    def status(self) -> dict[str, Any]:
+        self.looks += 1
+        return {"isTriggerActive": self.looks < 3}
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_without_the_soft_stop_a_gap_between_batches_still_stops_it() -> None:
+    query = _Unreachable()
+    assert stopping._end_after_this_batch(query) is False  # type: ignore[arg-type]
+    stopping.stop_at_batch_boundary(query, timeout=30)  # type: ignore[arg-type]
+    assert query.stopped and query.looks == 4
