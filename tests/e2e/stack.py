@@ -163,8 +163,16 @@ def watching_standbys(stack: Stack, job: str, every: float = 0.1) -> Iterator[St
                     continue
                 folder = stack.checkpoint_root / job / str(run["id"])
                 files = [str(p) for p in folder.rglob("*")] if folder.exists() else []
-                job_state = stack.client.get(f"/jobs/{job}").json()["state"]
-                if job_state in ("running", "stopping", "draining", "submitting"):
+                now = stack.client.get(f"/jobs/{job}").json()
+                # Past go, the job's current run is the standby's own: what its folder held
+                # then may be from after go (the job read comes second).
+                old_active = now["current_run_id"] != run["id"] and now["state"] in (
+                    "running",
+                    "stopping",
+                    "draining",
+                    "submitting",
+                )
+                if old_active:
                     watch.looks += 1
                     watch.touched += files
 
