@@ -20,7 +20,7 @@ log = logging.getLogger("tidegate.runtime")
 
 def _batches_paired(checkpoint: str | None) -> bool:
     """No batch planned but not committed (true when there is nothing to tell)."""
-    if not checkpoint or not os.path.isdir(checkpoint):
+    if not checkpoint or not cp._local(checkpoint).is_dir():
         return True
     try:
         return cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
@@ -45,52 +45,32 @@ def stop_at_batch_boundary(
     instant a trigger begins), or, once its batch runs Spark jobs, told to end when that
     batch has committed: Spark starts no batch after that. (Waiting for a gap alone never
     stopped a query whose batches take longer than its trigger: it took the whole timeout,
-    then interrupted a batch.) Told while it plans a batch, Spark would drop that batch
+    then interrupted a batch.) Told while it plans a batch, Spark drops that batch
     (``offsets/N``, no commit; re-run by the next start, as after any interrupt), so a batch
     that runs no Spark job is told only halfway through the timeout; past it, the query is
     stopped anyway."""
     started = time.monotonic()
-    ending, gaps = False, 0
+    ending = told = False
+    gaps = 0
     while time.monotonic() - started < timeout:
         if not (_thread_alive(query) if ending else query.isActive):
             break  # ended (or failed: the runtime reports its exception)
         gaps = gaps + 1 if _idle(query, checkpoint) else 0
         if gaps >= 2:
             break
-        running = not ending and _batch_running(query, checkpoint)
-        if not ending and (running or time.monotonic() - started > timeout / 2):
-            ending = _end_after_this_batch(query)
-            why = "its batch runs" if running else f"no gap in {timeout / 2:.0f}s"
-            log.info("query %s: told to end after this batch (%s)", query.name, why)
+        if not told:
+            running = _batch_running(query, checkpoint)
+            if running or time.monotonic() - started > timeout / 2:
+                told, ending = True, _end_after_this_batch(query)
+                why = "its batch runs" if running else f"no gap in {timeout / 2:.0f}s"
+                if ending:
+                    log.info("query %s: told to end after this batch (%s)", query.name, why)
         time.sleep(0.02)
     else:
         log.warning(
             "query %s still in a batch after %.0fs; stopping it anyway", query.name, timeout
         )
     query.stop()
-
-
-def _batch_running(query: StreamingQuery, checkpoint: str | None) -> bool:
-    """The planned batch (``offsets/N``, no ``commits/N``) is past planning: a Spark job of
-    batch N of this run is running (its description names both; see Spark's
-    ``StreamExecution.getBatchDescriptionString``)."""
-    if not checkpoint or not os.path.isdir(checkpoint):
-        return False
-    try:
-        batch = cp.latest_offsets_batch(checkpoint)
-        if batch is None or batch == cp.latest_commit_batch(checkpoint):
-            return False
-        context = SparkContext._active_spark_context
-        assert context is not None
-        store = context._jsc.sc().statusStore()  # type: ignore[union-attr]
-        mark = re.compile(rf"runId = {query.runId}\b.*\bbatch = {batch}\b", re.S)
-        for job in context.statusTracker().getActiveJobsIds():
-            description = store.job(job).description()
-            if description.isDefined() and mark.search(str(description.get())):
-                return True
-    except Exception:  # no SparkContext here (Spark Connect), a job just gone: not known
-        return False
-    return False
 
 
 def _idle(query: StreamingQuery, checkpoint: str | None) -> bool:
@@ -102,15 +82,46 @@ def _idle(query: StreamingQuery, checkpoint: str | None) -> bool:
     return not active and _batches_paired(checkpoint)
 
 
+def _batch_running(query: StreamingQuery, checkpoint: str | None) -> bool:
+    """The planned batch (``offsets/N``, no ``commits/N``) is past planning: a Spark job of
+    batch N of this run is running (its description names both; Spark's
+    ``StreamExecution.getBatchDescriptionString``). The jobs are read first and the commit
+    after: Spark's job list lags, and a job of batch N seen after N committed would tell
+    the query while it plans N+1."""
+    if not checkpoint or not cp._local(checkpoint).is_dir():
+        return False
+    try:
+        batch = cp.latest_offsets_batch(checkpoint)
+        context = SparkContext._active_spark_context
+        if batch is None or context is None:  # no SparkContext here: Spark Connect
+            return False
+        store = context._jsc.sc().statusStore()  # type: ignore[union-attr]
+        mark = re.compile(rf"runId = {query.runId}\b.*\bbatch = {batch}\b", re.S)
+        seen = False
+        for job in context.statusTracker().getActiveJobsIds():
+            try:
+                description = store.job(job).description()
+            except Exception:  # ended and gone from the store since the list was read
+                continue
+            if description.isDefined() and mark.search(str(description.get())):
+                seen = True
+                break
+        return seen and cp.latest_commit_batch(checkpoint) != batch
+    except (OSError, cp.CheckpointError):
+        return False
+
+
 def _end_after_this_batch(query: StreamingQuery) -> bool:
-    """Ask the query's stream thread to end once the batch it is in has committed, with no
-    interrupt: Spark checks the query's state before each trigger, never during one. No
-    public call does this; ``StreamExecution.state()`` is a public accessor (Spark 4.1+).
-    False where it cannot be reached (Spark Connect, another layout): then only a gap
-    between batches stops the query gracefully."""
+    """Set the query's state to TERMINATED without an interrupt: Spark's micro-batch loop
+    checks it before each trigger (and, once, after planning a batch: why this waits for
+    the batch's jobs), so the batch under way completes and no other starts. No public API
+    does this: ``state`` is a field of Spark's ``StreamExecution`` that py4j reaches as a
+    method; the class path is that of Spark 4.1+. False where any of it is missing (Spark
+    Connect, another Spark): then only a gap between batches stops the query gracefully."""
     try:
         jvm = SparkContext._jvm
-        assert jvm is not None
+        if jvm is None:
+            raise RuntimeError("no JVM in this process")
         states = jvm.org.apache.spark.sql.execution.streaming.runtime
         terminated = getattr(getattr(states, "TERMINATED$"), "MODULE$")
         state = query._jsq.streamingQuery().state()  # type: ignore[attr-defined]
@@ -119,7 +130,7 @@ def _end_after_this_batch(query: StreamingQuery) -> bool:
             state.compareAndSet(current, terminated)
         )
     except Exception as exc:  # any layout we do not know: the gap
-        log.info("query %s: no soft stop (%s); waiting for a gap between batches", query.name, exc)
+        log.info("query %s: no soft stop (%r); waiting for a gap between batches", query.name, exc)
         return False
 
 

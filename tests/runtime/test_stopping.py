@@ -25,7 +25,7 @@ def _slow(value: int) -> int:
 
 
 def _busy_query(spark: SparkSession, tmp_path: Path, trigger: str) -> Any:
-    # 20 rows a second at 50 ms each: every batch takes about a second, past its trigger.
+    # A trigger of 0: each batch starts the moment the last one ends, always with new rows.
     rows = spark.readStream.format("rate").option("rowsPerSecond", 20).load()
     return (
         rows.select(F.udf(_slow, "long")("value").alias("v"))
@@ -35,6 +35,14 @@ def _busy_query(spark: SparkSession, tmp_path: Path, trigger: str) -> Any:
         .trigger(processingTime=trigger)
         .start()
     )
+
+
+def _wait_for_commit(query: Any, checkpoint: str, batch: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while (committed := cp.latest_commit_batch(checkpoint)) is None or committed < batch:
+        assert query.isActive, query.exception()
+        assert time.monotonic() < deadline, f"no commit of batch {batch} in {timeout:.0f}s"
+        time.sleep(0.1)
 
 
 def test_a_query_busy_in_every_trigger_stops_after_the_batch_it_is_in(
@@ -49,9 +57,7 @@ def test_a_query_busy_in_every_trigger_stops_after_the_batch_it_is_in(
     query = _busy_query(spark, tmp_path, "0 seconds")
     checkpoint = str(tmp_path / "cp")
     try:
-        while (cp.latest_commit_batch(checkpoint) or 0) < 3:  # busy: batch after batch
-            assert query.isActive, query.exception()
-            time.sleep(0.2)
+        _wait_for_commit(query, checkpoint, 3)  # busy: batch after batch
         with caplog.at_level(logging.INFO, logger="tidegate.runtime"):
             stopping.stop_at_batch_boundary(query, timeout=60, checkpoint=checkpoint)
     finally:
@@ -78,9 +84,7 @@ def test_an_idle_query_stops_without_waiting_for_its_next_trigger(
         .start()
     )
     try:
-        while cp.latest_commit_batch(checkpoint) is None:
-            assert query.isActive, query.exception()
-            time.sleep(0.1)
+        _wait_for_commit(query, checkpoint, 0)
         with caplog.at_level(logging.WARNING, logger="tidegate.runtime"):
             # Told to end, a query waiting for a trigger ten minutes away would end then.
             stopping.stop_at_batch_boundary(query, timeout=30, checkpoint=checkpoint)
@@ -91,26 +95,41 @@ def test_an_idle_query_stops_without_waiting_for_its_next_trigger(
 
 
 class _Unreachable:
-    """A query whose JVM side cannot be reached (as on Spark Connect): between batches from
-    the third look on."""
+    """A query whose JVM side cannot be reached (as on Spark Connect): in a batch until its
+    ``busy_looks``-th look, between batches from then on."""
 
     name = "q"
     isActive = True
 
-    def __init__(self) -> None:
-        self.looks, self.stopped = 0, False
+    def __init__(self, busy_looks: int) -> None:
+        self.busy_looks, self.looks, self.stopped = busy_looks, 0, False
 
     @property
     def status(self) -> dict[str, Any]:
         self.looks += 1
-        return {"isTriggerActive": self.looks < 3}
+        return {"isTriggerActive": self.looks < self.busy_looks}
 
     def stop(self) -> None:
+        assert not self.stopped
         self.stopped = True
 
 
 def test_without_the_soft_stop_a_gap_between_batches_still_stops_it() -> None:
-    query = _Unreachable()
+    query = _Unreachable(busy_looks=3)
     assert stopping._end_after_this_batch(query) is False  # type: ignore[arg-type]
     stopping.stop_at_batch_boundary(query, timeout=30)  # type: ignore[arg-type]
-    assert query.stopped and query.looks == 4
+    # Stopped on the second look between batches in a row, not the first.
+    assert query.stopped and query.looks == query.busy_looks + 1
+
+
+def test_without_the_soft_stop_and_no_gap_it_is_tried_once_then_stopped_at_the_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    query = _Unreachable(busy_looks=10**9)
+    with caplog.at_level(logging.INFO, logger="tidegate.runtime"):
+        stopping.stop_at_batch_boundary(query, timeout=0.5)  # type: ignore[arg-type]
+    assert query.stopped
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("no soft stop" in m for m in messages) == 1, messages
+    assert not any("told to end" in m for m in messages), messages
+    assert sum("stopping it anyway" in m for m in messages) == 1, messages

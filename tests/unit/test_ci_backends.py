@@ -1,0 +1,44 @@
+"""CI runs each two-backend end-to-end scenario on the one backend ``CI_BACKEND`` names
+(tests/e2e/backends.py): a name that no longer matches a scenario would quietly put it back
+on both, and CI over its time."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+E2E = Path(__file__).resolve().parents[1] / "e2e"
+
+
+def _ci_backend() -> dict[str, str]:
+    tree = ast.parse((E2E / "backends.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "CI_BACKEND" for t in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, dict)
+            return value
+    raise AssertionError("tests/e2e/backends.py has no CI_BACKEND")
+
+
+def _scenarios() -> set[str]:
+    """Test functions of tests/e2e that take the ``target`` fixture."""
+    out = set()
+    for path in E2E.glob("test_*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (
+                isinstance(node, ast.FunctionDef)
+                and node.name.startswith("test_")
+                and any(arg.arg == "target" for arg in node.args.args)
+            ):
+                out.add(node.name)
+    return out
+
+
+def test_every_name_in_ci_backend_is_a_two_backend_scenario_and_half_run_on_each() -> None:
+    chosen, scenarios = _ci_backend(), _scenarios()
+    assert set(chosen) <= scenarios, set(chosen) - scenarios
+    assert set(chosen.values()) <= {"runner", "standalone"}
+    per_backend = [list(chosen.values()).count(b) for b in ("runner", "standalone")]
+    assert abs(per_backend[0] - per_backend[1]) <= 1, chosen
