@@ -3,7 +3,7 @@
 The scenario tests (startpoints, snapshots, drains) take a ``target`` and run once per
 backend -- the embedded Livy-compatible runner (Spark local mode) and the standalone cluster
 through its REST submission API, driver in cluster deploy mode -- rather than being written
-twice. CI runs each scenario on one of them (``CI_BACKEND``: half on each, so every push
+twice. CI runs each scenario on one of them (``CI_BACKEND``: some on each, so every push
 exercises both); ``TIDEGATE_SUITE=full`` (``make chaos``) runs every scenario on both. On
 both, the pipeline is a copy of ``pipelines/windowed_counts.py`` in a folder of its
 own (a team's repository: it imports pyspark and ``tidegate_runtime`` only) and the drivers
@@ -33,8 +33,10 @@ BACKENDS = ["runner", "standalone"]
 
 # The one backend each scenario runs on in CI (the suite stays within its time on two cores);
 # a scenario not named here runs on both.
+# (The snapshot story's three standby starts on the standalone cluster ran it past ten
+# minutes on two loaded cores: in CI it runs cold on the runner.)
 CI_BACKEND = {
-    "test_new_version_from_a_snapshot_of_a_running_job": "standalone",
+    "test_new_version_from_a_snapshot_of_a_running_job": "runner",
     "test_a_killed_driver_is_restarted_with_the_output_exact": "standalone",
     "test_the_lifecycle_on_rocksdb_with_changelog_checkpointing": "standalone",
     "test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice": "runner",

@@ -103,6 +103,9 @@ def _trickle(root: Path, start_ts_ms: int) -> Iterator[list[int]]:
         thread.join(10)
 
 
+# The whole story of a job's snapshots in one scenario: eleven operations, three of them
+# updates with a driver start each; on two loaded cores it ran past the default 600 s.
+@pytest.mark.timeout(1200)
 def test_new_version_from_a_snapshot_of_a_running_job(
     clusters: Stack, target: Target, tmp_path: Path
 ) -> None:

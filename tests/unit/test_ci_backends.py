@@ -36,9 +36,9 @@ def _scenarios() -> set[str]:
     return out
 
 
-def test_every_name_in_ci_backend_is_a_two_backend_scenario_and_half_run_on_each() -> None:
+def test_every_name_in_ci_backend_is_a_two_backend_scenario_and_both_get_some() -> None:
     chosen, scenarios = _ci_backend(), _scenarios()
     assert set(chosen) <= scenarios, set(chosen) - scenarios
     assert set(chosen.values()) <= {"runner", "standalone"}
     per_backend = [list(chosen.values()).count(b) for b in ("runner", "standalone")]
-    assert abs(per_backend[0] - per_backend[1]) <= 1, chosen
+    assert min(per_backend) >= 2, chosen  # every push runs scenarios on both
