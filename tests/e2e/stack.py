@@ -111,7 +111,8 @@ class Stack:
                 proc.kill()
         self.workers.clear()
 
-    def wait_operation(self, op_id: int, timeout: float = 240.0) -> dict[str, Any]:
+    def wait_operation(self, op_id: int, timeout: float = 480.0) -> dict[str, Any]:
+        # Generous: a cold update starts two drivers; on two loaded cores that took 5.5 min.
         return wait_until(
             lambda: self.client.get(f"/operations/{op_id}").json(),
             lambda op: op["state"] in ("succeeded", "failed"),
