@@ -10,7 +10,7 @@ from app.runs.models import QueryProgress, Run, RunTransition
 from app.snapshots.models import Snapshot, SnapshotRetention, SnapshotUse
 from app.startpoints.models import Startpoint, StartpointApplication
 from app.ui.models import UiSession
-from app.worker.models import WorkerHeartbeat
+from app.worker.core.models import WorkerHeartbeat
 
 __all__ = [
     "ApiToken",

@@ -98,7 +98,7 @@ from bench.common import (
 from bench.fake_livy import FakeLivy
 from bench.metrics import started
 
-# What the worker puts in a spare's submission (app/worker/submission.py::run_spec; Livy
+# What the worker puts in a spare's submission (app/worker/core/submission.py::run_spec; Livy
 # carries the env as spark.yarn.appMasterEnv.*, app/backends/livy.py::env_conf).
 RUN_ID_CONF = "spark.tidegate.run_id"
 ATTEMPT_CONF = "spark.tidegate.attempt"

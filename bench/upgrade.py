@@ -386,7 +386,7 @@ def _update(ctx: Context, rep: int, strategy: str, prewarm: bool = False) -> Swi
 
     By snapshot the new run goes on from the snapshot's batch and writes to the same output
     directory (its file sink's ``_spark_metadata`` log goes on too: a new directory fails the
-    update, see app/worker/verify.py). By drain the new run starts a fresh checkpoint at
+    update, see app/worker/runs/verify.py). By drain the new run starts a fresh checkpoint at
     batch 0 and writes a directory of its own."""
     job = f"update-{strategy}{'-prewarmed' if prewarm else ''}-{rep}"
     run_id = _start_job(ctx, job, f"{job}-out")

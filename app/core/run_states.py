@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 # A pre-warmed run: its driver starts (JVM, session, Python) while the run it replaces still
-# processes, then waits for go before touching a checkpoint (app/worker/standby.py).
+# processes, then waits for go before touching a checkpoint (app/worker/standby/standby.py).
 STANDBY = "standby"
 SUBMITTING = "submitting"
 RUNNING = "running"

@@ -34,7 +34,7 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(128), unique=True)
     description: Mapped[str | None] = mapped_column(Text)
     restart_policy: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    # Its updates start the new driver as a standby first (app/worker/standby.py) unless the
+    # Its updates start the new driver as a standby first (app/worker/standby/standby.py) unless the
     # request says prewarm: false.
     prewarm: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     # A spare driver is kept waiting for the current run's next attempt (app/runs/spares.py),

@@ -1,5 +1,5 @@
 """How a stopping or draining run ends once nothing of its driver can touch a checkpoint any
-more: either its application ended (the reconciler saw it, app/worker/reconcile.py) or its
+more: either its application ended (the reconciler saw it, app/worker/reconcile/run.py) or its
 runtime said it is fenced (app/channel/service.py::record_fence): every query stopped at a
 batch boundary, then its Spark session stopped, executors and state-store maintenance with
 it. Both ask here, so a run ends the same way whichever comes first."""
@@ -52,7 +52,7 @@ def drained(session: Session, run: Run, why: str, *, fenced: bool = False) -> Ru
 def _left_to_exit(run: Run) -> None:
     """What is left of a fenced driver's process exits by itself, unless the job's code keeps
     it alive (a non-daemon thread, a hook that blocks): the reconciler watches it and kills
-    it past TIDEGATE_FENCED_EXIT_SECONDS (app/worker/reconcile.py::reap_fenced), so it does not
+    it past TIDEGATE_FENCED_EXIT_SECONDS (app/worker/reconcile/run.py::reap_fenced), so it does not
     hold the cluster's cores for ever."""
     if run.backend_id is not None:
         run.fenced_backend_id, run.fenced_at = run.backend_id, utcnow()

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 # PostgreSQL NOTIFY channel: a standby's go or release, so its long-poll answers at once.
 STANDBY_CHANNEL = "tidegate_standby"
-# ...and any change of a run a worker's operation may be waiting for (app/worker/runctl.py).
+# ...and any change of a run a worker's operation may be waiting for (app/worker/runs/control.py).
 RUN_CHANNEL = "tidegate_runs"
 
 

@@ -28,7 +28,7 @@ def worker(
     from app.core.db import make_engine, make_sessionmaker
     from app.core.embedded import resolve_database_url
     from app.core.logging_setup import configure_from
-    from app.worker.context import WorkerContext
+    from app.worker.core.context import WorkerContext
     from app.worker.loop import run_worker, worker_id
 
     settings = get_settings()

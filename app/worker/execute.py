@@ -10,14 +10,14 @@ from typing import Any
 from app.backends.base import BackendError
 from app.operations import state as op_state
 from app.operations.models import Operation
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import LeaseLost, OperationFailed, Steps
 from app.worker.kinds.drain import do_drain
 from app.worker.kinds.restart import do_restart
 from app.worker.kinds.snapshot import do_snapshot
 from app.worker.kinds.stop import do_stop
 from app.worker.kinds.submit import do_submit
 from app.worker.kinds.update import do_update
-from app.worker.steps import LeaseLost, OperationFailed, Steps
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from app.operations import state as op_state
 from app.operations.service import NOTIFY_CHANNEL
 from app.runs.service import RUN_CHANNEL
 from app.snapshots.retention import retention_sweep
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.execute import execute
-from app.worker.reconcile import due_runs
-from app.worker.sweep import sweep
+from app.worker.reconcile.run import due_runs
+from app.worker.reconcile.sweep import sweep
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ class Worker:
         threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
         log.info("worker %s started", self.ctx.worker_id)
         # One LISTEN connection for the process: new operations wake this loop, a run's
-        # changes wake the operation waiting for it (app/worker/runctl.py::wait_for_run).
+        # changes wake the operation waiting for it (app/worker/runs/control.py::wait_for_run).
         notifier = Notifier(
             self.ctx.factory.kw["bind"], (NOTIFY_CHANNEL, RUN_CHANNEL), max_waiters=MAX_WAITERS
         )

@@ -14,7 +14,7 @@ from app.audit import service as audit
 from app.audit.models import AuditEvent
 from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction, utcnow
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
 
 

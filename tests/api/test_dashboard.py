@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from app.core.config import Settings
 from app.core.db import make_sessionmaker
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
 from tests.api.conftest import make_current_run, version_body
 

@@ -14,7 +14,7 @@ from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
 from app.runs import service as runs
 from app.runs.service import get_run, transition
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
 from tests.api.conftest import make_current_run, version_body
 

@@ -29,9 +29,9 @@ from tidegate_runtime.eventlog import EventLog
 
 WORKER = ROOT / "app" / "worker"
 # The HANDLERS table (kind -> handler) lives in the dispatcher; the handlers and the steps
-# they share in the modules of app/worker/ it imports (kinds/, runctl, startup, steps).
+# they share are in the modules of app/worker/ it imports, found through their imports.
 OPERATIONS = WORKER / "execute.py"
-RECONCILE = ROOT / "app" / "worker" / "reconcile.py"
+RECONCILE = WORKER / "reconcile" / "run.py"
 RUNNER_ENDED = frozenset({"success", "dead", "killed"})
 
 
@@ -96,28 +96,64 @@ def _bind(fn: ast.FunctionDef, call: ast.Call | None) -> dict[str, object]:
     return bound
 
 
+def _dotted(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _worker_modules() -> dict[str, ast.Module]:
+    """Every module of app/worker/ but the reconciler's pass (its fault points are its own)."""
+    return {
+        _dotted(p): ast.parse(p.read_text())
+        for p in sorted(WORKER.rglob("*.py"))
+        if p != RECONCILE and p.name != "__init__.py"
+    }
+
+
+def _names_in(module: str, tree: ast.Module, known: set[str]) -> dict[str, tuple[str, str]]:
+    """What a bare name or ``alias.`` means in ``module``: its own functions (nested ones
+    too), the functions it imports, and the worker modules it imports (name -> (module, "")).
+    """
+    names: dict[str, tuple[str, str]] = {
+        n.name: (module, n.name) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                whole = f"{node.module}.{alias.name}"
+                names[alias.asname or alias.name] = (
+                    (whole, "") if whole in known else (node.module, alias.name)
+                )
+    return names
+
+
 def step_names() -> dict[str, list[str]]:
     """Each operation kind's step names, in the order its handler reaches them: the
-    ``steps.run(name, …)`` calls of the handler and of the functions it calls (every branch,
-    so a name may lie off the path of a plain request of that kind)."""
-    tree = ast.parse(OPERATIONS.read_text())
-    modules = [(p.stem, ast.parse(p.read_text())) for p in sorted(WORKER.rglob("*.py"))]
-    modules = [(stem, m) for stem, m in modules if stem != RECONCILE.stem]
+    ``steps.run(name, …)`` calls of the handler and of the functions it calls, each call
+    resolved through the calling module's own imports (every branch, so a name may lie off
+    the path of a plain request of that kind)."""
+    trees = _worker_modules()
+    scopes = {m: _names_in(m, t, set(trees)) for m, t in trees.items()}
     functions = {
-        n.name: n for _, m in modules for n in ast.walk(m) if isinstance(n, ast.FunctionDef)
-    }
-    # Called through their module (``standby.prepare(…)``): known by module and name too.
-    functions |= {
-        f"{stem}.{n.name}": n
-        for stem, m in modules
-        for n in m.body
+        (m, n.name): n
+        for m, t in trees.items()
+        for n in ast.walk(t)
         if isinstance(n, ast.FunctionDef)
     }
 
-    def visit(name: str, call: ast.Call | None, stack: tuple[str, ...]) -> list[str]:
-        if name in stack or name not in functions:
+    def resolve(module: str, func: ast.expr) -> tuple[str, str] | None:
+        scope = scopes[module]
+        if isinstance(func, ast.Name):
+            return scope.get(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            target = scope.get(func.value.id)
+            if target is not None and target[1] == "":
+                return (target[0], func.attr)
+        return None
+
+    def visit(where: tuple[str, str], call: ast.Call | None, stack: tuple) -> list[str]:
+        if where in stack or where not in functions:
             return []
-        fn = functions[name]
+        fn = functions[where]
         bindings = _bind(fn, call)
         out: list[str] = []
         for inner in _calls_in_order(fn):
@@ -132,13 +168,17 @@ def step_names() -> dict[str, list[str]]:
                 text = _text(inner.args[0], bindings)
                 if text is not None:
                     out.append(text)
-            elif isinstance(func, ast.Name):
-                out.extend(visit(func.id, inner, (*stack, name)))
-            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-                out.extend(visit(f"{func.value.id}.{func.attr}", inner, (*stack, name)))
+                continue
+            target = resolve(where[0], func)
+            if target is not None:
+                out.extend(visit(target, inner, (*stack, where)))
         return list(dict.fromkeys(out))
 
-    return {kind: visit(handler, None, ()) for kind, handler in _handlers(tree).items()}
+    dispatcher = _dotted(OPERATIONS)
+    return {
+        kind: visit(scopes[dispatcher][handler], None, ())
+        for kind, handler in _handlers(trees[dispatcher]).items()
+    }
 
 
 def reconcile_fault_points() -> list[str]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.worker.preflight import infrastructure_error, plan_empty_batch, problems
+from app.worker.dry_run.scratch_copy import plan_empty_batch
+from app.worker.dry_run.verdict import infrastructure_error, problems
 from tidegate_runtime.checkpoint import hadoop_crc, latest_offsets_batch
 from tidegate_runtime.trial_batch import describe_error
 

@@ -17,7 +17,7 @@ from app.core.config import Settings
 from app.snapshots import store as store_module
 from app.snapshots import transfer as snapshot_worker
 from app.worker import execute as ops
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.kinds import snapshot as snapshot_kind
 from app.worker.loop import Worker
 from tests.snapshots.test_snapshots_api import API, _running_job, _snapshot

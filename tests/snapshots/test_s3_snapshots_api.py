@@ -14,7 +14,7 @@ from app.core.config import Settings
 from app.snapshots import retention
 from app.snapshots.export import select_files
 from app.snapshots.store import SnapshotStore
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from tests.api.conftest import ADMIN_TOKEN
 from tests.snapshots.s3 import ACCESS_KEY, SECRET_KEY, S3Store
 from tests.snapshots.test_snapshots_api import (

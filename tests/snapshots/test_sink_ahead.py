@@ -13,9 +13,9 @@ from app.core.config import Settings
 from app.core.db import transaction
 from app.resume_points.restore_guards import sink_missing_for_compaction
 from app.runs.models import Run
-from app.worker.context import WorkerContext
-from app.worker.steps import OperationFailed
-from app.worker.verify import verify
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed
+from app.worker.runs.verify import verify
 from tests.snapshots.test_snapshots_api import API, _operate, _running_job
 
 

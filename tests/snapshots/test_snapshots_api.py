@@ -18,7 +18,7 @@ from app.snapshots.retention import collect_garbage
 from app.snapshots.store import SnapshotStore
 from app.snapshots.store_access import store_for
 from app.worker import execute as ops
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.kinds import snapshot as snapshot_kind
 from app.worker.loop import Worker
 from tests.snapshots.conftest import FakeCheckpoint

@@ -14,7 +14,7 @@ from app.operations.models import Operation
 from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.snapshots.models import Snapshot
 from app.snapshots.pins import pinned_by
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
 from tests.snapshots.test_snapshots_api import (
     API,

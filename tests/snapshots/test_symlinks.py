@@ -15,7 +15,7 @@ from app.core.config import Settings
 from app.snapshots.export import select_files
 from app.snapshots.safe_files import UnsafeFileError
 from app.snapshots.store import SnapshotStore, copy_tree_files
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.snapshots.test_snapshots_api import API, _operate, _running_job
 

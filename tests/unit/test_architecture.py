@@ -197,6 +197,33 @@ def test_no_circle_between_folders() -> None:
     )
 
 
+# The worker's rooms, bottom up: core < dry_run < reconcile < runs < standby < kinds < the
+# process (app/worker/*.py: cli, loop, execute). A room imports only rooms below it.
+WORKER_ROOMS = ["core", "dry_run", "reconcile", "runs", "standby", "kinds", ""]
+
+
+def _worker_room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["app", "worker"] or len(parts) < 3:
+        return None
+    return parts[2] if len(parts) > 3 else ""
+
+
+def test_the_worker_s_rooms_import_only_rooms_below_them() -> None:
+    edges, where = _graph()
+    rooms = {r for m in edges if (r := _worker_room(m)) is not None}
+    assert rooms == set(WORKER_ROOMS), f"rooms of app/worker/ are {sorted(rooms)}"
+    upward = [
+        f"{a}:{where[(a, b)]} -> {b}"
+        for a, targets in edges.items()
+        for b in targets
+        if (ra := _worker_room(a)) is not None
+        and (rb := _worker_room(b)) is not None
+        and WORKER_ROOMS.index(rb) > WORKER_ROOMS.index(ra)
+    ]
+    assert upward == [], "a room of app/worker/ imports one above it:\n" + "\n".join(upward)
+
+
 @pytest.mark.parametrize("top", PRODUCTION)
 def test_production_code_does_not_need_devtools(top: str) -> None:
     edges, _where = _graph()
@@ -234,16 +261,16 @@ def test_the_circle_finder_finds_circles() -> None:
 
 
 # The one actor on a run: only the reconciler calls the backend about a run. The dry run's
-# own driver (app/worker/preflight.py) is not a run: the operation owns it from start to end.
+# own driver (app/worker/dry_run/driver.py) is not a run: the operation owns it from start to end.
 # The pass, its second half over the run's spare (called only from the pass), its thread, and
 # the clusters' listings the pass and the sweep observe through (they only read).
 RUN_ACTOR = {
-    "app/worker/reconcile.py",
-    "app/worker/reconcile_spare.py",
-    "app/worker/reconciler.py",
-    "app/worker/listing.py",
+    "app/worker/reconcile/run.py",
+    "app/worker/reconcile/spare.py",
+    "app/worker/reconcile/reconciler.py",
+    "app/worker/core/listing.py",
 }
-NOT_A_RUN = {"app/worker/preflight.py": "the dry run's driver belongs to its operation"}
+NOT_A_RUN = {"app/worker/dry_run/driver.py": "the dry run's driver belongs to its operation"}
 BACKEND_CALLS = {"submit", "kill", "find", "status", "statuses", "log_tail"}
 
 
@@ -255,7 +282,7 @@ def test_only_the_reconciler_acts_on_a_run() -> None:
             continue
         tree = ast.parse(path.read_text(), rel)
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "app.worker.reconcile":
+            if isinstance(node, ast.ImportFrom) and node.module == "app.worker.reconcile.run":
                 names = {a.name for a in node.names}
                 if "reconcile_run" in names:
                     offenders.append(f"{rel}:{node.lineno} imports reconcile_run")

@@ -1,4 +1,4 @@
-"""The runtime zip the worker adds to every submission (app/worker/runtime_bundle.py)."""
+"""The runtime zip the worker adds to every submission (app/worker/core/runtime_bundle.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 import tidegate_runtime
 from app.backends.base import PermanentBackendError
 from app.core.config import Settings
-from app.worker import runtime_bundle, submission
-from app.worker.context import WorkerContext
+from app.worker.core import runtime_bundle, submission
+from app.worker.core.context import WorkerContext
 
 RUNTIME = Path(tidegate_runtime.__file__).parent
 

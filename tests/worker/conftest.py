@@ -18,7 +18,7 @@ from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF, STANDBY_CONF
 
 
@@ -182,7 +182,7 @@ def die_after_step_then_resume(
     whose ``fault_point`` names the fault (the steps' by default); ``between``: called while
     no worker holds the operation."""
     from app.worker import execute as ops
-    from app.worker import steps
+    from app.worker.core import steps
     from app.worker.loop import Worker
 
     where = where or steps

@@ -22,7 +22,7 @@ from app.runs.models import Run
 from app.runs.schemas import DrainReport
 from app.startpoints.models import Startpoint
 from app.worker import execute as ops
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
 from tests.waiting import wait_for
 from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job

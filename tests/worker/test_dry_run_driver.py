@@ -14,10 +14,9 @@ import pytest
 from app.backends.base import AppState, SubmitSpec
 from app.core.db import transaction
 from app.operations.models import Operation
-from app.worker import preflight as dryrun
-from app.worker import startup
-from app.worker.context import WorkerContext
-from app.worker.steps import OperationFailed, Steps
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps
+from app.worker.dry_run import attempts, driver, scratch_copy, verdict
 from tests.worker.conftest import FakeBackend, make_job
 from tidegate_runtime import trial_batch as runtime_dryrun
 
@@ -42,9 +41,9 @@ def test_submitted_once_under_its_own_tag(
     ctx: WorkerContext, fake: FakeBackend, tmp_path: Path
 ) -> None:
     scratch = tmp_path / "scratch"
-    first = dryrun.submit(ctx, 41, VERSION, "job", scratch, {"counts": 5})
+    first = driver.submit(ctx, 41, VERSION, "job", scratch, {"counts": 5})
     # A worker that died before recording the step runs it again: the driver is found.
-    again = dryrun.submit(ctx, 41, VERSION, "job", scratch, {"counts": 5})
+    again = driver.submit(ctx, 41, VERSION, "job", scratch, {"counts": 5})
     assert fake.submits == 1 and again["backend_id"] == first["backend_id"] and again["found"]
     spec = fake.apps[first["backend_id"]].spec
     assert spec.tag == "tidegate-dryrun-41" and not spec.tag.startswith("tidegate-run-")
@@ -63,32 +62,32 @@ def test_outcome_is_the_drivers_result_file(
 ) -> None:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    submitted = dryrun.submit(ctx, 7, VERSION, "job", scratch, {"counts": 5})
+    submitted = driver.submit(ctx, 7, VERSION, "job", scratch, {"counts": 5})
     fake.apps[submitted["backend_id"]].state = AppState.SUCCEEDED
     refused = {
         "ok": False,
         "queries": {"counts": {"ok": False, "error_class": "X", "message": "differs"}},
     }
     (scratch / runtime_dryrun.RESULT_FILE).write_text(json.dumps(refused))
-    outcome = dryrun.await_outcome(ctx, VERSION, submitted["backend_id"], time.time(), scratch, 60)
+    outcome = driver.await_outcome(ctx, VERSION, submitted["backend_id"], time.time(), scratch, 60)
     assert outcome["ok"] is False and outcome["queries"] == refused["queries"]
-    assert dryrun.problems(outcome, {}) == ["query 'counts': differs [X]"]
+    assert verdict.problems(outcome, {}) == ["query 'counts': differs [X]"]
 
 
 def test_a_driver_without_a_result_or_too_slow_is_a_refusal(
     ctx: WorkerContext, fake: FakeBackend, tmp_path: Path
 ) -> None:
     scratch = tmp_path / "scratch"
-    done = dryrun.submit(ctx, 8, VERSION, "job", scratch, {"counts": 5})
+    done = driver.submit(ctx, 8, VERSION, "job", scratch, {"counts": 5})
     fake.apps[done["backend_id"]].state = AppState.FAILED
-    outcome = dryrun.await_outcome(ctx, VERSION, done["backend_id"], time.time(), scratch, 60)
+    outcome = driver.await_outcome(ctx, VERSION, done["backend_id"], time.time(), scratch, 60)
     assert outcome["ok"] is False and "without a dry-run result" in outcome["message"]
     assert "boom: bad config" in outcome["message"]  # the driver's own words
 
-    slow = dryrun.submit(ctx, 9, VERSION, "job", scratch, {"counts": 5})
+    slow = driver.submit(ctx, 9, VERSION, "job", scratch, {"counts": 5})
     fake.apps[slow["backend_id"]].state = AppState.RUNNING
     # The bound counts from the submission (a resumed worker does not start it again).
-    outcome = dryrun.await_outcome(ctx, VERSION, slow["backend_id"], time.time() - 61, scratch, 60)
+    outcome = driver.await_outcome(ctx, VERSION, slow["backend_id"], time.time() - 61, scratch, 60)
     assert outcome["ok"] is False and outcome["timeout"] and "within 60s" in outcome["message"]
     assert fake.kills == [slow["backend_id"]]
 
@@ -144,7 +143,7 @@ def update_op(ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch) -> tuple[Oper
         operators = {"q": [{"id": 0, "name": "stateStoreSave"}]}
         return {"scratch": str(scratch), "check": {"q": 5}, "operators": operators}
 
-    monkeypatch.setattr(dryrun, "prepare", prepare)
+    monkeypatch.setattr(scratch_copy, "prepare", prepare)
     return op, prepared
 
 
@@ -156,7 +155,7 @@ def _old_run(fake: FakeBackend) -> str:
 
 def _dry_run(ctx: WorkerContext, op: Operation) -> Steps:
     steps = Steps(ctx, op.id)
-    startup.dry_run(ctx, steps.load(), steps, 1, {"queries": []})
+    attempts.dry_run(ctx, steps.load(), steps, 1, {"queries": []})
     return steps
 
 
@@ -208,7 +207,7 @@ def test_infrastructure_failures_on_every_attempt_fail_without_refusing(
         failed.value.result["infrastructure_errors"]
         == ["Python worker failed to connect back."] * 3
     )
-    assert fake.submits == 1 + dryrun.ATTEMPTS  # the old run and three drivers
+    assert fake.submits == 1 + verdict.ATTEMPTS  # the old run and three drivers
     assert fake.apps[old].state == AppState.RUNNING and old not in fake.kills
 
 

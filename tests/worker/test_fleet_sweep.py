@@ -19,12 +19,12 @@ from app.jobs.models import Job, JobVersion
 from app.runs import service as runs
 from app.runs.models import Run
 from app.worker import loop
-from app.worker import sweep as sweeping
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.loop import FULL_SWEEP_EVERY, Worker
-from app.worker.reconcile import due_runs
-from app.worker.reconciler import pass_now, reconciler
-from app.worker.sweep import quiet_runs, sweep
+from app.worker.reconcile import sweep as sweeping
+from app.worker.reconcile.reconciler import pass_now, reconciler
+from app.worker.reconcile.run import due_runs
+from app.worker.reconcile.sweep import quiet_runs, sweep
 from bench.fake_livy import FakeLivy
 
 RUNS = 120  # more than one page of GET /batches (100 by default)

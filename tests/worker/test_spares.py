@@ -1,4 +1,4 @@
-"""Spares (app/runs/spares.py, app/worker/reconcile_spare.py): a run's next attempt started
+"""Spares (app/runs/spares.py, app/worker/reconcile/spare.py): a run's next attempt started
 ahead — for a pre-warmed restart, and as a job's hot spare after a crash — against a real
 PostgreSQL and a scripted backend. The same on real Spark: tests/e2e/test_spares.py."""
 
@@ -19,9 +19,9 @@ from app.core.db import transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.runs import spares
 from app.runs.models import Run, RunTransition
-from app.worker.context import WorkerContext
-from app.worker.reconcile import reconcile_run
-from app.worker.reconcile_spare import REHEARSAL_WAIT
+from app.worker.core.context import WorkerContext
+from app.worker.reconcile.run import reconcile_run
+from app.worker.reconcile.spare import REHEARSAL_WAIT
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op

@@ -21,11 +21,11 @@ from app.runs import service as runs_service
 from app.runs.models import Run, RunTransition
 from app.runs.service import IllegalTransition, transition
 from app.worker import execute as ops
-from app.worker import reconcile as rec
-from app.worker import verify
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
-from app.worker.reconcile import reconcile_run
+from app.worker.reconcile import run as rec
+from app.worker.reconcile.run import reconcile_run
+from app.worker.runs import verify
 from tests.waiting import wait_for
 from tests.worker.conftest import (
     FakeBackend,
@@ -207,7 +207,7 @@ def test_run_guard_releases_its_lock_whatever_the_pool_does(ctx: WorkerContext) 
     between (a worker's threads do), no lock is left behind on a pooled connection."""
     from sqlalchemy import text
 
-    from app.worker.context import run_guard
+    from app.worker.core.context import run_guard
 
     def held() -> list[int]:
         with ctx.factory() as session:
@@ -531,7 +531,7 @@ def test_a_run_change_wakes_the_operation_waiting_for_it_long_before_its_poll(
 
     from app.core.notify import Notifier
     from app.runs.service import RUN_CHANNEL
-    from app.worker.runctl import wait_for_run
+    from app.worker.reconcile.reconciler import wait_for_run
 
     slow = WorkerContext(ctx.factory, ctx.settings, "notified-operation", poll_seconds=30.0)
     slow.backend = ctx.backend  # type: ignore[method-assign]
@@ -646,8 +646,8 @@ def test_a_listing_a_moment_old_does_not_set_a_running_driver_back_to_pending(
     import time as clock
 
     from app.backends.base import AppStatus
-    from app.worker.context import backend_key
-    from app.worker.listing import _Listing
+    from app.worker.core.context import backend_key
+    from app.worker.core.listing import _Listing
 
     job_id = make_job(ctx)
     run_id = make_run(ctx, job_id)

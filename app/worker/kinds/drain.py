@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from app.operations.models import Operation
-from app.worker.context import WorkerContext
-from app.worker.runctl import (
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps
+from app.worker.runs.control import (
     drain_backlog,
     drain_run,
 )
-from app.worker.steps import OperationFailed, Steps
 
 
 def do_drain(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:

@@ -9,14 +9,14 @@ from typing import Any
 from app.core import run_states as states
 from app.operations.models import Operation
 from app.runs.models import Run
-from app.worker import standby
-from app.worker.context import WorkerContext
-from app.worker.runctl import (
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.runs.control import (
     await_started,
     resubmit_run,
     stop_run,
 )
-from app.worker.steps import OperationFailed, Steps, detail
+from app.worker.standby import standby
 
 
 def do_restart(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:

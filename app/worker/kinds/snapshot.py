@@ -16,11 +16,11 @@ from app.snapshots.export import ExportError
 from app.snapshots.models import Snapshot
 from app.snapshots.store import StoreError
 from app.snapshots.store_access import SnapshotFailed
-from app.worker.context import WorkerContext, fault_point
-from app.worker.runctl import (
+from app.worker.core.context import WorkerContext, fault_point
+from app.worker.core.steps import OperationFailed, Steps, detail, set_result
+from app.worker.runs.control import (
     stop_run,
 )
-from app.worker.steps import OperationFailed, Steps, detail, set_result
 from tidegate_runtime.checkpoint import CheckpointError
 
 log = logging.getLogger(__name__)

@@ -8,19 +8,15 @@ from app.core.db import transaction
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
 from app.runs import service as runs
-from app.worker.context import WorkerContext
-from app.worker.runctl import (
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import Steps, detail
+from app.worker.dry_run.attempts import dry_run
+from app.worker.runs.control import (
     await_started,
     await_submitted,
 )
-from app.worker.startup import (
-    checked_plan,
-    dry_run,
-    replan,
-    sources,
-    start_planned,
-)
-from app.worker.steps import Steps, detail
+from app.worker.runs.plan import checked_plan, replan, sources
+from app.worker.runs.start import start_planned
 
 
 def do_submit(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:

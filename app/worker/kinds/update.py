@@ -1,10 +1,25 @@
-"""update (strategy ``snapshot``, the default): dry run (pre-warmed: inside the standby's
-driver), save a snapshot stopping the old run, start the new version from it; on failure start
-the old version again from the same snapshot. The other strategies are in
-app/worker/kinds/update_fresh.py."""
+"""update (strategy ``snapshot``, the default), Hazelcast's job update: the new version's dry
+run and, pre-warmed, its driver, while the old run still processes; a snapshot that stops the
+old run; the new version started from it and verified. On failure the old version starts
+again from the same snapshot and the operation says so. The other strategies are in
+app/worker/kinds/update_fresh.py.
+
+The steps, in order (each recorded; a worker resuming the update skips what is done):
+
+1. ``dry_run_plan``, then the dry run (app/worker/dry_run/): pre-warmed, inside the standby's
+   driver, which is then ready and waits for go (app/worker/standby/dry_run.py); otherwise
+   dry-run drivers of their own, then (pre-warmed, no dry run) the standby alone;
+2. the snapshot: ``pre_copy`` while the old run processes, ``request_stop`` …, ``export``
+   (app/worker/kinds/snapshot.py::save_snapshot);
+3. ``plan``: the stored plan bound to that snapshot and re-validated;
+4. the start: ``reserve_run``, ``materialise``, then ``go`` to the standby or ``create_run``
+   and ``await_submitted`` (app/worker/runs/start.py, app/worker/standby/standby.py);
+5. ``verify``: every query commits past the state it resumed.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -16,38 +31,76 @@ from app.runs.models import Run
 from app.snapshots import transfer as snapshot_worker
 from app.snapshots.models import Snapshot
 from app.snapshots.store_access import SnapshotFailed
-from app.worker import standby, standby_dry_run
-from app.worker.context import WorkerContext
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.dry_run.attempts import dry_run
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
-from app.worker.runctl import (
-    restart_old_run,
-    stop_run,
-)
-from app.worker.startup import (
-    checked_plan,
-    dry_run,
-    live_plan,
-    replan,
-    sources,
-    start_planned,
-)
-from app.worker.steps import OperationFailed, Steps, detail
-from app.worker.verify import verify, verify_bounds
+from app.worker.runs.control import restart_old_run, stop_run
+from app.worker.runs.plan import checked_plan, live_plan, replan, sources
+from app.worker.runs.start import start_planned
+from app.worker.runs.verify import verify, verify_bounds
+from app.worker.standby import dry_run as standby_dry_run
+from app.worker.standby import standby
 
 
-def held_queries(session: Session, snapshot_id: int) -> set[str]:
-    """The queries a saved snapshot holds a committed batch of."""
-    snapshot = session.get(Snapshot, snapshot_id)
-    assert snapshot is not None
-    return {q for q, info in (snapshot.queries or {}).items() if info.get("batch_id") is not None}
+@dataclass(frozen=True)
+class Update:
+    """What every step of one update reads: the old run, the snapshot that will hold its
+    state, and the version to start."""
+
+    op: Operation
+    snapshot_id: int
+    snapshot: str
+    old_run_id: int
+    old_version: int
+    new_version: int
 
 
 def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
-    """Hazelcast's job update: save-snapshot, start the new version from it; if that fails,
-    start the old version again from the same snapshot and say so."""
     if op.params.get("strategy") in ("drain", "stateless"):
         return update_on_fresh_state(ctx, op, steps)
+    update = _update(ctx, op)
+    try:
+        warm = _before_the_stop(ctx, steps, update)
+    except OperationFailed as exc:
+        snapshot_worker.mark_failed(ctx.factory, update.snapshot_id, str(exc))
+        raise
+    saved = _stop_with_snapshot(ctx, steps, update, warm)
+    try:
+        steps.run("plan", lambda: _plan_from_snapshot(ctx, update))
+    except OperationFailed as exc:
+        raise _rollback(ctx, steps, update, str(exc), warm) from None
+    plan = detail(steps, "plan")
+    try:
+        started = (
+            standby.take_over(ctx, op, steps, plan, update.new_version, warm)
+            if warm is not None
+            else start_planned(ctx, op, steps, plan, update.new_version)
+        )
+        steps.run("verify", lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)))
+    except OperationFailed as exc:
+        new_run = (
+            detail(steps, "reserve_run").get("run_id")
+            if steps.load().step_done("reserve_run")
+            else warm
+        )
+        raise _rollback(ctx, steps, update, str(exc), new_run) from None
+    return {
+        **started,
+        "version": update.new_version,
+        "previous_run_id": update.old_run_id,
+        "previous_version": update.old_version,
+        "snapshot": update.snapshot,
+        "snapshot_bytes": saved.get("size_bytes"),
+        "from": sources(plan),
+        **detail(steps, "verify"),
+    }
+
+
+def _update(ctx: WorkerContext, op: Operation) -> Update:
+    """The snapshot this update saves (named when the operation was accepted) and the run it
+    stops."""
     try:
         snapshot_id = snapshot_worker.snapshot_for_operation(ctx.factory, op.id)
     except SnapshotFailed as exc:
@@ -55,143 +108,143 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
     with ctx.factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
         assert snapshot is not None and snapshot.run_id is not None
-        old_run_id, old_version = snapshot.run_id, int(snapshot.version_number or 0)
-        name = snapshot.name
-    new_version = int(op.params["version"])
-    # Where the declarations are not enough, a dry run of the new version, before the old
-    # run is touched. It runs on a scratch copy of the running run's committed prefix (what
-    # a `stop: false` export would hold: immutable files of its latest committed batch), not
-    # on the snapshot this update saves: saving it stops the run first (hz-cli save-snapshot),
-    # and a refusal must leave the old run as it was.
-    # Pre-warmed, the dry run runs inside the standby's driver (app/worker/standby_dry_run.py):
-    # one driver start for both, and the standby is ready when the dry run has passed.
-    in_standby = standby.wanted(op) and op.params.get("dry_run") is not False
-    if not steps.load().step_done("request_stop"):
-        try:
-            steps.run(
-                "dry_run_plan",
-                lambda: (
-                    checked_plan(
-                        ctx,
-                        op,
-                        new_version,
-                        f"the state of run {old_run_id}",
-                        lambda _, stored: bind_to_latest(stored, old_run_id),
-                    )
-                    or live_plan(ctx, op, new_version, old_run_id)
-                ),
+        return Update(
+            op=op,
+            snapshot_id=snapshot_id,
+            snapshot=snapshot.name,
+            old_run_id=snapshot.run_id,
+            old_version=int(snapshot.version_number or 0),
+            new_version=int(op.params["version"]),
+        )
+
+
+def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | None:
+    """The dry run and, pre-warmed, the ready standby (its run id; None without prewarm).
+    OperationFailed when the new version is refused or its driver is not ready: the old run
+    was never touched.
+
+    The dry run works on a scratch copy of the running run's committed prefix (what a
+    ``stop: false`` export would hold), not on the snapshot this update saves: saving it
+    stops the run, and a refusal must leave the old run as it was."""
+    op = update.op
+    prewarm = standby.wanted(op)
+    if steps.load().step_done("request_stop"):  # resumed after the stop: all of this is done
+        return standby.recorded(steps) if prewarm else None
+    steps.run(
+        "dry_run_plan",
+        lambda: (
+            checked_plan(
+                ctx,
+                op,
+                update.new_version,
+                f"the state of run {update.old_run_id}",
+                lambda _, stored: bind_to_latest(stored, update.old_run_id),
             )
-            if in_standby:
-                standby_dry_run.prepare(ctx, op, steps, new_version, detail(steps, "dry_run_plan"))
-            else:
-                dry_run(ctx, op, steps, new_version, detail(steps, "dry_run_plan"))
-        except OperationFailed as exc:
-            snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
-            raise
-    # Pre-warmed: the new version's driver starts while the old run still processes (ready
-    # already when it ran the dry run: the steps are recorded, so this finds it again). Never
-    # beside a separate dry-run driver: on a cluster with room for one more driver, a standby
-    # started beside it took the executors the dry run needed (it timed out).
-    # (After a standby's inconclusive dry run, released, a second standby: ``standby_2``.)
-    again = "_2" if standby_dry_run.fell_back(steps) else ""
-    try:
-        warm = standby.prepare(ctx, op, steps, new_version, again) if standby.wanted(op) else None
-    except OperationFailed as exc:
-        snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
-        raise
+            or live_plan(ctx, op, update.new_version, update.old_run_id)
+        ),
+    )
+    plan = detail(steps, "dry_run_plan")
+    if prewarm and op.params.get("dry_run") is not False:
+        # One driver start for both: the standby runs the dry run, then waits for go.
+        return standby_dry_run.prepare(ctx, op, steps, update.new_version, plan)
+    dry_run(ctx, op, steps, update.new_version, plan)
+    return standby.prepare(ctx, op, steps, update.new_version) if prewarm else None
+
+
+def _stop_with_snapshot(
+    ctx: WorkerContext, steps: Steps, update: Update, warm: int | None
+) -> dict[str, Any]:
+    """Save the snapshot, stopping the old run at a batch boundary. If that fails, the old
+    version starts again (the standby released); if a person cancelled the job meanwhile,
+    nothing starts."""
+    op = update.op
     try:
         saved = save_snapshot(
-            ctx, steps, snapshot_id, stop=True, timeout=float(op.params.get("timeout_seconds", 120))
+            ctx,
+            steps,
+            update.snapshot_id,
+            stop=True,
+            timeout=float(op.params.get("timeout_seconds", 120)),
         )
     except OperationFailed as exc:
-        snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
+        snapshot_worker.mark_failed(ctx.factory, update.snapshot_id, str(exc))
         standby.release(ctx, warm, "the snapshot that stops the old run failed")
-        if _cancelled(ctx, old_run_id):
+        if _cancelled(ctx, update.old_run_id):
             raise
-        raise restart_old_run(ctx, steps, old_run_id, old_version, new_version, exc) from None
-    if _cancelled(ctx, old_run_id):  # a person took the job down meanwhile: nothing starts
+        raise restart_old_run(
+            ctx, steps, update.old_run_id, update.old_version, update.new_version, exc
+        ) from None
+    if _cancelled(ctx, update.old_run_id):
         standby.release(ctx, warm, "the job was cancelled")
         raise OperationFailed(
-            f"the job was cancelled during the update: run {old_run_id} is cancelled and "
-            f"version {new_version} was not started (snapshot '{name}' holds the state).",
-            {"rolled_back": False, "snapshot": name},
+            f"the job was cancelled during the update: run {update.old_run_id} is cancelled "
+            f"and version {update.new_version} was not started (snapshot '{update.snapshot}' "
+            "holds the state).",
+            {"rolled_back": False, "snapshot": update.snapshot},
+        )
+    return saved
+
+
+def _plan_from_snapshot(ctx: WorkerContext, update: Update) -> dict[str, Any]:
+    """The stored plan bound to the saved snapshot (the queries it holds a batch of)."""
+
+    def bind(session: Session, stored: dict[str, Any]) -> dict[str, Any]:
+        return bind_to_snapshot(
+            stored,
+            update.old_run_id,
+            update.snapshot,
+            _held_queries(session, update.snapshot_id),
         )
 
-    def rollback(why: str, failed_run: int | None) -> OperationFailed:
-        if failed_run is not None:
-            with ctx.factory() as session:
-                failed = session.get(Run, failed_run)
-                active = failed is not None and failed.state in states.ACTIVE
-            if active or steps.load().step_done("rollback_request_stop"):
-                stop_run(ctx, failed_run, "rollback", steps, 60.0, prefix="rollback_")
-        try:
-            # The one plan the API never made (it planned the new version, not the way back):
-            # by name, the old version from its own snapshot.
-            steps.run("rollback_plan", lambda: replan(ctx, op, old_version, snapshot=name))
-            back = start_planned(
-                ctx, op, steps, detail(steps, "rollback_plan"), old_version, "rollback_"
-            )
-        except OperationFailed as again:
-            return OperationFailed(
-                f"update to version {new_version} failed: {why}; the rollback to version "
-                f"{old_version} from snapshot '{name}' failed too: {again}. The job is down: "
-                f"submit a version with snapshot '{name}'.",
-                {"rolled_back": False, "snapshot": name, "failed_run_id": failed_run},
-            )
+    return checked_plan(
+        ctx, update.op, update.new_version, f"snapshot '{update.snapshot}'", bind
+    ) or replan(ctx, update.op, update.new_version, snapshot=update.snapshot)
+
+
+def _held_queries(session: Session, snapshot_id: int) -> set[str]:
+    """The queries a saved snapshot holds a committed batch of."""
+    snapshot = session.get(Snapshot, snapshot_id)
+    assert snapshot is not None
+    return {q for q, info in (snapshot.queries or {}).items() if info.get("batch_id") is not None}
+
+
+def _rollback(
+    ctx: WorkerContext, steps: Steps, update: Update, why: str, failed_run: int | None
+) -> OperationFailed:
+    """The new version failed after the stop: it stops, and the old version starts again
+    from the same snapshot. The error to end the operation with, saying which happened."""
+    new_version, old_version, name = update.new_version, update.old_version, update.snapshot
+    if failed_run is not None:
+        with ctx.factory() as session:
+            failed = session.get(Run, failed_run)
+            active = failed is not None and failed.state in states.ACTIVE
+        if active or steps.load().step_done("rollback_request_stop"):
+            stop_run(ctx, failed_run, "rollback", steps, 60.0, prefix="rollback_")
+    try:
+        # The one plan the API never made (it planned the new version, not the way back): by
+        # name, the old version from its own snapshot.
+        steps.run("rollback_plan", lambda: replan(ctx, update.op, old_version, snapshot=name))
+        back = start_planned(
+            ctx, update.op, steps, detail(steps, "rollback_plan"), old_version, "rollback_"
+        )
+    except OperationFailed as again:
         return OperationFailed(
-            f"update to version {new_version} failed: {why}. Rolled back: version "
-            f"{old_version} runs again from snapshot '{name}' as run {back['run_id']}.",
-            {
-                "rolled_back": True,
-                "snapshot": name,
-                "failed_run_id": failed_run,
-                "run_id": back["run_id"],
-                "version": old_version,
-            },
+            f"update to version {new_version} failed: {why}; the rollback to version "
+            f"{old_version} from snapshot '{name}' failed too: {again}. The job is down: "
+            f"submit a version with snapshot '{name}'.",
+            {"rolled_back": False, "snapshot": name, "failed_run_id": failed_run},
         )
-
-    try:
-        steps.run(
-            "plan",
-            lambda: (
-                checked_plan(
-                    ctx,
-                    op,
-                    new_version,
-                    f"snapshot '{name}'",
-                    lambda session, stored: bind_to_snapshot(
-                        stored, old_run_id, name, held_queries(session, snapshot_id)
-                    ),
-                )
-                or replan(ctx, op, new_version, snapshot=name)
-            ),
-        )
-    except OperationFailed as exc:
-        raise rollback(str(exc), warm) from None
-    plan = detail(steps, "plan")
-    try:
-        started = start_planned(ctx, op, steps, plan, new_version, standby_run=warm)
-        steps.run(
-            "verify",
-            lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)),
-        )
-    except OperationFailed as exc:
-        reserved = (
-            detail(steps, "reserve_run").get("run_id")
-            if steps.load().step_done("reserve_run")
-            else warm
-        )
-        raise rollback(str(exc), reserved) from None
-    return {
-        **started,
-        "version": new_version,
-        "previous_run_id": old_run_id,
-        "previous_version": old_version,
-        "snapshot": name,
-        "snapshot_bytes": saved.get("size_bytes"),
-        "from": sources(plan),
-        **detail(steps, "verify"),
-    }
+    return OperationFailed(
+        f"update to version {new_version} failed: {why}. Rolled back: version "
+        f"{old_version} runs again from snapshot '{name}' as run {back['run_id']}.",
+        {
+            "rolled_back": True,
+            "snapshot": name,
+            "failed_run_id": failed_run,
+            "run_id": back["run_id"],
+            "version": old_version,
+        },
+    )
 
 
 def _cancelled(ctx: WorkerContext, run_id: int) -> bool:

@@ -16,19 +16,17 @@ from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.startpoints import service as startpoints
-from app.worker import standby
-from app.worker.context import WorkerContext
-from app.worker.runctl import (
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.runs.control import (
     drain_run,
     restart_old_run,
     stop_run,
 )
-from app.worker.startup import (
-    fresh_plan,
-    start_planned,
-)
-from app.worker.steps import OperationFailed, Steps, detail
-from app.worker.verify import verify, verify_bounds
+from app.worker.runs.plan import fresh_plan
+from app.worker.runs.start import start_planned
+from app.worker.runs.verify import verify, verify_bounds
+from app.worker.standby import standby
 from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
 
 
@@ -67,8 +65,10 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         stored = op.plan if not prefix and op.plan is not None else None
         steps.run(f"{prefix}plan", lambda: stored or fresh_plan(ctx, op, version_number))
         plan = detail(steps, f"{prefix}plan")
-        started = start_planned(
-            ctx, op, steps, plan, version_number, prefix, None if prefix else warm
+        started = (
+            standby.take_over(ctx, op, steps, plan, version_number, warm)
+            if warm is not None and not prefix
+            else start_planned(ctx, op, steps, plan, version_number, prefix)
         )
         steps.run(
             f"{prefix}verify",

@@ -5,7 +5,7 @@ and only then waits for go; at go the same session runs the job's code again, fo
 plan's code generated and its source planned already (tidegate_runtime/standby.py).
 
 Steps, before anything stops:
-1. ``dry_run_prepare``: the scratch copy, as a cold dry run's (app/worker/preflight.py);
+1. ``dry_run_prepare``: the scratch copy, as a cold dry run's (app/worker/dry_run/attempts.py);
 2. ``standby``: the standby run, carrying the scratch root (``runs.standby_dry_run``); the
    reconciler submits its driver;
 3. ``standby_ready``: its dry run is done and it waits for go;
@@ -14,7 +14,9 @@ Steps, before anything stops:
 
 A dry run that hit a Spark infrastructure error proves nothing either way: the standby is
 released (``cold_dry_run``), dry-run drivers of their own try again (attempts 2 and 3, as
-without prewarm), and a second standby starts after them (``standby_2``, ``standby_ready_2``).
+without prewarm), and a second standby starts after them (``standby_2``, ``standby_ready_2``):
+never beside a dry-run driver, whose executors it would take on a cluster with room for one
+more driver.
 """
 
 from __future__ import annotations
@@ -23,51 +25,53 @@ import logging
 from typing import Any
 
 from app.operations.models import Operation
-from app.worker import preflight, standby, startup
-from app.worker.context import WorkerContext
-from app.worker.steps import OperationFailed, Steps, detail
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.dry_run import attempts, driver, scratch_copy
+from app.worker.standby import standby
 
 log = logging.getLogger(__name__)
 
 
 def prepare(
     ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, plan: dict[str, Any]
-) -> int | None:
-    """The ready standby's run id once its dry run passed; None when it was released because
-    its dry run was inconclusive (separate drivers retried it). OperationFailed on a refusal."""
-    job_name, version = startup.detached_version(ctx, op, version_number)
-    scratch, prepared = startup.prepare_dry_run(ctx, op, steps, version, job_name, plan, 1)
-    check = startup.dry_run_checks(prepared)
+) -> int:
+    """The ready standby's run id once the dry run passed: the one that ran it, or a second
+    one when its dry run was inconclusive (separate drivers retried it). OperationFailed on a
+    refusal, or when no standby became ready (nothing was stopped)."""
+    job_name, version = attempts.detached_version(ctx, op, version_number)
+    scratch, prepared = attempts.prepare_dry_run(ctx, op, steps, version, job_name, plan, 1)
+    check = attempts.dry_run_checks(prepared)
     if not check:
         steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
         return standby.prepare(ctx, op, steps, version_number)
     wanted = {
         "scratch": str(scratch),
         "check": check,
-        "timeout": preflight.IN_DRIVER_TIMEOUT_SECONDS,
+        "timeout": driver.IN_DRIVER_TIMEOUT_SECONDS,
     }
     run_id = standby.start(ctx, op, steps, version_number, dry_run=wanted)
     try:
         standby.await_ready(ctx, op, steps, run_id, version_number)
     except OperationFailed:
-        preflight.cleanup(scratch)
+        scratch_copy.cleanup(scratch)
         raise
 
     def outcome() -> dict[str, Any]:
-        result = preflight.read_result(scratch) or {
+        result = scratch_copy.read_result(scratch) or {
             "ok": False,
             "message": f"the standby run {run_id} called in without a dry-run result",
         }
-        verdict = startup.judge_dry_run(op, steps, version_number, prepared, result, 1)
+        verdict = attempts.judge_dry_run(op, steps, version_number, prepared, result, 1)
         return {**verdict, "in_standby_run": run_id}
 
     try:
         steps.run("dry_run", outcome)
     except OperationFailed:
         standby.release(ctx, run_id, "its dry run refused the new version")
-        preflight.cleanup(scratch)
+        scratch_copy.cleanup(scratch)
         raise
-    preflight.cleanup(scratch)
+    scratch_copy.cleanup(scratch)
     verdict = detail(steps, "dry_run")
     if verdict.get("ok"):
         return run_id
@@ -79,10 +83,5 @@ def prepare(
         },
     )
     standby.release(ctx, run_id, "its dry run hit a Spark infrastructure error")
-    startup.dry_run(ctx, op, steps, version_number, plan, first_attempt=2)
-    return None
-
-
-def fell_back(steps: Steps) -> bool:
-    """The standby's dry run was inconclusive: it was released, and another standby follows."""
-    return steps.load().step_done("cold_dry_run")
+    attempts.dry_run(ctx, op, steps, version_number, plan, first_attempt=2)
+    return standby.prepare(ctx, op, steps, version_number, "_2")

@@ -1,10 +1,10 @@
-"""Run primitives the operations share: wait for a run (reconciling it), await its start,
-stop it (request, graceful, kill), drain it, and start an ended run again as a new attempt."""
+"""Run primitives the operations share: await a run's start, stop it (request, graceful,
+kill), drain it, and start an ended run again as a new attempt. Each states what it wants
+through app/runs/service.py and waits with app/worker/reconcile/reconciler.py::wait_for_run."""
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -14,47 +14,13 @@ from app.core.db import transaction, utcnow
 from app.operations.models import Operation
 from app.runs import service as runs
 from app.runs.models import Run
-from app.runs.service import RUN_CHANNEL, lock_run, transition
-from app.worker.context import WorkerContext
-from app.worker.reconciler import pass_now
-from app.worker.steps import OperationFailed, Steps, set_result
+from app.runs.service import lock_run, transition
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, set_result
+from app.worker.reconcile.reconciler import wait_for_run
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.
 RUNTIME_HELLO_SECONDS = 60.0
-
-
-def wait_for_run(
-    ctx: WorkerContext, run_id: int, done: Callable[[Run], bool], timeout: float, what: str
-) -> Run:
-    """Observe the run until ``done`` says so, asking the reconciler for a pass each time (it
-    alone acts on the run). Woken at once by the run's NOTIFY (a state change, a standby or
-    spare ready: app/runs/service.py::notify_run), else every poll: what the backend says of
-    the driver only a reconciler pass finds out."""
-    deadline = time.monotonic() + timeout
-    notifier = ctx.notifier
-    # Subscribed before the first read: a change committed in between is not missed.
-    with (
-        notifier.subscribe_blocking(RUN_CHANNEL, str(run_id))
-        if notifier is not None
-        else contextlib.nullcontext()
-    ) as woken:
-        while True:
-            pass_now(ctx, run_id)
-            with ctx.factory() as session:
-                run = session.get(Run, run_id)
-                assert run is not None
-                session.expunge(run)
-            if done(run):
-                return run
-            if time.monotonic() >= deadline:
-                raise OperationFailed(
-                    f"run {run_id} did not {what} within {timeout:.0f}s (it is {run.state}); "
-                    "it stays under supervision."
-                )
-            if woken is not None:
-                woken.wait(ctx.poll_seconds)
-            else:
-                time.sleep(ctx.poll_seconds)
 
 
 def await_submitted(ctx: WorkerContext, run_id: int, op: Operation) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from app.core.db import transaction, utcnow
 from app.operations.models import Operation
-from app.worker.context import WorkerContext, fault_point
+from app.worker.core.context import WorkerContext, fault_point
 
 
 class LeaseLost(Exception):

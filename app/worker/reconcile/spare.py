@@ -29,8 +29,9 @@ from app.runs import spares
 from app.runs.models import Run
 from app.runs.service import lock_run
 from app.snapshots.store_access import SnapshotFailed
-from app.worker import preflight, submission
-from app.worker.context import WorkerContext, fault_point
+from app.worker.core import submission
+from app.worker.core.context import WorkerContext, fault_point
+from app.worker.dry_run import driver, scratch_copy
 from tidegate_runtime.stopping import has_commit
 
 log = logging.getLogger(__name__)
@@ -150,20 +151,20 @@ def _rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | No
         except TidegateError as exc:
             log.warning("run %s: spare %s will not rehearse (%s)", run_id, tag, exc.detail)
             return None
-    scratch = preflight.spare_scratch_dir(ctx, job_name, tag)
+    scratch = scratch_copy.spare_scratch_dir(ctx, job_name, tag)
     try:
-        prepared = preflight.prepare(ctx, plan, job_name, queries, scratch)
+        prepared = scratch_copy.prepare(ctx, plan, job_name, queries, scratch)
     except (SnapshotFailed, OSError) as exc:
         log.warning("run %s: spare %s will not rehearse (%s)", run_id, tag, exc)
-        preflight.cleanup(scratch)
+        scratch_copy.cleanup(scratch)
         return None
     if not prepared.get("check"):
-        preflight.cleanup(scratch)
+        scratch_copy.cleanup(scratch)
         return None
     return {
         "scratch": str(scratch),
         "check": prepared["check"],
-        "timeout": preflight.IN_DRIVER_TIMEOUT_SECONDS,
+        "timeout": driver.IN_DRIVER_TIMEOUT_SECONDS,
     }
 
 
@@ -173,7 +174,7 @@ def _forget_rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> None:
         run = session.get(Run, run_id)
         job_name = run.job.name if run is not None else None
     if job_name is not None:
-        preflight.cleanup(preflight.spare_scratch_dir(ctx, job_name, tag))
+        scratch_copy.cleanup(scratch_copy.spare_scratch_dir(ctx, job_name, tag))
 
 
 def _find(backend: Backend, tag: str) -> str | None:

@@ -18,7 +18,7 @@ from app.clusters.models import Cluster
 from app.core.config import Settings
 from app.core.db import advisory_lock
 from app.core.notify import Notifier
-from app.worker.listing import Listings
+from app.worker.core.listing import Listings
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,12 @@ class WorkerContext:
     poll_seconds: float = 1.0
     # How long a backend may not know an app before the run counts as lost.
     lost_after_seconds: float = 60.0
-    # The process's one reconciler thread (app/worker/reconcile.py::reconciler starts it).
+    # The process's one reconciler thread (app/worker/reconcile/run.py::reconciler starts it).
     reconciler: Any = None
     # The process's LISTEN connection while it serves (app/worker/loop.py::Worker.serve);
     # None (a test's context): waits poll.
     notifier: Notifier | None = None
-    # One backend listing per cluster per sweep (see app/worker/listing.py).
+    # One backend listing per cluster per sweep (see app/worker/core/listing.py).
     listings: Listings = field(default_factory=Listings)
     _backends: dict[tuple[int, str], Backend] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)

@@ -6,8 +6,8 @@ first.
 The reconciler is the one actor on runs (the observe -> reconcile shape of the Flink
 Kubernetes operator): operations state what they want through app/runs/service.py (stopping,
 draining, a kill request, a new attempt) and wait; only this module calls the backend for a
-run. In a worker process one thread does it (app/worker/reconciler.py); across processes the
-``run_guard`` advisory lock lets one pass at a time act on a run."""
+run. In a worker process one thread does it (app/worker/reconcile/reconciler.py); across
+processes the ``run_guard`` advisory lock lets one pass at a time act on a run."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from app.runs import ending, spares
 from app.runs.models import Run
 from app.runs.policy import RestartPolicy
 from app.runs.service import lock_run, new_attempt, transition
-from app.worker import submission
-from app.worker.context import WorkerContext, backend_key, fault_point, run_guard
-from app.worker.reconcile_spare import reconcile_spare
+from app.worker.core import submission
+from app.worker.core.context import WorkerContext, backend_key, fault_point, run_guard
+from app.worker.reconcile.spare import reconcile_spare
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ time it was observed, and at a thousand runs took the reconciler thread over 15 
 so a dead driver waited that long to be seen. The sweep therefore reads each cluster's
 listing once, sets aside the *quiet* runs — running, recorded as running, listed as running,
 with nothing for the reconciler to do about them or their spare — and marks them observed in
-one statement; every other run gets its full pass (app/worker/reconcile.py). Nothing is
+one statement; every other run gets its full pass (app/worker/reconcile/run.py). Nothing is
 decided about a quiet run that a full pass would decide otherwise.
 """
 
@@ -24,8 +24,8 @@ from app.core import run_states as states
 from app.core.db import transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.runs.models import Run
-from app.worker.context import WorkerContext, backend_key
-from app.worker.reconciler import reconciler
+from app.worker.core.context import WorkerContext, backend_key
+from app.worker.reconcile.reconciler import reconciler
 
 log = logging.getLogger(__name__)
 

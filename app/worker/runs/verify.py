@@ -12,9 +12,9 @@ from app.core.paths import checkpoint_path
 from app.operations.models import Operation
 from app.resume_points.restore_guards import COMPACT_INTERVAL, sink_missing_for_compaction
 from app.runs.models import Run
-from app.worker.context import WorkerContext
-from app.worker.reconciler import pass_now
-from app.worker.steps import OperationFailed
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed
+from app.worker.reconcile.reconciler import pass_now
 from tidegate_runtime.checkpoint import latest_commit_batch
 
 # How long an update waits for every query of the new run to commit its first batch.

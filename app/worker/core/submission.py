@@ -12,8 +12,8 @@ from typing import Any
 
 from app.backends.base import PermanentBackendError, SubmitSpec
 from app.core import run_states as states
-from app.worker.context import WorkerContext
-from app.worker.runtime_bundle import runtime_bundle
+from app.worker.core.context import WorkerContext
+from app.worker.core.runtime_bundle import runtime_bundle
 from tidegate_runtime import trial_batch
 from tidegate_runtime.channel_client import BOOTSTRAP_ENV
 from tidegate_runtime.standby import (
@@ -102,7 +102,7 @@ def run_spec(
     """The submission of a run's current attempt, or (``spare``) of its spare for the next
     one. A standby run's driver and a spare build their session, start Python, then wait for
     go before the job's code reaches a checkpoint. ``rehearsal``: the spare first runs the
-    job's code on that scratch copy of the run's state (app/worker/reconcile_spare.py)."""
+    job's code on that scratch copy of the run's state (app/worker/reconcile/spare.py)."""
     version = run.version
     checkpoint_dir = ctx.settings.resolved_checkpoint_root / run.job.name / str(run.id)
     attempt = run.spare_attempt if spare else run.attempt

@@ -1,15 +1,21 @@
 """The one thread per worker process that acts on runs: it runs ``reconcile_run`` for the
 runs an operation waits on first, then for the periodic sweep of every due run. Operations
-ask it for a pass (``pass_now``) and read the run again; they never act on a run themselves."""
+ask it for a pass (``pass_now``) and read the run again (``wait_for_run``); they never act on
+a run themselves."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 
-from app.worker.context import WorkerContext
-from app.worker.reconcile import reconcile_run
+from app.runs.models import Run
+from app.runs.service import RUN_CHANNEL
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed
+from app.worker.reconcile.run import reconcile_run
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +112,37 @@ def reconciler(ctx: WorkerContext) -> Reconciler:
 def pass_now(ctx: WorkerContext, run_id: int) -> None:
     """An operation waiting on a run asks the reconciler for a pass and waits for it."""
     reconciler(ctx).pass_now(run_id, timeout=max(ctx.poll_seconds, 1.0) * 30)
+
+
+def wait_for_run(
+    ctx: WorkerContext, run_id: int, done: Callable[[Run], bool], timeout: float, what: str
+) -> Run:
+    """Observe the run until ``done`` says so, asking the reconciler for a pass each time (it
+    alone acts on the run). Woken at once by the run's NOTIFY (a state change, a standby or
+    spare ready: app/runs/service.py::notify_run), else every poll: what the backend says of
+    the driver only a reconciler pass finds out."""
+    deadline = time.monotonic() + timeout
+    notifier = ctx.notifier
+    # Subscribed before the first read: a change committed in between is not missed.
+    with (
+        notifier.subscribe_blocking(RUN_CHANNEL, str(run_id))
+        if notifier is not None
+        else contextlib.nullcontext()
+    ) as woken:
+        while True:
+            pass_now(ctx, run_id)
+            with ctx.factory() as session:
+                run = session.get(Run, run_id)
+                assert run is not None
+                session.expunge(run)
+            if done(run):
+                return run
+            if time.monotonic() >= deadline:
+                raise OperationFailed(
+                    f"run {run_id} did not {what} within {timeout:.0f}s (it is {run.state}); "
+                    "it stays under supervision."
+                )
+            if woken is not None:
+                woken.wait(ctx.poll_seconds)
+            else:
+                time.sleep(ctx.poll_seconds)

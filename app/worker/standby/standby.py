@@ -26,10 +26,10 @@ from app.runs import service as runs
 from app.runs import spares
 from app.runs.models import Run
 from app.snapshots import restore
-from app.worker.context import WorkerContext
-from app.worker.reconciler import pass_now
-from app.worker.runctl import wait_for_run
-from app.worker.steps import OperationFailed, Steps, detail, set_result
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, detail, set_result
+from app.worker.reconcile.reconciler import pass_now, wait_for_run
+from app.worker.runs import start as cold_start
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def prepare(
     """Create the standby run (the reconciler submits its driver) and wait until it is ready.
     OperationFailed (the standby released) when its driver fails or is not ready in time:
     nothing was stopped. ``suffix``: a second standby's steps (``standby_2``…), after a first
-    was released (app/worker/standby_dry_run.py)."""
+    was released (app/worker/standby/dry_run.py)."""
     run_id = start(ctx, op, steps, version_number, suffix=suffix)
     await_ready(ctx, op, steps, run_id, version_number, suffix=suffix)
     return run_id
@@ -64,7 +64,7 @@ def start(
     suffix: str = "",
 ) -> int:
     """The standby run, in state standby: the reconciler submits its driver from here on.
-    ``dry_run``: its driver runs the update's dry run first (app/worker/standby_dry_run.py)."""
+    ``dry_run``: its driver runs the update's dry run first (app/worker/standby/dry_run.py)."""
 
     def new_run() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
@@ -259,3 +259,30 @@ def release(ctx: WorkerContext, run_id: int | None, why: str) -> None:
         wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "exit")
     except OperationFailed as exc:  # the reconciler goes on killing it; say so in the log
         log.warning("standby run %s: %s", run_id, exc)
+
+
+def take_over(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    plan: dict[str, Any],
+    version_number: int,
+    run_id: int,
+    prefix: str = "",
+) -> dict[str, Any]:
+    """The ready standby becomes the job's run: its id is the run's (step ``reserve_run``), the
+    plan's checkpoints are materialised into it, go, and its start awaited. The same steps as
+    a cold start's (app/worker/runs/start.py), with go for the run's creation and submission."""
+    steps.run(f"{prefix}reserve_run", lambda: {"run_id": run_id, "standby": True})
+    cold_start.materialise(ctx, op, steps, plan, version_number, run_id, prefix)
+    steps.run(f"{prefix}go", lambda: go(ctx, op, run_id, plan))
+    return cold_start.started(ctx, op, run_id)
+
+
+def recorded(steps: Steps) -> int | None:
+    """The standby that was ready before the old run stopped, read back from the steps (a
+    worker resuming the update after the stop): the second one's when a first was released."""
+    for name in ("standby_ready_2", "standby_ready"):
+        if steps.load().step_done(name):
+            return int(detail(steps, name)["run_id"])
+    return None

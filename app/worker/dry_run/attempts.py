@@ -1,0 +1,183 @@
+"""The dry run's steps, before anything stops: per attempt a scratch copy
+(``dry_run_prepare``), a driver of its own (``dry_run_submit``) and its verdict (``dry_run``);
+an attempt that hit a Spark infrastructure error is followed by another (``dry_run_prepare_2``
+…), up to ``verdict.ATTEMPTS``. Skipped with ``dry_run: false`` or when no resumed query holds
+state."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from app.jobs.models import Job, JobVersion
+from app.jobs.service import get_version
+from app.operations.models import Operation
+from app.snapshots.store_access import SnapshotFailed
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.dry_run import driver, scratch_copy, verdict
+
+log = logging.getLogger(__name__)
+
+
+def dry_run(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    plan: dict[str, Any],
+    first_attempt: int = 1,
+) -> None:
+    """Run the new version's app on a scratch copy of the state it would resume
+    (app/worker/dry_run/scratch_copy.py); OperationFailed naming query, operator and what
+    differs when Spark refuses it. Skipped with ``dry_run: false`` or when no resumed query
+    holds state."""
+
+    if op.params.get("dry_run") is False:
+        steps.run("dry_run", lambda: {"skipped": "dry_run: false in the request"})
+        return
+    job_name, version = detached_version(ctx, op, version_number)
+    # Each attempt is its own steps (the first with today's names); an attempt whose driver
+    # failed for infrastructure reasons records that in its "dry_run" step and the next starts
+    # from a fresh scratch copy.
+    for attempt in range(first_attempt, verdict.ATTEMPTS + 1):
+        if _dry_run_attempt(ctx, op, steps, version_number, version, job_name, plan, attempt):
+            return
+
+
+def detached_version(
+    ctx: WorkerContext, op: Operation, version_number: int
+) -> tuple[str, JobVersion]:
+    """The operation's job name and ``version_number`` of it, readable after the session."""
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        version = get_version(session, job.name, version_number)
+        session.expunge(version)
+        return job.name, version
+
+
+def dry_run_checks(prepared: dict[str, Any]) -> dict[str, int]:
+    """What a ``dry_run_prepare`` step planned: each checked query and the batch it must commit."""
+    return {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+
+
+def _step(name: str, attempt: int) -> str:
+    return name if attempt == 1 else f"{name}_{attempt}"
+
+
+def prepare_dry_run(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version: JobVersion,
+    job_name: str,
+    plan: dict[str, Any],
+    attempt: int,
+) -> tuple[Path, dict[str, Any]]:
+    """The attempt's scratch copy (step ``dry_run_prepare``): its root and what it checks."""
+    scratch = scratch_copy.scratch_dir(ctx, job_name, op.id, attempt)
+
+    def prepare() -> dict[str, Any]:
+        try:
+            return scratch_copy.prepare(ctx, plan, job_name, list(version.queries), scratch)
+        except SnapshotFailed as exc:
+            raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
+
+    steps.run(_step("dry_run_prepare", attempt), prepare)
+    return scratch, detail(steps, _step("dry_run_prepare", attempt))
+
+
+def _dry_run_attempt(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    version: JobVersion,
+    job_name: str,
+    plan: dict[str, Any],
+    attempt: int,
+) -> bool:
+    """One attempt's steps: True when the dry run passed (or had nothing to check), False when
+    its driver failed for infrastructure reasons and another attempt follows."""
+    scratch, prepared = prepare_dry_run(ctx, op, steps, version, job_name, plan, attempt)
+    check = dry_run_checks(prepared)
+    if not check:
+        steps.run(_step("dry_run", attempt), lambda: {"skipped": "no resumed query holds state"})
+        return True
+    steps.run(
+        _step("dry_run_submit", attempt),
+        lambda: driver.submit(ctx, op.id, version, job_name, scratch, check, attempt),
+    )
+    submitted = detail(steps, _step("dry_run_submit", attempt))
+
+    def outcome() -> dict[str, Any]:
+        result = driver.await_outcome(
+            ctx,
+            version,
+            str(submitted["backend_id"]),
+            float(submitted["at"]),
+            scratch,
+            float(op.params.get("dry_run_timeout_seconds") or driver.DRY_RUN_TIMEOUT_SECONDS),
+        )
+        return judge_dry_run(op, steps, version_number, prepared, result, attempt)
+
+    try:
+        steps.run(_step("dry_run", attempt), outcome)
+    except OperationFailed:
+        scratch_copy.cleanup(scratch)
+        raise
+    scratch_copy.cleanup(scratch)  # (a temporary backend error keeps it: the step resumes)
+    return bool(detail(steps, _step("dry_run", attempt)).get("ok"))
+
+
+def judge_dry_run(
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    prepared: dict[str, Any],
+    result: dict[str, Any],
+    attempt: int,
+) -> dict[str, Any]:
+    """A dry run's result as its ``dry_run`` step's detail: ok, or an infrastructure error that
+    another attempt may get past ({"ok": False, "infrastructure_error": ...}). OperationFailed
+    on a refusal (naming query, operator and what differs), or an infrastructure error at the
+    last attempt."""
+    check = dry_run_checks(prepared)
+    if result.get("ok"):
+        return {"ok": True, "checked": check, "queries": result.get("queries")}
+    infrastructure = verdict.infrastructure_error(result)
+    if infrastructure is not None:
+        log.warning(
+            "operation %s: dry run attempt %s failed for infrastructure reasons: %s",
+            op.id,
+            attempt,
+            infrastructure,
+        )
+        if attempt < verdict.ATTEMPTS:
+            return {
+                "ok": False,
+                "attempt": attempt,
+                "infrastructure_error": infrastructure,
+                "dry_run": result,
+            }
+        earlier = [
+            str(detail(steps, _step("dry_run", n)).get("infrastructure_error"))
+            for n in range(1, attempt)
+        ]
+        raise OperationFailed(
+            f"the dry run of version {version_number} could not be completed because of a "
+            f"Spark infrastructure error ({attempt} attempts; the last: {infrastructure}). "
+            "Nothing was stopped; retrying the update is safe.",
+            {"dry_run": result, "infrastructure_errors": [*earlier, infrastructure]},
+        )
+    lines = verdict.problems(result, prepared.get("operators") or {})
+    raise OperationFailed(
+        f"version {version_number} was refused by a dry run on a scratch copy of the "
+        "state it would resume (nothing was stopped): "
+        + "; ".join(lines)
+        + ". Keep the state's operators and schemas, or start those queries with fresh "
+        "state (a resume point with mode 'initialize', or update strategy 'drain').",
+        {"dry_run": result},
+    )

@@ -1,0 +1,96 @@
+"""The dry run's scratch copy: each resumed query's checkpoint copied under the checkpoint
+root's ``.tidegate-dryrun/`` and one empty batch planned in each copy that holds state; also
+where the driver leaves its verdict. A spare's rehearsal (app/worker/reconcile/spare.py) uses
+the same copy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from app.snapshots import restore
+from app.snapshots.store_access import SnapshotFailed
+from app.worker.core.context import WorkerContext
+from tidegate_runtime import trial_batch as runtime_dryrun
+from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
+from tidegate_runtime.files import write_atomic
+
+SCRATCH_DIR = ".tidegate-dryrun"
+
+
+def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int, attempt: int = 1) -> Path:
+    name = str(op_id) + (f"-{attempt}" if attempt > 1 else "")
+    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / name
+
+
+def spare_scratch_dir(ctx: WorkerContext, job_name: str, spare_tag: str) -> Path:
+    """Where a spare rehearses (app/worker/reconcile/spare.py): one folder per spare."""
+    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / spare_tag
+
+
+def plan_empty_batch(checkpoint: Path) -> int | None:
+    """``offsets/N+1`` = ``offsets/N`` (N the committed batch) when the copy holds state: the
+    batch a restart runs first, with no input. Returns N+1, or None (no state, nothing to
+    check)."""
+    state = checkpoint / "state"
+    if not state.is_dir() or not any(state.iterdir()):
+        return None
+    batch = latest_commit_batch(checkpoint)
+    if batch is None:
+        return None
+    data = (checkpoint / "offsets" / str(batch)).read_bytes()
+    # Written anew, never in place: a restored file may be a hard link to a snapshot's blob.
+    write_atomic(checkpoint / "offsets" / f".{batch + 1}.crc", hadoop_crc(data))
+    write_atomic(checkpoint / "offsets" / str(batch + 1), data)
+    return batch + 1
+
+
+def prepare(
+    ctx: WorkerContext,
+    plan: dict[str, Any],
+    job_name: str,
+    queries: list[dict[str, Any]],
+    scratch: Path,
+) -> dict[str, Any]:
+    """Fresh scratch copies of every resumed query; the queries to check and their batch."""
+    resumed = [q for q in plan["queries"] if q.get("source") and "state" in q.get("parts", [])]
+    if not resumed:
+        return {"scratch": str(scratch), "check": {}}
+    scratch_plan = {**plan, "queries": resumed}
+    for attempt in range(3):
+        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            restore.materialise(
+                ctx.factory, ctx.settings, scratch_plan, job_name, 0, queries, scratch=scratch
+            )
+            break
+        except SnapshotFailed:
+            # From a live run, Spark's maintenance may remove an old file while it is copied
+            # (the files of the committed batch never go): copy again.
+            if attempt == 2:
+                raise
+    check, operators = {}, {}
+    for item in resumed:
+        batch = plan_empty_batch(scratch / item["query"])
+        if batch is not None:
+            check[item["query"]] = batch
+            operators[item["query"]] = [
+                {"id": o.operator_id, "name": o.operator_name}
+                for o in state_operators(scratch / item["query"])
+            ]
+    return {"scratch": str(scratch), "check": check, "operators": operators}
+
+
+def read_result(scratch: Path) -> dict[str, Any] | None:
+    """The verdict a dry run wrote in its scratch root, or None."""
+    try:
+        result: dict[str, Any] = json.loads((scratch / runtime_dryrun.RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return result
+
+
+def cleanup(scratch: Path) -> None:
+    shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,122 @@
+"""The plan a version starts on, on the worker: the one the API stored, bound to the
+checkpoints it uses now and re-validated (``checked_plan``); computed here where the API never
+planned (a rollback's way back, an operation stored before plans were, a fresh start)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.core.errors import TidegateError
+from app.jobs.models import Job
+from app.jobs.service import get_version
+from app.operations.models import Operation
+from app.resume_points import service as resume_points
+from app.resume_points.schemas import ResumePointModel
+from app.runs.models import Run
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed
+
+
+def checked_plan(
+    ctx: WorkerContext,
+    op: Operation,
+    version_number: int,
+    what: str,
+    bind: Callable[[Session, dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any] | None:
+    """The plan the API computed and stored on the operation, bound to the checkpoints it will
+    use now (resume_points.plan.bind_to_*) and re-validated: every source resolved again and
+    the version checked against it, without re-deciding which query resumes from what.
+    None for an operation enqueued before plans were stored (the caller plans as it used to)."""
+    if op.plan is None:
+        return None
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        try:
+            version = get_version(session, job.name, version_number)
+            stored = bind(session, op.plan) if bind is not None else op.plan
+            plan = resume_points.revalidate(session, ctx.settings, version, stored)
+            resume_points.require_compatible(plan, what)
+        except TidegateError as exc:
+            raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
+        return plan.to_json()
+
+
+def replan(
+    ctx: WorkerContext,
+    op: Operation,
+    version_number: int,
+    *,
+    snapshot: str | None = None,
+    snapshot_job: str | None = None,
+    resume_point: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A plan computed on the worker: for a rollback (the API never planned the old version's
+    return) and for operations stored before plans were (checked_plan returns None)."""
+
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        try:
+            version = get_version(session, job.name, version_number)
+            plan = resume_points.plan_for_request(
+                session,
+                ctx.settings,
+                job,
+                version,
+                snapshot=snapshot,
+                snapshot_job=snapshot_job,
+                resume_point=(
+                    ResumePointModel.validate_python(resume_point) if resume_point else None
+                ),
+            )
+            resume_points.require_compatible(plan, (snapshot and f"snapshot '{snapshot}'") or "it")
+        except TidegateError as exc:
+            raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
+        return plan.to_json()
+
+
+def live_plan(
+    ctx: WorkerContext, op: Operation, version_number: int, run_id: int
+) -> dict[str, Any]:
+    """The plan by name from a run's live checkpoints (its latest committed batches), for an
+    update stored before plans were (checked_plan returns None)."""
+
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        run = session.get(Run, run_id)
+        assert job is not None and run is not None
+        try:
+            version = get_version(session, job.name, version_number)
+            plan = resume_points.plan_from_run(session, ctx.settings, version, run)
+            resume_points.require_compatible(plan, f"the state of run {run_id}")
+        except TidegateError as exc:
+            raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
+        return plan.to_json()
+
+
+def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> dict[str, Any]:
+    """Every query of ``version_number`` starts with a new, empty checkpoint."""
+
+    with ctx.factory() as session:
+        job = session.get(Job, op.job_id)
+        assert job is not None
+        version = get_version(session, job.name, version_number)
+        return {
+            "queries": [{"query": q["name"], "source": None, "parts": []} for q in version.queries]
+        }
+
+
+def sources(plan: dict[str, Any]) -> dict[str, Any]:
+    return {
+        q["query"]: (
+            {k: v for k, v in q["source"].items() if k not in ("snapshot_id", "checkpoint")}
+            if q.get("source")
+            else {"mode": "initialize"}
+        )
+        for q in plan["queries"]
+    }

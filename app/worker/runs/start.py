@@ -1,0 +1,94 @@
+"""Starting a version on its plan: reserve the run's id, materialise its checkpoints, and
+only then create the run (the reconciler submits it) and await its start, so the supervisor
+never sees a run to submit whose checkpoints are not in place. A pre-warmed start takes the
+standby's id instead and says go (app/worker/standby/standby.py::take_over)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text, update
+
+from app.core.db import transaction
+from app.jobs.models import Job, JobVersion
+from app.jobs.service import get_version
+from app.operations.models import Operation
+from app.runs import service as runs
+from app.runs.models import Run
+from app.snapshots import restore
+from app.snapshots.store_access import SnapshotFailed
+from app.worker.core.context import WorkerContext
+from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.runs.control import await_started, await_submitted
+
+
+def start_planned(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    plan: dict[str, Any],
+    version_number: int,
+    prefix: str = "",
+) -> dict[str, Any]:
+    """A new run of ``version_number`` on ``plan``, awaited until Spark runs it."""
+
+    def reserve() -> dict[str, Any]:
+        with transaction(ctx.factory) as session:
+            run_id = session.scalar(text("select nextval(pg_get_serial_sequence('runs', 'id'))"))
+        return {"run_id": int(run_id)}
+
+    steps.run(f"{prefix}reserve_run", reserve)
+    run_id = int(detail(steps, f"{prefix}reserve_run")["run_id"])
+    materialise(ctx, op, steps, plan, version_number, run_id, prefix)
+    steps.run(
+        f"{prefix}create_run",
+        lambda: create_planned_run(ctx, op, run_id, version_number, plan),
+    )
+    steps.run(f"{prefix}await_submitted", lambda: await_submitted(ctx, run_id, op))
+    return started(ctx, op, run_id)
+
+
+def materialise(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    plan: dict[str, Any],
+    version_number: int,
+    run_id: int,
+    prefix: str = "",
+) -> None:
+    """The run's checkpoints, in place (step ``materialise``), from the plan's sources."""
+
+    def restored() -> dict[str, Any]:
+        with ctx.factory() as session:
+            job = session.get(Job, op.job_id)
+            assert job is not None
+            job_name = job.name
+            queries = list(get_version(session, job_name, version_number).queries)
+        try:
+            done = restore.materialise(ctx.factory, ctx.settings, plan, job_name, run_id, queries)
+        except SnapshotFailed as exc:
+            raise OperationFailed(str(exc)) from None
+        return {"run_id": run_id, "queries": done}
+
+    steps.run(f"{prefix}materialise", restored)
+
+
+def started(ctx: WorkerContext, op: Operation, run_id: int) -> dict[str, Any]:
+    return await_started(ctx, run_id, float(op.params.get("start_timeout_seconds", 600)))
+
+
+def create_planned_run(
+    ctx: WorkerContext, op: Operation, run_id: int, version_number: int, plan: dict[str, Any]
+) -> dict[str, Any]:
+
+    with transaction(ctx.factory) as session:
+        if session.get(Run, run_id) is not None:  # created before a crash
+            return {"run_id": run_id}
+        job = session.get(Job, op.job_id, with_for_update=True)
+        assert job is not None
+        version = session.query(JobVersion).filter_by(job_id=job.id, number=version_number).one()
+        runs.create_run(session, job, version, created_by=op.created_by, run_id=run_id)
+        restore.record_uses(session, run_id, plan)
+        session.execute(update(Operation).where(Operation.id == op.id).values(run_id=run_id))
+        return {"run_id": run_id, "version": version_number}
