@@ -82,9 +82,22 @@ def latest_offsets_batch(checkpoint: str | os.PathLike[str]) -> int | None:
     return batches[-1] if batches else None
 
 
-def latest_commit_batch(checkpoint: str | os.PathLike[str]) -> int | None:
-    batches = _batches(_local(checkpoint) / "commits")
-    return batches[-1] if batches else None
+def latest_commit_batch(
+    checkpoint: str | os.PathLike[str] | None, *, planned: bool = False
+) -> int | None:
+    """The latest committed batch of a query's checkpoint (a local path or ``file:`` URL), or
+    None: no checkpoint (None, not there yet) or nothing committed. ``planned``: only a batch
+    whose ``offsets/N`` is there too, which a restart or a snapshot can resume from (Spark's
+    retention may remove an old commit's plan; a copy may be partial)."""
+    if checkpoint is None or not os.fspath(checkpoint):
+        return None
+    local = _local(checkpoint)
+    batches = _batches(local / "commits")
+    if not batches:
+        return None
+    if planned and not (local / "offsets" / str(batches[-1])).exists():
+        return None
+    return batches[-1]
 
 
 def uncommitted_batches(checkpoint: str | os.PathLike[str]) -> list[int]:

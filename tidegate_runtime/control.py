@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import standby, trial_batch
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.channel_client import (
@@ -42,7 +43,7 @@ from tidegate_runtime.channel_client import (
 )
 from tidegate_runtime.drain import Drainer
 from tidegate_runtime.reporter import ProgressReporter
-from tidegate_runtime.stopping import fence, has_commit, stop_at_batch_boundary
+from tidegate_runtime.stopping import fence, stop_at_batch_boundary
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -205,7 +206,9 @@ class Runtime(Drainer):
             for name, spec in self.declared.items()
             if any(s.get("name") == source for s in spec.get("sources", []))
         ]
-        fresh = [name for name in readers if not has_commit(self.checkpoint_for(name))]
+        fresh = [
+            name for name in readers if cp.latest_commit_batch(self.checkpoint_for(name)) is None
+        ]
         if not fresh:
             return None
         decl = self.sources[source]
@@ -246,9 +249,10 @@ class Runtime(Drainer):
                 continue
             checkpoint = self.checkpoint_for(name)
             assert checkpoint is not None
-            if not has_commit(checkpoint) and source.get("kind") == "file":
+            committed = cp.latest_commit_batch(checkpoint) is not None
+            if not committed and source.get("kind") == "file":
                 raise TidegateRuntimeError(_FRESH_FILE_SOURCE.format(source=source["name"]))
-            if not has_commit(checkpoint) and source["name"] not in self._given_starting:
+            if not committed and source["name"] not in self._given_starting:
                 raise TidegateRuntimeError(
                     f"source '{source['name']}' of query '{name}' has startpoints but no "
                     "checkpoint yet, and the job did not pass "

@@ -20,7 +20,7 @@ from tidegate_runtime import startpoints as sp
 from tidegate_runtime.chain import drain_stages
 from tidegate_runtime.channel_client import ControlClient, ControlPlaneRefused
 from tidegate_runtime.source import MARKER_PARTITION
-from tidegate_runtime.stopping import has_commit, stop_at_batch_boundary
+from tidegate_runtime.stopping import stop_at_batch_boundary
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -222,10 +222,9 @@ class Drainer:
 
     def _committed_position(self, query: str, index: int) -> dict[str, Any] | None:
         checkpoint = self.checkpoint_for(query)
-        if not has_commit(checkpoint):
+        batch = cp.latest_commit_batch(checkpoint)
+        if checkpoint is None or batch is None:
             return None
-        batch = cp.latest_commit_batch(str(checkpoint))
-        assert batch is not None
         _, lines = cp.read_offsets(str(checkpoint), batch)
         line = lines[index] if index < len(lines) else None
         return json.loads(line) if line and line != "-" else None
@@ -239,10 +238,9 @@ class Drainer:
     def _marker_batch(self, query: str) -> int | None:
         """The first committed batch that read the marker, if one has."""
         checkpoint = self.checkpoint_for(query)
-        if not has_commit(checkpoint):
+        latest = cp.latest_commit_batch(checkpoint)
+        if checkpoint is None or latest is None:
             return None
-        latest = cp.latest_commit_batch(str(checkpoint))
-        assert latest is not None
 
         def has_marker(batch: int) -> bool:
             try:

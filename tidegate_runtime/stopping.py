@@ -4,7 +4,6 @@ fence once its queries have stopped."""
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 
@@ -26,14 +25,6 @@ def _batches_paired(checkpoint: str | None) -> bool:
         return cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
     except (OSError, cp.CheckpointError):
         return True
-
-
-def has_commit(checkpoint: str | None) -> bool:
-    return (
-        bool(checkpoint)
-        and os.path.isdir(str(checkpoint))
-        and (cp.latest_commit_batch(str(checkpoint)) is not None)
-    )
 
 
 def stop_at_batch_boundary(

@@ -5,6 +5,8 @@ default, by ``operations.service.enqueue``); from then on only these functions c
   (FOR UPDATE SKIP LOCKED), as ``running`` under its lease, counting the attempt;
 - ``renew``: the worker's heartbeat extends the leases of the operations it carries out;
 - ``finish``: ``succeeded`` or ``failed``, with the error and result, releasing the lease;
+- ``move_to_run``: the run an operation acts on moves to the run it started, in the
+  transaction that created that run (or gave its standby go);
 - ``retry_later``: a temporary backend error or an unexpected exception releases the operation
   until its backoff has passed (the claim takes it up again then); past ``RETRY_MAX_ATTEMPTS``
   attempts it fails with the last error.
@@ -18,7 +20,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.db import transaction, utcnow
@@ -148,3 +150,9 @@ def retry_later(
         op.lease_owner = None
         op.lease_expires_at = utcnow() + timedelta(seconds=delay)
     log.warning("operation %s: %s, retrying in %.0fs: %s", op_id, kind, delay, exc)
+
+
+def move_to_run(session: Session, op_id: int, run_id: int) -> None:
+    """The operation now acts on run ``run_id`` (the run it created or gave go): written in the
+    caller's transaction, so the run and the operation's pointer to it commit together."""
+    session.execute(update(Operation).where(Operation.id == op_id).values(run_id=run_id))

@@ -29,8 +29,9 @@ from app.resume_points.sources import ready_snapshot, resolve, run_source, snaps
 from app.runs.models import Run
 from app.snapshots import compat
 from app.snapshots.compat import Problem
-from app.snapshots.export import ExportError, checkpoint_path, committed_batch, describe
+from app.snapshots.export import ExportError, checkpoint_path, describe
 from app.snapshots.schemas import Coordinates
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 
 def _check(version: JobVersion, plans: list[QueryPlan]) -> list[Problem]:
@@ -112,7 +113,7 @@ def plan_from_run(session: Session, settings: Settings, version: JobVersion, run
     sources = {}
     for spec in run.version.queries:
         checkpoint = checkpoint_path(settings.resolved_checkpoint_root, run.job.name, run.id, spec)
-        batch = committed_batch(checkpoint)
+        batch = latest_commit_batch(checkpoint, planned=True)
         if batch is not None:
             ref = SourceRef(run.job.name, spec["name"], run=run.id, batch_id=batch)
             try:

@@ -12,8 +12,9 @@ from app.core.errors import Conflict, NotFound, Unprocessable
 from app.jobs.service import get_job
 from app.resume_points.plan import Source, SourceRef
 from app.runs.models import Run
-from app.snapshots.export import ExportError, checkpoint_path, committed_batch, describe
+from app.snapshots.export import ExportError, checkpoint_path, describe
 from app.snapshots.models import READY, Snapshot
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 
 def ready_snapshot(session: Session, job_name: str, name: str) -> Snapshot:
@@ -63,7 +64,7 @@ def run_source(session: Session, settings: Settings, ref: SourceRef) -> Source:
         names = ", ".join(q["name"] for q in run.version.queries)
         raise Unprocessable(f"Run {run.id} has no query '{ref.query}' (it has: {names}).")
     checkpoint = checkpoint_path(settings.resolved_checkpoint_root, job.name, run.id, spec)
-    latest = committed_batch(checkpoint)
+    latest = latest_commit_batch(checkpoint, planned=True)
     batch = ref.batch_id if ref.batch_id is not None else latest
     if batch is None:
         raise Unprocessable(

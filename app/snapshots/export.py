@@ -28,7 +28,6 @@ from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: it
 from app.snapshots.safe_files import UnsafeFileError
 from tidegate_runtime.checkpoint import (
     CheckpointError,
-    latest_commit_batch,
     read_commit,
     read_offsets,
     state_operators,
@@ -53,14 +52,6 @@ class Selection:
     checkpoint: Path
     batch_id: int
     files: tuple[str, ...]
-
-
-def committed_batch(checkpoint: Path) -> int | None:
-    """The latest batch that is both planned and committed, or None if none is yet."""
-    batch = latest_commit_batch(checkpoint)
-    if batch is None or not (checkpoint / "offsets" / str(batch)).exists():
-        return None
-    return batch
 
 
 def _with_sidecar(checkpoint: Path, rel: str, out: list[str]) -> None:

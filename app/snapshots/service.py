@@ -20,7 +20,7 @@ from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import current_run
-from app.snapshots.export import checkpoint_path, committed_batch
+from app.snapshots.export import checkpoint_path
 from app.snapshots.models import CREATING, FAILED, Snapshot, SnapshotRetention, SnapshotUse
 from app.snapshots.pins import pin, pinned_by
 from app.snapshots.schemas import (
@@ -34,6 +34,7 @@ from app.snapshots.schemas import (
     SnapshotSummary,
     SnapshotUseResponse,
 )
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 
 def get_snapshot(session: Session, job_name: str, name: str, *, lock: bool = False) -> Snapshot:
@@ -228,7 +229,7 @@ def coordinates(session: Session, settings: Settings, job_name: str) -> Coordina
     found, uncommitted = [], []
     for spec in run.version.queries:
         checkpoint = checkpoint_path(settings.resolved_checkpoint_root, job.name, run.id, spec)
-        batch = committed_batch(checkpoint)
+        batch = latest_commit_batch(checkpoint, planned=True)
         if batch is None:
             uncommitted.append(spec["name"])
         else:

@@ -27,13 +27,13 @@ from app.runs.models import Run
 from app.snapshots.export import (
     RESTORED_HINTS,
     checkpoint_path,
-    committed_batch,
     describe,
     select_files,
 )
 from app.snapshots.models import FAILED, READY, Snapshot
 from app.snapshots.store import FileKey, SnapshotStore, StoreError, known_hashes
 from app.snapshots.store_access import SnapshotFailed, store_for, store_lock
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ def export(
                 refuse_links_below(root, checkpoint)
             except PathOutsideRoot as exc:
                 raise SnapshotFailed(f"query '{spec['name']}': {exc}") from None
-            batch = committed_batch(checkpoint)
+            batch = latest_commit_batch(checkpoint, planned=True)
             if batch is None:
                 queries[spec["name"]] = {"batch_id": None, "checkpoint": str(checkpoint)}
                 continue

@@ -52,6 +52,26 @@ def test_inspect_a_checkpoint(tmp_path: Path) -> None:
     assert state_operators(ck) == []
 
 
+def test_the_latest_commit_is_one_helper_for_paths_file_urls_and_no_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """What the runtime's stop and drain, the worker and the snapshots all ask: the latest
+    committed batch. A ``file:`` URL is the same checkpoint (it once counted as "no commit" in
+    the runtime's own check); no checkpoint and nothing committed are None; ``planned`` also
+    wants the batch's ``offsets/N``, which a restart or a snapshot resumes from."""
+    ck = fake_checkpoint(tmp_path / "ck", {0: ['{"0": 1}'], 1: ['{"0": 2}']}, [0, 1])
+    assert latest_commit_batch(ck) == latest_commit_batch(f"file:{ck}") == 1
+    assert latest_commit_batch(f"file://{ck}", planned=True) == 1
+    assert latest_commit_batch(None) is None
+    assert latest_commit_batch("") is None
+    assert latest_commit_batch(tmp_path / "none") is None
+    (ck / "offsets" / "1").unlink()  # its plan gone: the commit alone resumes nothing
+    assert latest_commit_batch(ck) == 1
+    assert latest_commit_batch(ck, planned=True) is None
+    fresh = fake_checkpoint(tmp_path / "fresh", {0: ['{"0": 1}']}, [])
+    assert latest_commit_batch(fresh) is None
+
+
 def test_rewrite_refuses_what_spark_would_not_honour(tmp_path: Path) -> None:
     ck = fake_checkpoint(tmp_path / "ck", {0: ['{"0": 1}'], 1: ['{"0": 2}']}, [0])
     with pytest.raises(CheckpointError, match="not committed"):

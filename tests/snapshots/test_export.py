@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.snapshots.export import ExportError, committed_batch, describe, select_files
+from app.snapshots.export import ExportError, describe, select_files
 from tests.snapshots.conftest import FakeCheckpoint
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 
 def _state(files: tuple[str, ...], partition: int = 0) -> list[str]:
@@ -22,7 +23,7 @@ def test_committed_prefix_only(tmp_path: Path) -> None:
     for _ in range(3):
         ck.batch()
     ck.batch(commit=False)  # batch 3 is running: offsets/3 and state version 4 exist
-    assert committed_batch(ck.root) == 2
+    assert latest_commit_batch(ck.root, planned=True) == 2
     selection = select_files(ck.root, 2)
     files = selection.files
     assert {"metadata", ".metadata.crc", "offsets/1", "offsets/2", "commits/1", "commits/2"} <= set(
@@ -88,7 +89,7 @@ def test_file_source_log_up_to_the_batch(tmp_path: Path) -> None:
 def test_uncommitted_batch_is_refused(tmp_path: Path) -> None:
     ck = FakeCheckpoint(tmp_path / "ck")
     ck.batch(commit=False)
-    assert committed_batch(ck.root) is None
+    assert latest_commit_batch(ck.root, planned=True) is None
     with pytest.raises(ExportError, match="not committed"):
         select_files(ck.root, 0)
 

@@ -50,12 +50,6 @@ class Steps:
             op.steps = [*op.steps, {"name": name, "at": utcnow().isoformat(), "detail": detail}]
         fault_point(f"{self.load().kind}:{name}")
 
-    def set_run(self, run_id: int) -> None:
-        with transaction(self.ctx.factory) as session:
-            session.execute(
-                update(Operation).where(Operation.id == self.op_id).values(run_id=run_id)
-            )
-
 
 def detail(steps: Steps, name: str) -> dict[str, Any]:
     for step in steps.load().steps:

@@ -6,6 +6,7 @@ from typing import Any
 
 from app.core.db import transaction
 from app.jobs.models import Job, JobVersion
+from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
 from app.worker.core.context import WorkerContext
@@ -38,7 +39,7 @@ def do_submit(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
                 .one()
             )
             run = runs.create_run(session, job, version, created_by=op.created_by)
-            current.run_id = run.id
+            op_state.move_to_run(session, op.id, run.id)
             return {"run_id": run.id}
 
     steps.run("create_run", create_run)

@@ -25,7 +25,7 @@ from app.worker.runs.control import (
 )
 from app.worker.runs.plan import fresh_plan
 from app.worker.runs.start import start_planned
-from app.worker.runs.verify import verify, verify_bounds
+from app.worker.runs.verify import committed_batches, verify, verify_bounds
 from app.worker.standby import standby
 from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
 
@@ -90,7 +90,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
                 active = failed is not None and failed.state in states.ACTIVE
             if active or steps.load().step_done("rollback_request_stop"):
                 stop_run(ctx, failed_run, "rollback", steps, 60.0, prefix="rollback_")
-            if has_committed(ctx, failed_run):
+            if any(b is not None for b in committed_batches(ctx, failed_run).values()):
                 # Its startpoints are spent and its output written: starting the old version
                 # at the drained offsets would process those records twice.
                 raise OperationFailed(
@@ -179,21 +179,6 @@ def hand_off(
                 f"the drained offsets could not be handed on: {exc.detail}"
             ) from None
         return {"startpoints": handed}
-
-
-def has_committed(ctx: WorkerContext, run_id: int) -> bool:
-    """Did any query of the run commit a batch (so it consumed its startpoints)?"""
-
-    with ctx.factory() as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        job_name, queries = run.job.name, list(run.version.queries)
-    root = ctx.settings.resolved_checkpoint_root
-    for spec in queries:
-        path = checkpoint_path(root, job_name, run_id, spec)
-        if path.is_dir() and latest_commit_batch(str(path)) is not None:
-            return True
-    return False
 
 
 def committed_positions(ctx: WorkerContext, run_id: int) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from app.snapshots.store_access import SnapshotFailed
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.dry_run import driver, scratch_copy
-from tidegate_runtime.stopping import has_commit
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,8 @@ def _state_to_come(ctx: WorkerContext, run: Run) -> bool:
     stateful = [q for q in run.version.queries if q.get("stateful_operators")]
     root = ctx.settings.resolved_checkpoint_root
     return bool(stateful) and not any(
-        has_commit(str(checkpoint_path(root, run.job.name, run.id, q))) for q in stateful
+        latest_commit_batch(checkpoint_path(root, run.job.name, run.id, q)) is not None
+        for q in stateful
     )
 
 

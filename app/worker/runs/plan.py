@@ -13,6 +13,7 @@ from app.core.errors import TidegateError
 from app.jobs.models import Job
 from app.jobs.service import get_version
 from app.operations.models import Operation
+from app.resume_points import plan as resume_plan
 from app.resume_points import service as resume_points
 from app.resume_points.schemas import ResumePointModel
 from app.runs.models import Run
@@ -100,15 +101,14 @@ def live_plan(
 
 
 def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> dict[str, Any]:
-    """Every query of ``version_number`` starts with a new, empty checkpoint."""
+    """Every query of ``version_number`` starts with a new, empty checkpoint (the API's own
+    fresh plan, app/resume_points/plan.py::fresh, for a version it did not plan)."""
 
     with ctx.factory() as session:
         job = session.get(Job, op.job_id)
         assert job is not None
         version = get_version(session, job.name, version_number)
-        return {
-            "queries": [{"query": q["name"], "source": None, "parts": []} for q in version.queries]
-        }
+        return resume_plan.fresh(version_number, [q["name"] for q in version.queries])
 
 
 def sources(plan: dict[str, Any]) -> dict[str, Any]:

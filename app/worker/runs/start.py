@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import text, update
+from sqlalchemy import text
 
 from app.core.db import transaction
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_version
+from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
 from app.runs.models import Run
@@ -90,5 +91,5 @@ def create_planned_run(
         version = session.query(JobVersion).filter_by(job_id=job.id, number=version_number).one()
         runs.create_run(session, job, version, created_by=op.created_by, run_id=run_id)
         restore.record_uses(session, run_id, plan)
-        session.execute(update(Operation).where(Operation.id == op.id).values(run_id=run_id))
+        op_state.move_to_run(session, op.id, run_id)
         return {"run_id": run_id, "version": version_number}

@@ -15,12 +15,13 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
 from app.jobs.models import Job
 from app.jobs.service import get_version
+from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
 from app.runs import spares
@@ -154,7 +155,7 @@ def go(ctx: WorkerContext, op: Operation, run_id: int, plan: dict[str, Any]) -> 
                     "standby replaces may still be running"
                 )
             restore.record_uses(session, run_id, plan)
-            session.execute(update(Operation).where(Operation.id == op.id).values(run_id=run_id))
+            op_state.move_to_run(session, op.id, run_id)
             run = runs.go(session, run, reason=f"go from operation {op.id}")
         elif run.go_at is None:
             raise OperationFailed(
