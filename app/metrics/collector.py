@@ -24,12 +24,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.core import run_states as states
 from app.core.durations import parse_trigger
 from app.metrics.progress import figures
+from app.operations.models import FAILED, PENDING, RUNNING, SUCCEEDED
 from app.operations.schemas import OperationKind
 
 log = logging.getLogger(__name__)
 
 OPERATION_KINDS = get_args(OperationKind)
-OPERATION_OUTCOMES = ("succeeded", "failed")
+OPERATION_OUTCOMES = (SUCCEEDED, FAILED)
 # Operations take from a second (stop) to an hour (a drain with a long timeout).
 DURATION_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 _ACTIVE = ", ".join(f"'{s}'" for s in sorted(states.ACTIVE))
@@ -325,10 +326,10 @@ class StoreCollector(Collector):
             started[kind] = started.get(kind, 0) + with_start
             if state in OPERATION_OUTCOMES:
                 finished[(kind, state)] = count
-            elif state == "pending":
+            elif state == PENDING:
                 active.add_metric([kind, state], count)
                 oldest_pending.add_metric([kind], float(created_age))
-            elif state == "running":
+            elif state == RUNNING:
                 active.add_metric([kind, state], count)
                 oldest_running.add_metric([kind], float(started_age or 0.0))
         started_family = CounterMetricFamily(

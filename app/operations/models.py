@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -10,7 +10,11 @@ from app.core.db import Base, UTCDateTime, utcnow
 from app.core.types import JSONType
 from app.jobs.models import Job
 
-ACTIVE_OPERATION_STATES = ("pending", "running")
+# The one definition of an operation's states: the API's schema, the owner of the state
+# (app/operations/state.py) and the metrics read them from here.
+OperationState = Literal["pending", "running", "succeeded", "failed"]
+PENDING, RUNNING, SUCCEEDED, FAILED = get_args(OperationState)
+ACTIVE_OPERATION_STATES = (PENDING, RUNNING)
 
 
 class Operation(Base):
@@ -34,7 +38,7 @@ class Operation(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     kind: Mapped[str] = mapped_column(String(16))
-    state: Mapped[str] = mapped_column(String(16), default="pending")
+    state: Mapped[str] = mapped_column(String(16), default=PENDING)
     params: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     idempotency_key: Mapped[str | None] = mapped_column(String(128))
     request_hash: Mapped[str] = mapped_column(String(64))

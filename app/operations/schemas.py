@@ -6,11 +6,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from app.core.schemas import Body, Name, Response, redacting
+from app.operations.models import OperationState
 from app.resume_points.schemas import ResumePoint
 from app.snapshots.schemas import SnapshotName
 
 OperationKind = Literal["submit", "stop", "cancel", "restart", "drain", "snapshot", "update"]
-OperationState = Literal["pending", "running", "succeeded", "failed"]
 
 # The compatibility dry run, as submit and update both offer it.
 DRY_RUN = (

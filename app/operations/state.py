@@ -24,15 +24,11 @@ from sqlalchemy import text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.db import transaction, utcnow
-from app.operations.models import Operation
+from app.operations.models import FAILED, SUCCEEDED, Operation
 from app.snapshots import pins
 
 log = logging.getLogger(__name__)
 
-PENDING = "pending"
-RUNNING = "running"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
 
 # A backend that keeps answering with temporary errors (down, 5xx, not ready), or an operation
 # that keeps raising an unexpected exception, is retried with exponential backoff — 1 s, 2 s,

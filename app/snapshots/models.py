@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import BigInteger, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -10,7 +10,9 @@ from app.core.db import Base, UTCDateTime, utcnow
 from app.core.types import JSONType
 from app.jobs.models import Job
 
-CREATING, READY, FAILED = "creating", "ready", "failed"
+# The one definition of a snapshot's states (the API's schema reads it from here).
+SnapshotState = Literal["creating", "ready", "failed"]
+CREATING, READY, FAILED = get_args(SnapshotState)
 
 
 class Snapshot(Base):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
 from app.core.durations import parse_duration
 from app.core.schemas import Body, Name, Response
+from app.snapshots.models import SnapshotState
 
 
 def _no_dot_dot(name: str) -> str:
@@ -19,7 +20,6 @@ def _no_dot_dot(name: str) -> str:
 
 # A snapshot name ends up in a store path: no separators (Name), no '..'.
 SnapshotName = Annotated[Name, AfterValidator(_no_dot_dot)]
-SnapshotState = Literal["creating", "ready", "failed"]
 
 
 class SnapshotSummary(Response):

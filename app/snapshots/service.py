@@ -21,7 +21,7 @@ from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import current_run
 from app.snapshots.export import checkpoint_path
-from app.snapshots.models import CREATING, FAILED, Snapshot, SnapshotRetention, SnapshotUse
+from app.snapshots.models import CREATING, FAILED, READY, Snapshot, SnapshotRetention, SnapshotUse
 from app.snapshots.pins import pin, pinned_by
 from app.snapshots.schemas import (
     Coordinates,
@@ -296,7 +296,7 @@ def expired(
     rows = list(
         session.scalars(
             select(Snapshot)
-            .where(Snapshot.job_id == job_id, Snapshot.state == "ready")
+            .where(Snapshot.job_id == job_id, Snapshot.state == READY)
             .order_by(Snapshot.created_at.desc(), Snapshot.id.desc())
         )
     )

@@ -24,7 +24,7 @@ from app.core.paths import PathOutsideRoot, checkpoint_path
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import active_run
-from app.startpoints.models import Startpoint, StartpointApplication
+from app.startpoints.models import APPLIED, Startpoint, StartpointApplication
 from app.startpoints.schemas import AppliedReport
 from app.startpoints.service import list_pending
 from tidegate_runtime import checkpoint as cp
@@ -60,7 +60,7 @@ def for_directives(session: Session, run: Run, checkpoint_root: Path) -> list[di
     that says so was lost: it is settled here from the checkpoint, so a restart never
     applies a startpoint twice."""
     points = list_pending(session, run.job)
-    applied = {sp.id for sp in points if sp.state == "applied"}
+    applied = {sp.id for sp in points if sp.state == APPLIED}
     if applied:
         done = _settle_committed(session, run.job_id, applied, checkpoint_root)
         points = [sp for sp in points if sp.id not in done]
@@ -103,7 +103,7 @@ def _settle_committed(
         if latest is not None and (app.batch_id is None or latest > app.batch_id):
             app.committed_at = utcnow()
             session.execute(
-                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == "applied")
+                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == APPLIED)
             )
             done |= ids
     return done
@@ -153,7 +153,7 @@ def record_applied(
             )
         )
         for sp in setters:
-            sp.state = "applied"
+            sp.state = APPLIED
     audit.record(
         session,
         f"run-{run.id}",
@@ -180,7 +180,7 @@ def on_batch_committed(session: Session, run: Run, query: str, batch_id: int) ->
             app.committed_at = utcnow()
             ids = [s["id"] for s in app.startpoints]
             session.execute(
-                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == "applied")
+                delete(Startpoint).where(Startpoint.id.in_(ids), Startpoint.state == APPLIED)
             )
 
 

@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, func, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base, UTCDateTime, utcnow
 from app.core.types import JSONType
+
+# The one definition of a startpoint's states: set, then applied by the runtime that used it.
+StartpointState = Literal["pending", "applied"]
+PENDING, APPLIED = get_args(StartpointState)
 
 
 class Startpoint(Base):
@@ -33,7 +37,7 @@ class Startpoint(Base):
     type: Mapped[str] = mapped_column(String(16))
     value: Mapped[int | None] = mapped_column(BigInteger)
     # pending: waits for the next start; applied: written, waiting for a batch to commit.
-    state: Mapped[str] = mapped_column(String(16), default="pending")
+    state: Mapped[str] = mapped_column(String(16), default=PENDING)
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

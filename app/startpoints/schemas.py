@@ -6,6 +6,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from app.core.schemas import Body, Name, Response
+from app.startpoints.models import StartpointState
 
 StartpointType = Literal["OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP"]
 MAX_PARTITION = 1_000_000
@@ -89,7 +90,7 @@ class StartpointResponse(Response):
     partition: int | None
     type: StartpointType
     value: int | None
-    state: Literal["pending", "applied"]
+    state: StartpointState
     created_by: str
     created_at: datetime
     updated_at: datetime

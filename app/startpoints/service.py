@@ -20,7 +20,7 @@ from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import current_run
-from app.startpoints.models import Startpoint, StartpointApplication
+from app.startpoints.models import APPLIED, PENDING, Startpoint, StartpointApplication
 from app.startpoints.schemas import (
     Preview,
     PreviewError,
@@ -164,7 +164,7 @@ def upsert(
             "partition": sp.partition,
             "type": sp.type,
             "value": sp.value,
-            "state": "pending",
+            "state": PENDING,
             "created_by": actor.name,
         }
         for sp in items
@@ -176,7 +176,7 @@ def upsert(
         set_={
             "type": stmt.excluded.type,
             "value": stmt.excluded.value,
-            "state": "pending",
+            "state": PENDING,
             "created_by": stmt.excluded.created_by,
             "updated_at": func.now(),
         },
@@ -272,7 +272,7 @@ def withdraw(
     where = f"source '{source}'" + (f" partition {partition}" if partition is not None else "")
     if row is None:
         raise NotFound(f"Job '{job_name}' has no startpoint for {where}.")
-    if row.state == "applied":
+    if row.state == APPLIED:
         raise Conflict(
             f"The startpoint for {where} was already applied to the checkpoint; undo it with "
             "POST …/startpoints/{application id}/revert while the job is stopped."
@@ -316,7 +316,7 @@ def preview(
     version = version_for(session, job)
     sources = declared_sources(version)
     run = current_run(session, job)
-    pending = [sp for sp in list_pending(session, job) if sp.state == "pending"]
+    pending = [sp for sp in list_pending(session, job) if sp.state == PENDING]
     rows: list[PreviewRow] = []
     errors: list[PreviewError] = []
     for name in sorted({sp.source for sp in pending}):

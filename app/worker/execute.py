@@ -9,7 +9,7 @@ from typing import Any
 
 from app.backends.base import BackendError
 from app.operations import state as op_state
-from app.operations.models import Operation
+from app.operations.models import FAILED, SUCCEEDED, Operation
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import LeaseLost, OperationFailed, Steps
 from app.worker.kinds.drain import do_drain
@@ -43,17 +43,17 @@ def execute(ctx: WorkerContext, op_id: int) -> None:
         if handler is None:
             raise OperationFailed(f"this worker cannot carry out '{op.kind}' operations yet")
         result: dict[str, Any] | None = handler(ctx, op, steps)
-        state, error = op_state.SUCCEEDED, None
+        state, error = SUCCEEDED, None
     except LeaseLost as exc:
         log.warning("%s", exc)
         return
     except OperationFailed as exc:
-        state, error, result = op_state.FAILED, str(exc), exc.result
+        state, error, result = FAILED, str(exc), exc.result
     except BackendError as exc:
         if exc.temporary:
             op_state.retry_later(ctx.factory, op_id, ctx.worker_id, exc, what="backend")
             return
-        state, error, result = op_state.FAILED, f"the Spark backend refused: {exc}", None
+        state, error, result = FAILED, f"the Spark backend refused: {exc}", None
     except Exception as exc:
         # Unclassified: retried with the same backoff and bound as a temporary backend error
         # (every step is idempotent), then the operation fails saying so.

@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from app.core.config import Settings
 from app.operations import state as op_state
-from app.operations.models import Operation
+from app.operations.models import FAILED, Operation
 from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.snapshots.models import Snapshot
 from app.snapshots.pins import pinned_by
@@ -215,7 +215,7 @@ def test_an_update_pins_the_snapshot_it_saves_while_it_runs(
     with ctx.factory() as session:
         assert pinned_by(session, _snapshot_id(ctx, "u1")) == [op_id]
     assert Worker(ctx, concurrency=1).claim() == op_id
-    op_state.finish(ctx.factory, op_id, ctx.worker_id, op_state.FAILED, "ended by the test")
+    op_state.finish(ctx.factory, op_id, ctx.worker_id, FAILED, "ended by the test")
     with ctx.factory() as session:  # released when it ended, however it ended
         assert pinned_by(session, _snapshot_id(ctx, "u1")) == []
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import update
 
 from app.core.db import transaction, utcnow
-from app.operations.models import Operation
+from app.operations.models import RUNNING, Operation
 from app.worker.core.context import WorkerContext, fault_point
 
 
@@ -63,6 +63,6 @@ def set_result(ctx: WorkerContext, op_id: int, result: dict[str, Any]) -> None:
     with transaction(ctx.factory) as session:
         session.execute(
             update(Operation)
-            .where(Operation.id == op_id, Operation.state == "running")
+            .where(Operation.id == op_id, Operation.state == RUNNING)
             .values(result=result)
         )
