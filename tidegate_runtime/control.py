@@ -30,7 +30,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import standby, trial_batch
+from tidegate_runtime import dry_run as dry
+from tidegate_runtime import standby
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.channel_client import (
     BOOTSTRAP_ENV,
@@ -83,17 +84,17 @@ class Runtime(Drainer):
     _bounded: set[str] = field(default_factory=set)  # restarted with AvailableNow
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
     _terminated: set[str] = field(default_factory=set)
-    # Dry run (see trial_batch.py): scratch checkpoints, noop sinks, no control plane.
+    # Dry run (see dry_run.py): scratch checkpoints, noop sinks, no control plane.
     dry_run: bool = False
     _dry_targets: dict[str, int] = field(default_factory=dict)
     _dry_result: str = ""
-    _dry_timeout: float = trial_batch.DEFAULT_TIMEOUT
+    _dry_timeout: float = dry.DEFAULT_TIMEOUT
     _then: Any = None  # after a standby's dry run: wait for go, run the job again for real
 
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
         conf = spark.conf
-        if (conf.get(trial_batch.DRY_RUN_CONF, "false") or "").lower() == "true":
+        if (conf.get(dry.DRY_RUN_CONF, "false") or "").lower() == "true":
             return cls._for_dry_run(spark)
         run_id = conf.get("spark.tidegate.run_id", None)
         if run_id is None:
@@ -127,11 +128,11 @@ class Runtime(Drainer):
             # A standby of an update by snapshot: the job's code runs its dry run first; then
             # the standby waits for go and runs the job's code again (standby.py).
             standby.warm_up(spark)
-            rehearsal = cls._for_dry_run(spark, scratch)
+            spare_dry_run = cls._for_dry_run(spark, scratch)
             channel, attempt = runtime.client, runtime.attempt
             assert channel is not None
-            rehearsal._then = lambda: standby.go_then_run_again(spark, channel, attempt)
-            return rehearsal
+            spare_dry_run._then = lambda: standby.go_then_run_again(spark, channel, attempt)
+            return spare_dry_run
         # Pre-warmed (a standby or a spare): what came before is paid ahead; wait for go.
         if standby.wait_if_standby(spark, runtime.client, runtime.attempt):  # type: ignore[arg-type]
             log.info("run %s attempt %s: go", run_id, runtime.attempt)
@@ -161,14 +162,12 @@ class Runtime(Drainer):
             for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
         }
         runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared, dry_run=True)
-        check = json.loads(conf.get(trial_batch.CHECK_CONF, "[]") or "[]")
-        runtime._dry_targets = trial_batch.targets(check, runtime.checkpoint_for)
-        runtime._dry_result = conf.get(trial_batch.RESULT_CONF, None) or os.path.join(
-            checkpoint_dir, trial_batch.RESULT_FILE
+        check = json.loads(conf.get(dry.CHECK_CONF, "[]") or "[]")
+        runtime._dry_targets = dry.targets(check, runtime.checkpoint_for)
+        runtime._dry_result = conf.get(dry.RESULT_CONF, None) or os.path.join(
+            checkpoint_dir, dry.RESULT_FILE
         )
-        runtime._dry_timeout = float(
-            conf.get(trial_batch.TIMEOUT_CONF, None) or trial_batch.DEFAULT_TIMEOUT
-        )
+        runtime._dry_timeout = float(conf.get(dry.TIMEOUT_CONF, None) or dry.DEFAULT_TIMEOUT)
         runtime._write_controls(hold=True)  # the planned batch runs; no other reads data
         log.info("dry run of %s on %s", runtime._dry_targets, checkpoint_dir)
         return runtime
@@ -354,7 +353,7 @@ class Runtime(Drainer):
     def await_termination(self) -> None:
         """Block until every query ends, or a stop directive has stopped them all."""
         if self.dry_run:
-            trial_batch.finish(
+            dry.finish(
                 self.queries,
                 self._dry_targets,
                 self.checkpoint_for,

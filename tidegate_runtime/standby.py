@@ -5,11 +5,11 @@ queries yet (``Runtime.from_spark`` is where it waits).
 
 A standby started for an update by snapshot runs that update's dry run first, in this same
 driver (``spark.tidegate.standby_dry_run_dir``): the job's code runs once on scratch copies of
-the state (see trial_batch.py), the verdict is written for the worker, and only then does the
+the state (see dry_run.py), the verdict is written for the worker, and only then does the
 standby wait for go; at go the job's code runs again, for real, in the same session. One driver
 start serves both, and the second pass finds the exact plan's code generated, its source
 planned and its state store classes loaded. A spare of a run with state does the same as a
-rehearsal, on a copy of the run's own state, and removes the copy once done.
+dry run, on a copy of the run's own state, and removes the copy once done.
 
 The wait is a long-poll on the control plane (``GET /runs/{id}/standby?wait=…``), which
 answers the moment the worker says go (PostgreSQL NOTIFY), so no polling interval sits in
@@ -87,7 +87,7 @@ def go_then_run_again(spark: Any, channel: _Channel, attempt: int) -> None:
     again, for real, in this session. StandbyReleased when go does not come."""
     global _went_with
     if spark.conf.get(SPARE_CONF, None):
-        # A spare's dry run is a rehearsal: no one reads its verdict, and its copy goes now.
+        # A spare's dry run: no one reads its verdict, and its copy goes now.
         shutil.rmtree(spark.conf.get(DRY_RUN_DIR_CONF, None) or "", ignore_errors=True)
     _await_go_for(spark, channel, attempt)
     _went_with = channel

@@ -18,7 +18,7 @@ from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps
 from app.worker.dry_run import attempts, driver, scratch_copy, verdict
 from tests.worker.conftest import FakeBackend, make_job
-from tidegate_runtime import trial_batch as runtime_dryrun
+from tidegate_runtime import dry_run as runtime_dryrun
 
 VERSION = SimpleNamespace(
     cluster=None,

@@ -21,7 +21,7 @@ from app.runs import spares
 from app.runs.models import Run, RunTransition
 from app.worker.core.context import WorkerContext
 from app.worker.reconcile.run import reconcile_run
-from app.worker.reconcile.spare import REHEARSAL_WAIT
+from app.worker.reconcile.spare import DRY_RUN_WAIT
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
@@ -248,7 +248,7 @@ def test_spare_rules() -> None:
     assert not spares.keep(run)
 
 
-def test_a_spare_of_a_run_with_state_rehearses_on_a_copy_of_it(
+def test_a_spare_of_a_run_with_state_dry_runs_on_a_copy_of_it(
     ctx: WorkerContext, fake: FakeBackend
 ) -> None:
     """Its submission names a scratch copy of the run's latest committed state (the dry run's
@@ -291,7 +291,7 @@ def test_a_spare_of_a_run_without_state_only_warms_up(
 def test_a_hot_spare_of_a_stateful_run_waits_for_its_first_commit(
     ctx: WorkerContext, fake: FakeBackend
 ) -> None:
-    """So that it has state to rehearse on (at most REHEARSAL_WAIT after the run started)."""
+    """So that it has state to dry-run on (at most DRY_RUN_WAIT after the run started)."""
     job_id = make_job(ctx)
     with transaction(ctx.factory) as session:
         version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
@@ -314,5 +314,5 @@ def test_a_hot_spare_waits_no_longer_than_its_bound(ctx: WorkerContext, fake: Fa
     with transaction(ctx.factory) as session:
         run = session.get(Run, run_id)
         assert run is not None and run.running_since is not None
-        run.running_since -= REHEARSAL_WAIT + timedelta(seconds=1)
+        run.running_since -= DRY_RUN_WAIT + timedelta(seconds=1)
     assert _passes(ctx, run_id).spare_attempt == 1  # an idle source: a spare that only warms up

@@ -14,7 +14,7 @@ from app.backends.base import PermanentBackendError, SubmitSpec
 from app.core import run_states as states
 from app.worker.core.context import WorkerContext
 from app.worker.core.runtime_bundle import runtime_bundle
-from tidegate_runtime import trial_batch
+from tidegate_runtime import dry_run as runtime_dryrun
 from tidegate_runtime.channel_client import BOOTSTRAP_ENV
 from tidegate_runtime.standby import (
     DRY_RUN_DIR_CONF,
@@ -97,11 +97,11 @@ def run_spec(
     bootstrap: str,
     *,
     spare: bool = False,
-    rehearsal: dict[str, Any] | None = None,
+    dry_run: dict[str, Any] | None = None,
 ) -> SubmitSpec:
     """The submission of a run's current attempt, or (``spare``) of its spare for the next
     one. A standby run's driver and a spare build their session, start Python, then wait for
-    go before the job's code reaches a checkpoint. ``rehearsal``: the spare first runs the
+    go before the job's code reaches a checkpoint. ``dry_run``: the spare first runs the
     job's code on that scratch copy of the run's state (app/worker/reconcile/spare.py)."""
     version = run.version
     checkpoint_dir = ctx.settings.resolved_checkpoint_root / run.job.name / str(run.id)
@@ -125,8 +125,8 @@ def run_spec(
         conf[STANDBY_TIMEOUT_CONF] = str(timeout)
     if not spare and run.state == states.STANDBY and run.standby_dry_run:
         conf.update(standby_dry_run_conf(run.standby_dry_run))
-    if spare and rehearsal:
-        conf.update(standby_dry_run_conf(rehearsal))
+    if spare and dry_run:
+        conf.update(standby_dry_run_conf(dry_run))
     if spare:
         conf[SPARE_CONF] = str(run.spare_seq)
     # The driver gets a single-use bootstrap token, as an environment variable (not in the
@@ -142,9 +142,9 @@ def standby_dry_run_conf(dry_run: dict[str, Any]) -> dict[str, str]:
     scratch = str(dry_run["scratch"])
     return {
         DRY_RUN_DIR_CONF: scratch,
-        trial_batch.CHECK_CONF: json.dumps(sorted(dry_run["check"])),
-        trial_batch.RESULT_CONF: f"{scratch}/{trial_batch.RESULT_FILE}",
-        trial_batch.TIMEOUT_CONF: str(int(dry_run["timeout"])),
+        runtime_dryrun.CHECK_CONF: json.dumps(sorted(dry_run["check"])),
+        runtime_dryrun.RESULT_CONF: f"{scratch}/{runtime_dryrun.RESULT_FILE}",
+        runtime_dryrun.TIMEOUT_CONF: str(int(dry_run["timeout"])),
     }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext
 from app.worker.dry_run.scratch_copy import read_result
-from tidegate_runtime import trial_batch as runtime_dryrun
+from tidegate_runtime import dry_run as runtime_dryrun
 
 log = logging.getLogger(__name__)
 

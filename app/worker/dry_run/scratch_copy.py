@@ -1,6 +1,6 @@
 """The dry run's scratch copy: each resumed query's checkpoint copied under the checkpoint
 root's ``.tidegate-dryrun/`` and one empty batch planned in each copy that holds state; also
-where the driver leaves its verdict. A spare's rehearsal (app/worker/reconcile/spare.py) uses
+where the driver leaves its verdict. A spare's dry run (app/worker/reconcile/spare.py) uses
 the same copy."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from app.snapshots import restore
 from app.snapshots.store_access import SnapshotFailed
 from app.worker.core.context import WorkerContext
-from tidegate_runtime import trial_batch as runtime_dryrun
+from tidegate_runtime import dry_run as runtime_dryrun
 from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
 from tidegate_runtime.files import write_atomic
 
@@ -26,7 +26,7 @@ def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int, attempt: int = 1)
 
 
 def spare_scratch_dir(ctx: WorkerContext, job_name: str, spare_tag: str) -> Path:
-    """Where a spare rehearses (app/worker/reconcile/spare.py): one folder per spare."""
+    """Where a spare dry-runs (app/worker/reconcile/spare.py): one folder per spare."""
     return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / spare_tag
 
 

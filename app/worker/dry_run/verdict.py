@@ -26,7 +26,7 @@ INCOMPATIBLE = re.compile(
     r"STATE_STORE|STATE_SCHEMA|IN_STATE_METADATA|STATEFUL_OPERATOR|INCOMPATIBLE|NOT_COMPATIBLE"
 )
 
-# What trial_batch reports for the queries a failure elsewhere in the driver did not let run.
+# What dry_run reports for the queries a failure elsewhere in the driver did not let run.
 _CONSEQUENCES = frozenset({"QUERY_NOT_STARTED", "QUERY_ENDED"})
 
 _OPERATOR = re.compile(r"OperatorId: (\d+) -> OperatorName: (\w+)")

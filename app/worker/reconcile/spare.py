@@ -3,7 +3,7 @@ one when the run wants it, watch it, and drop it (killing its driver) when it is
 use or has died. Adoption (the spare becoming the run's next attempt) is part of the run's
 own submission, in reconcile.py, after the previous attempt is fenced.
 
-A spare of a run with state *rehearses* before it waits: it runs the job's code on a scratch
+A spare of a run with state *dry-runs* before it waits: it runs the job's code on a scratch
 copy of the run's latest committed state (as an update's dry run does, with noop sinks), so
 that at go the plan's code is generated, its source planned and its state store classes
 loaded; it removes the copy itself once done. The copy is best effort: without it the spare
@@ -36,8 +36,8 @@ from tidegate_runtime.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)
 
-# How long a new run's hot spare may wait for the run's first commit (to rehearse on its state).
-REHEARSAL_WAIT = timedelta(seconds=120)
+# How long a new run's hot spare may wait for the run's first commit (to dry-run on its state).
+DRY_RUN_WAIT = timedelta(seconds=120)
 
 
 def reconcile_spare(ctx: WorkerContext, run_id: int) -> None:
@@ -62,7 +62,7 @@ def reconcile_spare(ctx: WorkerContext, run_id: int) -> None:
             return
     if dropped is not None:  # its driver is killed (it also hears stop, and exits)
         _kill(backend, watched or _find(backend, dropped), run_id)
-        _forget_rehearsal(ctx, run_id, dropped)
+        _forget_dry_run(ctx, run_id, dropped)
     elif watched is not None:
         _observe(ctx, run_id, backend, watched)
     else:  # a new one, or one a worker that died may have submitted
@@ -81,7 +81,7 @@ def _observe(ctx: WorkerContext, run_id: int, backend: Backend, backend_id: str)
         tag = run.spare_tag
         detail = status.message or status.raw_state
         spares.drop(session, run, f"its driver ended: {detail}", failed=True)
-    _forget_rehearsal(ctx, run_id, tag)
+    _forget_dry_run(ctx, run_id, tag)
 
 
 def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
@@ -94,7 +94,7 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
         tag = run.spare_tag
     found = backend.find(tag) if look_first else None
     if found is None:
-        rehearsal = _rehearsal(ctx, run_id, tag)
+        dry_run = _dry_run_copy(ctx, run_id, tag)
         with transaction(ctx.factory) as session:
             run = lock_run(session, run_id)
             assert run is not None
@@ -102,7 +102,7 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
             secret = create_run_token(
                 session, run.id, spare_token_name(run.id, run.spare_seq), Scope.BOOTSTRAP
             )
-            spec = submission.run_spec(ctx, run, secret, spare=True, rehearsal=rehearsal)
+            spec = submission.run_spec(ctx, run, secret, spare=True, dry_run=dry_run)
         fault_point("reconcile:before_spare_submit")
         try:
             found = backend.submit(spec)
@@ -126,11 +126,11 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
 
 def _state_to_come(ctx: WorkerContext, run: Run) -> bool:
     """A hot spare of a run that holds state waits for the run's first committed batch (at most
-    ``REHEARSAL_WAIT`` after it started running), so that it has state to rehearse on. A spare
+    ``DRY_RUN_WAIT`` after it started running), so that it has state to dry-run on. A spare
     an operation asked for never waits."""
     if run.spare_requested or run.running_since is None:
         return False
-    if utcnow() - run.running_since > REHEARSAL_WAIT:
+    if utcnow() - run.running_since > DRY_RUN_WAIT:
         return False
     stateful = [q for q in run.version.queries if q.get("stateful_operators")]
     root = ctx.settings.resolved_checkpoint_root
@@ -140,8 +140,8 @@ def _state_to_come(ctx: WorkerContext, run: Run) -> bool:
     )
 
 
-def _rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | None:
-    """A scratch copy of the run's latest committed state for the spare to rehearse on, or
+def _dry_run_copy(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | None:
+    """A scratch copy of the run's latest committed state for the spare's dry run, or
     None (no state yet, or the copy failed: the spare then only warms up)."""
     with ctx.factory() as session:
         run = session.get(Run, run_id)
@@ -150,13 +150,13 @@ def _rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | No
         try:
             plan = resume_points.plan_from_run(session, ctx.settings, run.version, run).to_json()
         except TidegateError as exc:
-            log.warning("run %s: spare %s will not rehearse (%s)", run_id, tag, exc.detail)
+            log.warning("run %s: spare %s will not dry-run (%s)", run_id, tag, exc.detail)
             return None
     scratch = scratch_copy.spare_scratch_dir(ctx, job_name, tag)
     try:
         prepared = scratch_copy.prepare(ctx, plan, job_name, queries, scratch)
     except (SnapshotFailed, OSError) as exc:
-        log.warning("run %s: spare %s will not rehearse (%s)", run_id, tag, exc)
+        log.warning("run %s: spare %s will not dry-run (%s)", run_id, tag, exc)
         scratch_copy.cleanup(scratch)
         return None
     if not prepared.get("check"):
@@ -169,7 +169,7 @@ def _rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | No
     }
 
 
-def _forget_rehearsal(ctx: WorkerContext, run_id: int, tag: str) -> None:
+def _forget_dry_run(ctx: WorkerContext, run_id: int, tag: str) -> None:
     """A dropped spare's scratch copy, if it died before removing it itself."""
     with ctx.factory() as session:
         run = session.get(Run, run_id)

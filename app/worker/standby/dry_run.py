@@ -1,6 +1,6 @@
 """A pre-warmed update by snapshot runs its dry run inside its standby's driver, so one driver
 start serves both: the standby runs the new version's code on a scratch copy of the state it
-would resume (as a dry-run driver would, tidegate_runtime/trial_batch.py), writes the verdict,
+would resume (as a dry-run driver would, tidegate_runtime/dry_run.py), writes the verdict,
 and only then waits for go; at go the same session runs the job's code again, for real, its
 plan's code generated and its source planned already (tidegate_runtime/standby.py).
 
