@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 import yaml
 
-from app.snapshots.compat import CHANGELOG_CHECKPOINTING, PROVIDER_CLASS, ROCKSDB_PROVIDER
+from app.resume_points.compat import CHANGELOG_CHECKPOINTING, PROVIDER_CLASS, ROCKSDB_PROVIDER
 from pipelines.dedup_events import produce_events
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.produce import produce

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.resume_points.compat import Problem
 from app.resume_points.schemas import CompatibilityResponse, ProblemResponse, QueryOutcome
-from app.snapshots.compat import Problem
 
 OFFSETS, STATE = "offsets", "state"
 

@@ -14,6 +14,8 @@ from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job, get_version
+from app.resume_points import compat
+from app.resume_points.compat import Problem
 from app.resume_points.plan import OFFSETS, STATE, Plan, QueryPlan, Source, SourceRef
 from app.resume_points.schemas import (
     BuildBody,
@@ -27,9 +29,8 @@ from app.resume_points.schemas import (
 )
 from app.resume_points.sources import ready_snapshot, resolve, run_source, snapshot_sources
 from app.runs.models import Run
-from app.snapshots import compat
-from app.snapshots.compat import Problem
-from app.snapshots.export import ExportError, checkpoint_path, describe
+from app.snapshots.errors import ExportError
+from app.snapshots.export import checkpoint_path, describe
 from app.snapshots.schemas import Coordinates
 from tidegate_runtime.checkpoint import latest_commit_batch
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
-from app.snapshots.safe_files import UnsafeFileError
+from app.snapshots.errors import ExportError, UnsafeFileError
 from tidegate_runtime.checkpoint import (
     CheckpointError,
     read_commit,
@@ -39,10 +39,6 @@ BASE_KINDS = frozenset({"snapshot", "zip"})
 METADATA_LOG = re.compile(r"^(\d+)(\.compact)?$")
 # Written by materialisation: hashes of restored files, so the next export skips rereading them.
 RESTORED_HINTS = ".tidegate-restored.json"
-
-
-class ExportError(Exception):
-    """The checkpoint cannot be exported as asked (no committed batch, unreadable files)."""
 
 
 @dataclass(frozen=True)

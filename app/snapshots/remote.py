@@ -21,6 +21,8 @@ from typing import Any, cast
 
 import fsspec
 
+from app.snapshots.errors import StoreError
+
 STORE_HINT = (
     "check that the worker reaches the store and that TIDEGATE_SNAPSHOT_ROOT and "
     "TIDEGATE_SNAPSHOT_STORAGE_OPTIONS (or the AWS_* environment) are right, then try again"
@@ -56,10 +58,6 @@ ACTIONS = {
     "find": "listing",
     "rm_file": "deleting",
 }
-
-
-class StoreError(Exception):
-    """The store is unreachable, or a blob is missing or corrupt."""
 
 
 def is_local(url: str) -> bool:

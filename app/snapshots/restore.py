@@ -16,10 +16,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
 from app.core.paths import PathOutsideRoot, refuse_links_below
-from app.snapshots.export import RESTORED_HINTS, ExportError, checkpoint_path, select_files
+from app.snapshots.errors import SnapshotError, SnapshotFailed
+from app.snapshots.export import RESTORED_HINTS, checkpoint_path, select_files
 from app.snapshots.models import READY, Snapshot, SnapshotUse
-from app.snapshots.store import SnapshotStore, StoreError, copy_tree_files
-from app.snapshots.store_access import SnapshotFailed, store_for
+from app.snapshots.store import SnapshotStore, copy_tree_files
+from app.snapshots.store_access import store_for
 from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
 from tidegate_runtime.files import write_atomic
 
@@ -104,7 +105,7 @@ def materialise(
             if dest.exists():
                 dest.rmdir()  # an empty fixed checkpoint_location
             os.replace(staging, dest)
-        except (StoreError, ExportError, CheckpointError, OSError) as exc:
+        except (SnapshotError, CheckpointError, OSError) as exc:
             shutil.rmtree(staging, ignore_errors=True)
             raise SnapshotFailed(
                 f"restoring query '{item['query']}' from "

@@ -15,19 +15,9 @@ import os
 import stat
 from pathlib import Path
 
+from app.snapshots.errors import UnsafeFileError
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class UnsafeFileError(OSError):
-    """A checkpoint entry that is not a plain file or directory (a link, device, FIFO…)."""
-
-    def __init__(self, rel: str) -> None:
-        super().__init__(
-            f"'{rel}' in the checkpoint is not a regular file (a symbolic link, device or "
-            "other special file): snapshots copy regular files only. Remove it from the "
-            "checkpoint and retry."
-        )
-        self.rel = rel
 
 
 def _parts(rel: str) -> list[str]:

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import fsspec
 
-from app.snapshots.remote import StoreError as StoreError  # raised here, re-exported
+from app.snapshots.errors import StoreError
 from app.snapshots.remote import is_local, open_remote
 from app.snapshots.safe_files import copy_fd, create_regular, link_regular, open_regular
 

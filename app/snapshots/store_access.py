@@ -9,13 +9,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
 from app.core.db import advisory_lock
-from app.snapshots.store import SnapshotStore, StoreError
+from app.snapshots.errors import SnapshotFailed, StoreError
+from app.snapshots.store import SnapshotStore
 
 LOCK_NAMESPACE, STORE_LOCK, RETENTION_LOCK = 7306, 1, 2
-
-
-class SnapshotFailed(Exception):
-    """The export or restore cannot succeed as asked (permanent: retrying will not help)."""
 
 
 @contextmanager

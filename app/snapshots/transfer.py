@@ -24,6 +24,7 @@ from app.core.config import Settings
 from app.core.db import transaction, utcnow
 from app.core.paths import PathOutsideRoot, refuse_links_below
 from app.runs.models import Run
+from app.snapshots.errors import SnapshotFailed, StoreError
 from app.snapshots.export import (
     RESTORED_HINTS,
     checkpoint_path,
@@ -31,8 +32,8 @@ from app.snapshots.export import (
     select_files,
 )
 from app.snapshots.models import FAILED, READY, Snapshot
-from app.snapshots.store import FileKey, SnapshotStore, StoreError, known_hashes
-from app.snapshots.store_access import SnapshotFailed, store_for, store_lock
+from app.snapshots.store import FileKey, SnapshotStore, known_hashes
+from app.snapshots.store_access import store_for, store_lock
 from tidegate_runtime.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)

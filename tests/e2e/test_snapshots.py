@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.snapshots.compat import PROVIDER_CLASS, ROCKSDB_PROVIDER
+from app.resume_points.compat import PROVIDER_CLASS, ROCKSDB_PROVIDER
 from pipelines.ground_truth import expected_enrich
 from tests.e2e.backends import Target
 from tests.e2e.fixtures import APPS

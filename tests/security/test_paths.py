@@ -12,7 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.config import Settings
-from app.snapshots.store import SnapshotStore, StoreError
+from app.snapshots.errors import StoreError
+from app.snapshots.store import SnapshotStore
 from tests.api.conftest import version_body
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.snapshots.export import ExportError, describe, select_files
+from app.snapshots.errors import ExportError
+from app.snapshots.export import describe, select_files
 from tests.snapshots.conftest import FakeCheckpoint
 from tidegate_runtime.checkpoint import latest_commit_batch
 

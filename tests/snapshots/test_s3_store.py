@@ -9,8 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from app.core.config import Settings
+from app.snapshots.errors import StoreError
 from app.snapshots.export import select_files
-from app.snapshots.store import SnapshotStore, StoreError
+from app.snapshots.store import SnapshotStore
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.snapshots.s3 import ACCESS_KEY, SECRET_KEY, S3Store
 

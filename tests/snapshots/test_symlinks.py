@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.config import Settings
+from app.snapshots.errors import UnsafeFileError
 from app.snapshots.export import select_files
-from app.snapshots.safe_files import UnsafeFileError
 from app.snapshots.store import SnapshotStore, copy_tree_files
 from app.worker.core.context import WorkerContext
 from tests.snapshots.conftest import FakeCheckpoint

@@ -5,7 +5,7 @@ tidegate_runtime/dry_run.py is the part that runs inside that driver. The room:
 submits and awaits a dry run's own driver, ``verdict.py`` reads what Spark said. A pre-warmed
 update runs the same dry run inside its standby's driver (app/worker/standby/dry_run.py).
 
-The declared checks (app/snapshots/compat.py) cannot see a change inside the app with the same
+The declared checks (app/resume_points/compat.py) cannot see a change inside the app with the same
 declarations (``avg`` for ``sum``, a session window for a tumbling one, another grouping key).
 Spark sees it when it plans the first batch on the old checkpoint. So, before an update stops
 the old run (and before a submit from a snapshot starts the new one):

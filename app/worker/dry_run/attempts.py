@@ -13,7 +13,7 @@ from typing import Any
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_version
 from app.operations.models import Operation
-from app.snapshots.store_access import SnapshotFailed
+from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
 from app.worker.dry_run import driver, scratch_copy, verdict

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app.snapshots import restore
-from app.snapshots.store_access import SnapshotFailed
+from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
 from tidegate_runtime import dry_run as runtime_dryrun
 from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators

@@ -12,10 +12,8 @@ from app.operations.models import Operation
 from app.runs.models import Run
 from app.snapshots import retention as snapshot_retention
 from app.snapshots import transfer as snapshot_worker
-from app.snapshots.export import ExportError
+from app.snapshots.errors import ExportError, SnapshotFailed, StoreError
 from app.snapshots.models import Snapshot
-from app.snapshots.store import StoreError
-from app.snapshots.store_access import SnapshotFailed
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
 from app.worker.runs.control import (

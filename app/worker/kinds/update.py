@@ -29,8 +29,8 @@ from app.operations.models import Operation
 from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.runs.models import Run
 from app.snapshots import transfer as snapshot_worker
+from app.snapshots.errors import SnapshotFailed
 from app.snapshots.models import Snapshot
-from app.snapshots.store_access import SnapshotFailed
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
 from app.worker.dry_run.attempts import dry_run

@@ -28,7 +28,7 @@ from app.resume_points import service as resume_points
 from app.runs import spares
 from app.runs.models import Run
 from app.runs.service import lock_run
-from app.snapshots.store_access import SnapshotFailed
+from app.snapshots.errors import SnapshotFailed
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.dry_run import driver, scratch_copy

@@ -17,7 +17,7 @@ from app.operations.models import Operation
 from app.runs import service as runs
 from app.runs.models import Run
 from app.snapshots import restore
-from app.snapshots.store_access import SnapshotFailed
+from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
 from app.worker.runs.control import await_started, await_submitted

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from app.snapshots.compat import (
+from app.resume_points.compat import (
     HDFS_PROVIDER,
     PROVIDER_CLASS,
     ROCKSDB_PROVIDER,
     check_state,
     provider_name,
 )
-from app.snapshots.state_schema import from_spark_json, parse_ddl, render, types_only
+from app.resume_points.state_schema import from_spark_json, parse_ddl, render, types_only
 from tests.snapshots.conftest import KEY_SCHEMA, VALUE_SCHEMA
 
 KEY_DDL = "window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, key STRING"

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.snapshots.state_schema import from_spark_json, parse_ddl, render, types_only
+from app.resume_points.state_schema import from_spark_json, parse_ddl, render, types_only
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SPARK_DEFAULT_SHUFFLE_PARTITIONS = "200"
