@@ -42,7 +42,7 @@ from tidegate_runtime.channel_client import (
     UndeclaredQuery,
     pstl_to_spark_interval,
 )
-from tidegate_runtime.drain import Drainer
+from tidegate_runtime.drain import Drainer, DrainState
 from tidegate_runtime.reporter import ProgressReporter
 from tidegate_runtime.stopping import fence, stop_at_batch_boundary
 
@@ -73,23 +73,12 @@ class Runtime(Drainer):
     # A job reading Kafka sets this (a consumer) so TIMESTAMP startpoints can resolve.
     kafka_resolver: sp.KafkaResolver | None = None
     _given_starting: dict[str, dict[int, int]] = field(default_factory=dict)
-    _drain_end: dict[str, dict[str, int]] | None = None
-    _drain_marker: bool = False
-    _marker_batches: dict[str, int] = field(default_factory=dict)
-    _drain_request: dict[str, Any] | None = None
-    _drain_done: bool = False
-    _stages: list[list[str]] | None = None  # the drain's order: upstream first
-    _stage: int = 0
-    _stage_marker: bool = False
-    _bounded: set[str] = field(default_factory=set)  # restarted with AvailableNow
+    _drain_state: DrainState = field(default_factory=DrainState)  # tidegate_runtime/drain.py
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
     _terminated: set[str] = field(default_factory=set)
-    # Dry run (see dry_run.py): scratch checkpoints, noop sinks, no control plane.
-    dry_run: bool = False
-    _dry_targets: dict[str, int] = field(default_factory=dict)
-    _dry_result: str = ""
-    _dry_timeout: float = dry.DEFAULT_TIMEOUT
-    _then: Any = None  # after a standby's dry run: wait for go, run the job again for real
+    # A dry run (tidegate_runtime/dry_run.py): scratch checkpoints, noop sinks, no control
+    # plane. None for a real run.
+    dry_run: dry.DryRun | None = None
 
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
@@ -128,11 +117,12 @@ class Runtime(Drainer):
             # A standby of an update by snapshot: the job's code runs its dry run first; then
             # the standby waits for go and runs the job's code again (standby.py).
             standby.warm_up(spark)
-            spare_dry_run = cls._for_dry_run(spark, scratch)
+            dry_run_first = cls._for_dry_run(spark, scratch)
             channel, attempt = runtime.client, runtime.attempt
             assert channel is not None
-            spare_dry_run._then = lambda: standby.go_then_run_again(spark, channel, attempt)
-            return spare_dry_run
+            assert dry_run_first.dry_run is not None
+            dry_run_first.dry_run.then = lambda: standby.go_then_run_again(spark, channel, attempt)
+            return dry_run_first
         # Pre-warmed (a standby or a spare): what came before is paid ahead; wait for go.
         if standby.wait_if_standby(spark, runtime.client, runtime.attempt):  # type: ignore[arg-type]
             log.info("run %s attempt %s: go", run_id, runtime.attempt)
@@ -161,20 +151,20 @@ class Runtime(Drainer):
             q["name"]: {**q, "checkpoint_location": None}
             for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
         }
-        runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared, dry_run=True)
+        runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared)
         check = json.loads(conf.get(dry.CHECK_CONF, "[]") or "[]")
-        runtime._dry_targets = dry.targets(check, runtime.checkpoint_for)
-        runtime._dry_result = conf.get(dry.RESULT_CONF, None) or os.path.join(
-            checkpoint_dir, dry.RESULT_FILE
+        runtime.dry_run = dry.DryRun(
+            targets=dry.targets(check, runtime.checkpoint_for),
+            result=conf.get(dry.RESULT_CONF, None) or os.path.join(checkpoint_dir, dry.RESULT_FILE),
+            timeout=float(conf.get(dry.TIMEOUT_CONF, None) or dry.DEFAULT_TIMEOUT),
         )
-        runtime._dry_timeout = float(conf.get(dry.TIMEOUT_CONF, None) or dry.DEFAULT_TIMEOUT)
         runtime._write_controls(hold=True)  # the planned batch runs; no other reads data
-        log.info("dry run of %s on %s", runtime._dry_targets, checkpoint_dir)
+        log.info("dry run of %s on %s", runtime.dry_run.targets, checkpoint_dir)
         return runtime
 
     @property
     def managed(self) -> bool:
-        return self.client is not None or self.dry_run
+        return self.client is not None or self.dry_run is not None
 
     def checkpoint_for(self, name: str) -> str | None:
         spec = self.declared.get(name, {})
@@ -315,7 +305,7 @@ class Runtime(Drainer):
             trigger = pstl_to_spark_interval(spec["trigger"]) if spec.get("trigger") else None
             output_mode = spec.get("output_mode") or "append"
             checkpoint = self.checkpoint_for(name)
-            if self.dry_run:
+            if self.dry_run is not None:
                 # The real sink is never written: noop, and only the batch already planned.
                 writer, trigger = writer.format("noop"), "availableNow"
             else:
@@ -335,7 +325,7 @@ class Runtime(Drainer):
         self.queries[name] = query
         self._writers[name] = writer  # a bounded drain starts it again with AvailableNow
         log.info("started query %s (checkpoint %s)", name, checkpoint)
-        if self.dry_run and name not in self._dry_targets:
+        if self.dry_run is not None and name not in self.dry_run.targets:
             query.stop()  # resumes no state: nothing to check
         return query
 
@@ -352,16 +342,16 @@ class Runtime(Drainer):
 
     def await_termination(self) -> None:
         """Block until every query ends, or a stop directive has stopped them all."""
-        if self.dry_run:
+        if self.dry_run is not None:
             dry.finish(
                 self.queries,
-                self._dry_targets,
+                self.dry_run.targets,
                 self.checkpoint_for,
-                self._dry_result,
-                self._dry_timeout,
+                self.dry_run.result,
+                self.dry_run.timeout,
             )
-            if self._then is not None:
-                self._then()
+            if self.dry_run.then is not None:
+                self.dry_run.then()
             return
         while self.queries and (any(q.isActive for q in self.queries.values()) or self._draining):
             for q in self.queries.values():
@@ -378,7 +368,7 @@ class Runtime(Drainer):
         for q in self.queries.values():
             if q.exception() is not None:
                 raise q.exception()  # type: ignore[misc]
-        if self.client is not None and (self._stop.is_set() or self._drain_done):
+        if self.client is not None and (self._stop.is_set() or self._drain_state.done):
             fence(self.spark, self.client, self.attempt)
 
     def stop_all(self, timeout: float = 120.0) -> None:

@@ -3,13 +3,15 @@ upstream first; a query reading only eventlog sources drains natively (end offse
 marker that closes every window), any other is restarted with AvailableNow on its checkpoint.
 
 ``Drainer`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read alone:
-it holds no state of its own; the annotations below name what it uses of the runtime's."""
+its own state is ``DrainState`` (the runtime's ``_drain_state``); the annotations below name what it
+uses of the runtime's."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.query import StreamingQuery
@@ -25,6 +27,22 @@ from tidegate_runtime.stopping import stop_at_batch_boundary
 log = logging.getLogger("tidegate.runtime")
 
 
+@dataclass
+class DrainState:
+    """Where a drain is: what it was asked for, its end offsets, its stages (upstream first)
+    and the stage under way, the marker's batches, the queries restarted bounded."""
+
+    request: dict[str, Any] | None = None
+    end: dict[str, dict[str, int]] | None = None
+    marker: bool = False
+    marker_batches: dict[str, int] = field(default_factory=dict)
+    done: bool = False
+    stages: list[list[str]] | None = None
+    stage: int = 0
+    stage_marker: bool = False
+    bounded: set[str] = field(default_factory=set)  # restarted with AvailableNow
+
+
 class Drainer:
     client: ControlClient | None
     attempt: int
@@ -32,15 +50,7 @@ class Drainer:
     queries: dict[str, StreamingQuery]
     sources: dict[str, dict[str, Any]]
     stop_reason: str | None
-    _drain_end: dict[str, dict[str, int]] | None
-    _drain_marker: bool
-    _marker_batches: dict[str, int]
-    _drain_request: dict[str, Any] | None
-    _drain_done: bool
-    _stages: list[list[str]] | None
-    _stage: int
-    _stage_marker: bool
-    _bounded: set[str]
+    _drain_state: DrainState
     _writers: dict[str, DataStreamWriter]
 
     if TYPE_CHECKING:  # Runtime's
@@ -63,24 +73,24 @@ class Drainer:
         except Exception as exc:  # the control plane may be restarting: keep running
             log.warning("directives unavailable: %s", exc)
             return
-        if directives.get("stop") and self._drain_marker and not self._drain_done:
+        if directives.get("stop") and self._drain_state.marker and not self._drain_state.done:
             # The marker has moved the watermark past every window: stopping now would leave
             # a checkpoint that drops all later input as late. Finish the drain (a batch or
             # two) instead; the run ends stopped with its drain complete.
-            self._drain(self._drain_request or {})
+            self._drain(self._drain_state.request or {})
             return
         if directives.get("stop"):
             self.stop_reason = directives.get("reason") or "stop"
             log.info("stop directive (%s): stopping queries at a batch boundary", self.stop_reason)
             self.stop_all()
         elif directives.get("drain") is not None:
-            self._drain_request = directives["drain"]
+            self._drain_state.request = directives["drain"]
             self._drain(directives["drain"])
 
     @property
     def _draining(self) -> bool:
         """A drain has begun and not finished (its queries may be between two runs)."""
-        return self._drain_request is not None and not self._drain_done
+        return self._drain_state.request is not None and not self._drain_state.done
 
     def _eventlog_sources(self) -> dict[str, list[tuple[str, int]]]:
         """Source name -> [(query, source index)] for every eventlog source."""
@@ -98,36 +108,45 @@ class Drainer:
         marker that closes every window, stop at a batch boundary. Any other query is
         stopped at a batch boundary and run again on its checkpoint with AvailableNow."""
         assert self.client is not None
-        if self._stages is None:
-            self._stages = drain_stages(self.declared.values())
-            self._drain_end = dict(request.get("end_offsets") or {})
-            if self._drain_end:  # a driver restarted mid-drain: the same ends as before
-                self._write_controls(set(self._drain_end) & set(self._eventlog_sources()))
-        while self._stage < len(self._stages):
-            if not self._drain_stage([n for n in self._stages[self._stage] if n in self.queries]):
+        state = self._drain_state
+        if state.stages is None:
+            state.stages = drain_stages(self.declared.values())
+            state.end = dict(request.get("end_offsets") or {})
+            if state.end:  # a driver restarted mid-drain: the same ends as before
+                self._write_controls(set(state.end) & set(self._eventlog_sources()))
+        while state.stage < len(state.stages):
+            if not self._drain_stage([n for n in state.stages[state.stage] if n in self.queries]):
                 return
-            log.info("drain: stage %s done (%s)", self._stage, ", ".join(self._stages[self._stage]))
-            self._stage, self._stage_marker, self._marker_batches = self._stage + 1, False, {}
-        if self._drain_done:
+            log.info(
+                "drain: stage %s done (%s)",
+                state.stage,
+                ", ".join(state.stages[state.stage]),
+            )
+            state.stage, state.stage_marker, state.marker_batches = (
+                state.stage + 1,
+                False,
+                {},
+            )
+        if state.done:
             return
         self.stop_all()
-        self.client.drain_state({"end_offsets": self._drain_end, "drained": True})
-        self._drain_done, self.stop_reason = True, "drained"
-        log.info("drain: complete at %s", self._drain_end)
+        self.client.drain_state({"end_offsets": state.end, "drained": True})
+        state.done, self.stop_reason = True, "drained"
+        log.info("drain: complete at %s", state.end)
 
     def _native(self, name: str) -> bool:
         return all(s.get("kind") == "eventlog" for s in self.declared[name].get("sources", []))
 
     def _drain_stage(self, names: list[str]) -> bool:
         """True once every query of the stage has drained and stopped."""
-        assert self.client is not None and self._drain_end is not None
+        assert self.client is not None and self._drain_state.end is not None
         native = [n for n in names if self._native(n)]
         refs = [
             (n, i, str(s["name"]))
             for n in native
             for i, s in enumerate(self.declared[n].get("sources", []))
         ]
-        fresh = {src for _, _, src in refs} - set(self._drain_end)
+        fresh = {src for _, _, src in refs} - set(self._drain_state.end)
         if fresh:
             fixed = {
                 src: {
@@ -136,7 +155,7 @@ class Drainer:
                 }
                 for src in sorted(fresh)
             }
-            self._drain_end.update(fixed)
+            self._drain_state.end.update(fixed)
             self.client.drain_state({"end_offsets": fixed, "drained": False})
             self._write_controls(fresh)
             log.info("drain: end offsets fixed at %s", fixed)
@@ -148,24 +167,24 @@ class Drainer:
         return done
 
     def _drain_native(self, names: list[str], refs: list[tuple[str, int, str]]) -> bool:
-        if not self._stage_marker:
+        if not self._drain_state.stage_marker:
             if all(self._caught_up(q, i, src) for q, i, src in refs):
                 self._write_controls({src for _, _, src in refs}, marker=True)
-                self._stage_marker = self._drain_marker = True
+                self._drain_state.stage_marker = self._drain_state.marker = True
                 log.info("drain: %s caught up; marker sent to flush open windows", names)
             return False
         for name in names:
-            if name not in self._marker_batches:
+            if name not in self._drain_state.marker_batches:
                 batch = self._marker_batch(name)
                 if batch is not None:
-                    self._marker_batches[name] = batch
-        if any(name not in self._marker_batches for name in names):
+                    self._drain_state.marker_batches[name] = batch
+        if any(name not in self._drain_state.marker_batches for name in names):
             return False
         # Stateful queries emit their last windows in the no-data batch after the marker.
         for name in names:
             latest = cp.latest_commit_batch(str(self.checkpoint_for(name)))
             stateful = bool(self.declared[name].get("stateful"))
-            if stateful and (latest is None or latest <= self._marker_batches[name]):
+            if stateful and (latest is None or latest <= self._drain_state.marker_batches[name]):
                 return False
         for name in names:
             stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
@@ -174,12 +193,12 @@ class Drainer:
     def _drain_bounded(self, name: str) -> bool:
         """A source that cannot be capped: stop at a batch boundary, then AvailableNow on the
         same checkpoint reads what is there now and ends; its last offsets are the end."""
-        assert self.client is not None and self._drain_end is not None
-        if name not in self._bounded:
+        assert self.client is not None and self._drain_state.end is not None
+        if name not in self._drain_state.bounded:
             stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
             writer = self._writers[name]
             self.queries[name] = writer.trigger(availableNow=True).start()
-            self._bounded.add(name)
+            self._drain_state.bounded.add(name)
             log.info("drain: %s restarted with AvailableNow on its checkpoint", name)
             return False
         query = self.queries[name]
@@ -189,10 +208,10 @@ class Drainer:
             raise query.exception()  # type: ignore[misc]
         ends = {}
         for index, source in enumerate(self.declared[name].get("sources", [])):
-            if source["name"] not in self._drain_end:
+            if source["name"] not in self._drain_state.end:
                 ends[str(source["name"])] = self._committed_position(name, index) or {}
         if ends:
-            self._drain_end.update(ends)
+            self._drain_state.end.update(ends)
             self.client.drain_state({"end_offsets": ends, "drained": False})
         return True
 
@@ -209,7 +228,7 @@ class Drainer:
         """Eventlog sources' control files (default: all of them): the drain's cap (and
         marker), or ``hold``: no new data, so the query idles between batches and stops at a
         boundary soon."""
-        sources = self._drain_end if self._drain_end is not None else {}
+        sources = self._drain_state.end if self._drain_state.end is not None else {}
         for source in set(self._eventlog_sources()) if names is None else names:
             path = self.control_file(source)
             if path is None:
@@ -230,8 +249,8 @@ class Drainer:
         return json.loads(line) if line and line != "-" else None
 
     def _caught_up(self, query: str, index: int, source: str) -> bool:
-        assert self._drain_end is not None
-        end = self._drain_end.get(source, {})
+        assert self._drain_state.end is not None
+        end = self._drain_state.end.get(source, {})
         position = self._committed_position(query, index) or {}
         return all(int(position.get(p, 0)) >= int(o) for p, o in end.items())
 

@@ -38,6 +38,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql.streaming.query import StreamingQuery
@@ -56,6 +57,18 @@ MESSAGE_LIMIT = 4000
 
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]{2,})\]")
 _WRAPPERS = frozenset({"STREAM_FAILED"})
+
+
+@dataclass
+class DryRun:
+    """A runtime running a dry run: the queries it checks (and the batch each must commit),
+    where the verdict goes, its bound, and what follows (a standby: wait for go, then run the
+    job's code again for real)."""
+
+    targets: dict[str, int] = field(default_factory=dict)
+    result: str = ""
+    timeout: float = DEFAULT_TIMEOUT
+    then: Callable[[], None] | None = None
 
 
 def describe_error(exc: BaseException) -> dict[str, Any]:

@@ -53,7 +53,7 @@ def test_a_stopped_driver_stops_its_session_then_says_it_is_fenced() -> None:
 def test_a_drained_driver_is_fenced_too() -> None:
     calls: list[str] = []
     runtime = _runtime(calls)
-    runtime._drain_done = True
+    runtime._drain_state.done = True
     runtime.await_termination()
     assert calls == ["spark.stop", "fenced 3"]
 

@@ -11,7 +11,7 @@ from app.core.errors import TidegateError
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.snapshots import retention as snapshot_retention
-from app.snapshots import transfer as snapshot_worker
+from app.snapshots import transfer
 from app.snapshots.errors import ExportError, SnapshotFailed, StoreError
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext, fault_point
@@ -62,7 +62,7 @@ def save_snapshot(
         # after the stop, the export copies only what the last batches added. Best effort:
         # if it fails, the export after the stop copies everything, as it would without.
         try:
-            return snapshot_worker.export(
+            return transfer.export(
                 ctx.factory, ctx.settings, snapshot_id, progress, pre_copy=True
             )
         except SNAPSHOT_ERRORS as exc:
@@ -77,7 +77,7 @@ def save_snapshot(
 
     def export() -> dict[str, Any]:
         try:
-            return snapshot_worker.export(ctx.factory, ctx.settings, snapshot_id, progress)
+            return transfer.export(ctx.factory, ctx.settings, snapshot_id, progress)
         except SNAPSHOT_ERRORS as exc:
             raise snapshot_failed(exc) from exc
 
@@ -97,7 +97,7 @@ def save_snapshot(
 
 def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     try:
-        snapshot_id = snapshot_worker.snapshot_for_operation(ctx.factory, op.id)
+        snapshot_id = transfer.snapshot_for_operation(ctx.factory, op.id)
     except SnapshotFailed as exc:
         raise OperationFailed(str(exc)) from None
     try:
@@ -109,5 +109,5 @@ def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, An
             timeout=float(op.params.get("timeout_seconds", 120)),
         )
     except OperationFailed as exc:
-        snapshot_worker.mark_failed(ctx.factory, snapshot_id, str(exc))
+        transfer.mark_failed(ctx.factory, snapshot_id, str(exc))
         raise

@@ -28,7 +28,7 @@ from app.core import run_states as states
 from app.operations.models import Operation
 from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.runs.models import Run
-from app.snapshots import transfer as snapshot_worker
+from app.snapshots import transfer
 from app.snapshots.errors import SnapshotFailed
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
@@ -64,7 +64,7 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
     try:
         warm = _before_the_stop(ctx, steps, update)
     except OperationFailed as exc:
-        snapshot_worker.mark_failed(ctx.factory, update.snapshot_id, str(exc))
+        transfer.mark_failed(ctx.factory, update.snapshot_id, str(exc))
         raise
     saved = _stop_with_snapshot(ctx, steps, update, warm)
     try:
@@ -102,7 +102,7 @@ def _update(ctx: WorkerContext, op: Operation) -> Update:
     """The snapshot this update saves (named when the operation was accepted) and the run it
     stops."""
     try:
-        snapshot_id = snapshot_worker.snapshot_for_operation(ctx.factory, op.id)
+        snapshot_id = transfer.snapshot_for_operation(ctx.factory, op.id)
     except SnapshotFailed as exc:
         raise OperationFailed(str(exc)) from None
     with ctx.factory() as session:
@@ -167,7 +167,7 @@ def _stop_with_snapshot(
             timeout=float(op.params.get("timeout_seconds", 120)),
         )
     except OperationFailed as exc:
-        snapshot_worker.mark_failed(ctx.factory, update.snapshot_id, str(exc))
+        transfer.mark_failed(ctx.factory, update.snapshot_id, str(exc))
         standby.release(ctx, warm, "the snapshot that stops the old run failed")
         if _cancelled(ctx, update.old_run_id):
             raise
