@@ -62,9 +62,7 @@ def save_snapshot(
         # after the stop, the export copies only what the last batches added. Best effort:
         # if it fails, the export after the stop copies everything, as it would without.
         try:
-            return transfer.export(
-                ctx.factory, ctx.settings, snapshot_id, progress, pre_copy=True
-            )
+            return transfer.export(ctx.factory, ctx.settings, snapshot_id, progress, pre_copy=True)
         except SNAPSHOT_ERRORS as exc:
             log.warning("snapshot %s: pre-copy failed (the export copies all): %s", name, exc)
             return {"error": str(exc)}

@@ -36,7 +36,11 @@ from app.worker.core.steps import OperationFailed, Steps, detail
 from app.worker.dry_run.attempts import dry_run
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
-from app.worker.runs.control import restart_old_run, stop_run
+from app.worker.runs.control import (
+    new_run_of_a_failed_update,
+    restart_old_run,
+    stop_for_rollback,
+)
 from app.worker.runs.plan import checked_plan, live_plan, replan, sources
 from app.worker.runs.start import start_planned
 from app.worker.runs.verify import verify, verify_bounds
@@ -80,12 +84,9 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         )
         steps.run("verify", lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)))
     except OperationFailed as exc:
-        new_run = (
-            detail(steps, "reserve_run").get("run_id")
-            if steps.load().step_done("reserve_run")
-            else warm
-        )
-        raise _rollback(ctx, steps, update, str(exc), new_run) from None
+        raise _rollback(
+            ctx, steps, update, str(exc), new_run_of_a_failed_update(steps, warm)
+        ) from None
     return {
         **started,
         "version": update.new_version,
@@ -214,12 +215,7 @@ def _rollback(
     """The new version failed after the stop: it stops, and the old version starts again
     from the same snapshot. The error to end the operation with, saying which happened."""
     new_version, old_version, name = update.new_version, update.old_version, update.snapshot
-    if failed_run is not None:
-        with ctx.factory() as session:
-            failed = session.get(Run, failed_run)
-            active = failed is not None and failed.state in states.ACTIVE
-        if active or steps.load().step_done("rollback_request_stop"):
-            stop_run(ctx, failed_run, "rollback", steps, 60.0, prefix="rollback_")
+    stop_for_rollback(ctx, steps, failed_run)
     try:
         # The one plan the API never made (it planned the new version, not the way back): by
         # name, the old version from its own snapshot.

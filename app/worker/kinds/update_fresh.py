@@ -20,7 +20,9 @@ from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
 from app.worker.runs.control import (
     drain_run,
+    new_run_of_a_failed_update,
     restart_old_run,
+    stop_for_rollback,
     stop_run,
 )
 from app.worker.runs.plan import fresh_plan
@@ -79,26 +81,19 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     try:
         started = start(new_version)
     except OperationFailed as exc:
-        failed_run = (
-            detail(steps, "reserve_run").get("run_id")
-            if steps.load().step_done("reserve_run")
-            else warm
-        )
-        if failed_run is not None:
-            with ctx.factory() as session:
-                failed = session.get(Run, failed_run)
-                active = failed is not None and failed.state in states.ACTIVE
-            if active or steps.load().step_done("rollback_request_stop"):
-                stop_run(ctx, failed_run, "rollback", steps, 60.0, prefix="rollback_")
-            if any(b is not None for b in committed_batches(ctx, failed_run).values()):
-                # Its startpoints are spent and its output written: starting the old version
-                # at the drained offsets would process those records twice.
-                raise OperationFailed(
-                    f"update to version {new_version} failed after its run {failed_run} had "
-                    f"committed batches: {exc}. Not rolled back (version {old_version} would "
-                    f"process those records again); restart run {failed_run} or submit a version.",
-                    {"rolled_back": False, "failed_run_id": failed_run, "end_offsets": end_offsets},
-                ) from None
+        failed_run = new_run_of_a_failed_update(steps, warm)
+        stop_for_rollback(ctx, steps, failed_run)
+        if failed_run is not None and any(
+            b is not None for b in committed_batches(ctx, failed_run).values()
+        ):
+            # Its startpoints are spent and its output written: starting the old version at
+            # the drained offsets would process those records twice.
+            raise OperationFailed(
+                f"update to version {new_version} failed after its run {failed_run} had "
+                f"committed batches: {exc}. Not rolled back (version {old_version} would "
+                f"process those records again); restart run {failed_run} or submit a version.",
+                {"rolled_back": False, "failed_run_id": failed_run, "end_offsets": end_offsets},
+            ) from None
         try:
             steps.run("rollback_hand_off", lambda: hand_off(ctx, op, old_version, end_offsets))
             back = start(old_version, "rollback_")

@@ -16,7 +16,7 @@ from app.runs import service as runs
 from app.runs.models import Run
 from app.runs.service import lock_run, transition
 from app.worker.core.context import WorkerContext
-from app.worker.core.steps import OperationFailed, Steps, set_result
+from app.worker.core.steps import OperationFailed, Steps, detail, set_result
 from app.worker.reconcile.reconciler import wait_for_run
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.
@@ -118,6 +118,25 @@ def stop_run(
     run = wait_for_run(ctx, run_id, ended, 120.0, "stop")
     steps.run(f"{prefix}stopped", lambda: {"run_state": run.state})
     return run
+
+
+def new_run_of_a_failed_update(steps: Steps, standby_run: int | None) -> int | None:
+    """The new version's run a failed update leaves (reserved, or the standby before that)."""
+    if steps.load().step_done("reserve_run"):
+        return int(detail(steps, "reserve_run")["run_id"])
+    return standby_run
+
+
+def stop_for_rollback(ctx: WorkerContext, steps: Steps, run_id: int | None) -> None:
+    """A failed update's new run stops before the old version starts again (steps
+    ``rollback_request_stop`` …): at a batch boundary, killed past a minute."""
+    if run_id is None:
+        return
+    with ctx.factory() as session:
+        failed = session.get(Run, run_id)
+        active = failed is not None and failed.state in states.ACTIVE
+    if active or steps.load().step_done("rollback_request_stop"):
+        stop_run(ctx, run_id, "rollback", steps, 60.0, prefix="rollback_")
 
 
 def resubmit_run(ctx: WorkerContext, run_id: int, reason: str) -> dict[str, Any]:
