@@ -33,9 +33,9 @@ def do_restart(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any
     steps.run("target", target)
     first = int(detail(steps, "target")["attempt"])
     # Only a running attempt can be replaced by a spare; anything else restarts cold.
-    warm = standby.wanted(op) and detail(steps, "target")["state"] == states.RUNNING
+    prewarmed = standby.wanted(op) and detail(steps, "target")["state"] == states.RUNNING
     try:
-        if warm:
+        if prewarmed:
             standby.prepare_spare(ctx, op, steps, run_id)
         with ctx.factory() as session:
             run = session.get(Run, run_id)
@@ -65,10 +65,10 @@ def do_restart(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any
             why = f"restart requested by {op.created_by}"
             steps.run("resubmit", lambda: resubmit_run(ctx, run_id, why))
     except Exception:
-        if warm:  # failed: the operation's spare is not wanted (a killed worker's resumes)
+        if prewarmed:  # failed: the operation's spare is not wanted (a killed worker's resumes)
             standby.withdraw_spare(ctx, run_id)
         raise
-    if warm:  # taken over (a no-op then) or restarted cold: not wanted any more
+    if prewarmed:  # taken over (a no-op then) or restarted cold: not wanted any more
         standby.withdraw_spare(ctx, run_id)
     started = await_started(ctx, run_id, 600.0)
-    return {**started, "prewarmed": warm, "spare_taken_over": handed_over}
+    return {**started, "prewarmed": prewarmed, "spare_taken_over": handed_over}

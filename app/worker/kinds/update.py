@@ -66,26 +66,26 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
         return update_on_fresh_state(ctx, op, steps)
     update = _update(ctx, op)
     try:
-        warm = _before_the_stop(ctx, steps, update)
+        standby_run = _before_the_stop(ctx, steps, update)
     except OperationFailed as exc:
         transfer.mark_failed(ctx.factory, update.snapshot_id, str(exc))
         raise
-    saved = _stop_with_snapshot(ctx, steps, update, warm)
+    saved = _stop_with_snapshot(ctx, steps, update, standby_run)
     try:
         steps.run("plan", lambda: _plan_from_snapshot(ctx, update))
     except OperationFailed as exc:
-        raise _rollback(ctx, steps, update, str(exc), warm) from None
+        raise _rollback(ctx, steps, update, str(exc), standby_run) from None
     plan = detail(steps, "plan")
     try:
         started = (
-            standby.take_over(ctx, op, steps, plan, update.new_version, warm)
-            if warm is not None
+            standby.take_over(ctx, op, steps, plan, update.new_version, standby_run)
+            if standby_run is not None
             else start_planned(ctx, op, steps, plan, update.new_version)
         )
         steps.run("verify", lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)))
     except OperationFailed as exc:
         raise _rollback(
-            ctx, steps, update, str(exc), new_run_of_a_failed_update(steps, warm)
+            ctx, steps, update, str(exc), new_run_of_a_failed_update(steps, standby_run)
         ) from None
     return {
         **started,
@@ -153,7 +153,7 @@ def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | 
 
 
 def _stop_with_snapshot(
-    ctx: WorkerContext, steps: Steps, update: Update, warm: int | None
+    ctx: WorkerContext, steps: Steps, update: Update, standby_run: int | None
 ) -> dict[str, Any]:
     """Save the snapshot, stopping the old run at a batch boundary. If that fails, the old
     version starts again (the standby released); if a person cancelled the job meanwhile,
@@ -169,14 +169,14 @@ def _stop_with_snapshot(
         )
     except OperationFailed as exc:
         transfer.mark_failed(ctx.factory, update.snapshot_id, str(exc))
-        standby.release(ctx, warm, "the snapshot that stops the old run failed")
+        standby.release(ctx, standby_run, "the snapshot that stops the old run failed")
         if _cancelled(ctx, update.old_run_id):
             raise
         raise restart_old_run(
             ctx, steps, update.old_run_id, update.old_version, update.new_version, exc
         ) from None
     if _cancelled(ctx, update.old_run_id):
-        standby.release(ctx, warm, "the job was cancelled")
+        standby.release(ctx, standby_run, "the job was cancelled")
         raise OperationFailed(
             f"the job was cancelled during the update: run {update.old_run_id} is cancelled "
             f"and version {update.new_version} was not started (snapshot '{update.snapshot}' "

@@ -53,12 +53,12 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     old_version = int(detail(steps, "target")["version"])
     new_version = int(op.params["version"])
     # Pre-warmed: the new version's driver starts now, while the old run still processes.
-    warm = standby.prepare(ctx, op, steps, new_version) if standby.wanted(op) else None
+    standby_run = standby.prepare(ctx, op, steps, new_version) if standby.wanted(op) else None
     try:
         end_offsets = _end_old_run(ctx, op, steps, strategy, old_run_id, old_version, new_version)
         steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))
     except OperationFailed:
-        standby.release(ctx, warm, "the old run did not end cleanly")
+        standby.release(ctx, standby_run, "the old run did not end cleanly")
         raise
 
     def start(version_number: int, prefix: str = "") -> dict[str, Any]:
@@ -68,8 +68,8 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         steps.run(f"{prefix}plan", lambda: stored or fresh_plan(ctx, op, version_number))
         plan = detail(steps, f"{prefix}plan")
         started = (
-            standby.take_over(ctx, op, steps, plan, version_number, warm)
-            if warm is not None and not prefix
+            standby.take_over(ctx, op, steps, plan, version_number, standby_run)
+            if standby_run is not None and not prefix
             else start_planned(ctx, op, steps, plan, version_number, prefix)
         )
         steps.run(
@@ -81,7 +81,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     try:
         started = start(new_version)
     except OperationFailed as exc:
-        failed_run = new_run_of_a_failed_update(steps, warm)
+        failed_run = new_run_of_a_failed_update(steps, standby_run)
         stop_for_rollback(ctx, steps, failed_run)
         if failed_run is not None and any(
             b is not None for b in committed_batches(ctx, failed_run).values()
