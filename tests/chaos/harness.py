@@ -77,8 +77,20 @@ def _text(node: ast.expr, bindings: dict[str, object]) -> str | None:
     return None
 
 
-def _bind(fn: ast.FunctionDef, call: ast.Call | None) -> dict[str, object]:
-    """Parameter -> constant value at this call (or the parameter's default)."""
+def _bind(
+    fn: ast.FunctionDef, call: ast.Call | None, outer: dict[str, object] | None = None
+) -> dict[str, object]:
+    """Parameter -> constant value at this call (or the parameter's default): a literal, or
+    a name the caller itself has bound (a prefix handed on)."""
+    outer = outer or {}
+
+    def value(arg: ast.expr) -> tuple[bool, object]:
+        if isinstance(arg, ast.Constant):
+            return True, arg.value
+        if isinstance(arg, ast.Name) and arg.id in outer:
+            return True, outer[arg.id]
+        return False, None
+
     params = [a.arg for a in fn.args.args]
     defaults = fn.args.defaults
     bound: dict[str, object] = {
@@ -88,11 +100,13 @@ def _bind(fn: ast.FunctionDef, call: ast.Call | None) -> dict[str, object]:
     }
     if call is not None:
         for name, arg in zip(params, call.args, strict=False):
-            if isinstance(arg, ast.Constant):
-                bound[name] = arg.value
+            known, v = value(arg)
+            if known:
+                bound[name] = v
         for kw in call.keywords:
-            if kw.arg and isinstance(kw.value, ast.Constant):
-                bound[kw.arg] = kw.value.value
+            known, v = value(kw.value)
+            if kw.arg and known:
+                bound[kw.arg] = v
     return bound
 
 
@@ -150,11 +164,16 @@ def step_names() -> dict[str, list[str]]:
                 return (target[0], func.attr)
         return None
 
-    def visit(where: tuple[str, str], call: ast.Call | None, stack: tuple) -> list[str]:
+    def visit(
+        where: tuple[str, str],
+        call: ast.Call | None,
+        stack: tuple,
+        outer: dict[str, object] | None = None,
+    ) -> list[str]:
         if where in stack or where not in functions:
             return []
         fn = functions[where]
-        bindings = _bind(fn, call)
+        bindings = _bind(fn, call, outer)
         out: list[str] = []
         for inner in _calls_in_order(fn):
             func = inner.func
@@ -171,7 +190,7 @@ def step_names() -> dict[str, list[str]]:
                 continue
             target = resolve(where[0], func)
             if target is not None:
-                out.extend(visit(target, inner, (*stack, where)))
+                out.extend(visit(target, inner, (*stack, where), bindings))
         return list(dict.fromkeys(out))
 
     dispatcher = _dotted(OPERATIONS)

@@ -143,7 +143,7 @@ def update_op(ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch) -> tuple[Oper
         operators = {"q": [{"id": 0, "name": "stateStoreSave"}]}
         return {"scratch": str(scratch), "check": {"q": 5}, "operators": operators}
 
-    monkeypatch.setattr(scratch_copy, "prepare", prepare)
+    monkeypatch.setattr(scratch_copy, "make_copy", prepare)
     return op, prepared
 
 

@@ -81,7 +81,7 @@ def prepare_dry_run(
 
     def prepare() -> dict[str, Any]:
         try:
-            return scratch_copy.prepare(ctx, plan, job_name, list(version.queries), scratch)
+            return scratch_copy.make_copy(ctx, plan, job_name, list(version.queries), scratch)
         except SnapshotFailed as exc:
             raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
 

@@ -47,7 +47,7 @@ def plan_empty_batch(checkpoint: Path) -> int | None:
     return batch + 1
 
 
-def prepare(
+def make_copy(
     ctx: WorkerContext,
     plan: dict[str, Any],
     job_name: str,

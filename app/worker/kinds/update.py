@@ -147,9 +147,9 @@ def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | 
     plan = detail(steps, "dry_run_plan")
     if prewarm and op.params.get("dry_run") is not False:
         # One driver start for both: the standby runs the dry run, then waits for go.
-        return standby_dry_run.prepare(ctx, op, steps, update.new_version, plan)
+        return standby_dry_run.ready_after_dry_run(ctx, op, steps, update.new_version, plan)
     dry_run(ctx, op, steps, update.new_version, plan)
-    return standby.prepare(ctx, op, steps, update.new_version) if prewarm else None
+    return standby.ready_standby(ctx, op, steps, update.new_version) if prewarm else None
 
 
 def _stop_with_snapshot(

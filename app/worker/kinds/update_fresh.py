@@ -53,7 +53,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     old_version = int(detail(steps, "target")["version"])
     new_version = int(op.params["version"])
     # Pre-warmed: the new version's driver starts now, while the old run still processes.
-    standby_run = standby.prepare(ctx, op, steps, new_version) if standby.wanted(op) else None
+    standby_run = standby.ready_standby(ctx, op, steps, new_version) if standby.wanted(op) else None
     try:
         end_offsets = _end_old_run(ctx, op, steps, strategy, old_run_id, old_version, new_version)
         steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))

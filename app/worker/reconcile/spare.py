@@ -154,7 +154,7 @@ def _dry_run_copy(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] |
             return None
     scratch = scratch_copy.spare_scratch_dir(ctx, job_name, tag)
     try:
-        prepared = scratch_copy.prepare(ctx, plan, job_name, queries, scratch)
+        prepared = scratch_copy.make_copy(ctx, plan, job_name, queries, scratch)
     except (SnapshotFailed, OSError) as exc:
         log.warning("run %s: spare %s will not dry-run (%s)", run_id, tag, exc)
         scratch_copy.cleanup(scratch)

@@ -33,7 +33,7 @@ from app.worker.standby import standby
 log = logging.getLogger(__name__)
 
 
-def prepare(
+def ready_after_dry_run(
     ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, plan: dict[str, Any]
 ) -> int:
     """The ready standby's run id once the dry run passed: the one that ran it, or a second
@@ -44,7 +44,7 @@ def prepare(
     check = attempts.dry_run_checks(prepared)
     if not check:
         steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
-        return standby.prepare(ctx, op, steps, version_number)
+        return standby.ready_standby(ctx, op, steps, version_number)
     wanted = {
         "scratch": str(scratch),
         "check": check,
@@ -84,4 +84,4 @@ def prepare(
     )
     standby.release(ctx, run_id, "its dry run hit a Spark infrastructure error")
     attempts.dry_run(ctx, op, steps, version_number, plan, first_attempt=2)
-    return standby.prepare(ctx, op, steps, version_number, "_2")
+    return standby.ready_standby(ctx, op, steps, version_number, "_2")

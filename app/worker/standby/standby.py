@@ -44,7 +44,7 @@ def wanted(op: Operation) -> bool:
     return op.params.get("prewarm") is not False
 
 
-def prepare(
+def ready_standby(
     ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, suffix: str = ""
 ) -> int:
     """Create the standby run (the reconciler submits its driver) and wait until it is ready.
