@@ -1,7 +1,7 @@
 """What every driver tidegate submits carries: the runtime zip first among its py-files, and
 the version's queries as the runtime reads them (``spark.tidegate.queries``).
 
-A run's driver (``reconcile``) and a dry run's (``preflight``) both build their
+A run's driver (app/worker/reconcile/run.py) and a dry run's (app/worker/dry_run/driver.py) both
 ``SubmitSpec`` from these, so the two can never disagree on how a version is started.
 """
 
