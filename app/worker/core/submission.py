@@ -1,8 +1,9 @@
 """What every driver tidegate submits carries: the runtime zip first among its py-files, and
 the version's queries as the runtime reads them (``spark.tidegate.queries``).
 
-A run's driver (app/worker/reconcile/run.py) and a dry run's (app/worker/dry_run/driver.py) both
-``SubmitSpec`` from these, so the two can never disagree on how a version is started.
+A run's driver (app/worker/reconcile/run.py) and a dry run's (app/worker/dry_run/driver.py)
+both build their ``SubmitSpec`` from these, so the two can never disagree on how a version is
+started.
 """
 
 from __future__ import annotations
