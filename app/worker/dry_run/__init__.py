@@ -1,5 +1,5 @@
-"""Preflight, before anything stops, where declarations are not enough: a dry run of the new
-version's app against a scratch copy of the state it would resume.
+"""The dry run, before anything stops, where declarations are not enough: the new
+version's app run against a scratch copy of the state it would resume.
 tidegate_runtime/dry_run.py is the part that runs inside that driver. The room:
 ``attempts.py`` drives the steps below, ``scratch_copy.py`` makes the scratch copy, ``driver.py``
 submits and awaits a dry run's own driver, ``verdict.py`` reads what Spark said. A pre-warmed
