@@ -56,10 +56,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.snapshots import store as store_module
-from app.snapshots.export import committed_batch, select_files
+from app.snapshots.export import select_files
 from app.snapshots.store import PutResult, SnapshotStore, known_hashes
 from bench.common import save
-from tidegate_runtime.checkpoint import hadoop_crc
+from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch
 
 PARTITIONS = 4
 
@@ -199,7 +199,7 @@ def real_checkpoint(work: Path, records: int, rocksdb: bool = False) -> tuple[Pa
 
 def export(store: SnapshotStore, ck: Path, name: str, known: Any = None) -> tuple[float, PutResult]:
     t = time.perf_counter()
-    batch = committed_batch(ck)
+    batch = latest_commit_batch(ck, planned=True)
     assert batch is not None
     selection = select_files(ck, batch)
     put = store.put_files(ck, selection.files, known)
@@ -290,7 +290,11 @@ def main() -> None:
                     synthetic.batch()
                 ck, more = synthetic.root, synthetic.batch
             store = SnapshotStore(str(base / "store"))
-            same = None if not rocksdb else select_files(ck, committed_batch(ck) or 0).files
+            same = (
+                None
+                if not rocksdb
+                else select_files(ck, latest_commit_batch(ck, planned=True) or 0).files
+            )
             # Alternate the order so neither side always gets the warmer cache. The export
             # with one file at a time (as before PUT_THREADS) is measured beside it.
             if rep % 2:
@@ -310,7 +314,11 @@ def main() -> None:
             rows["export2"].append(seconds)
             seconds, _ = export(SnapshotStore(str(base / "store")), ck, "s3")
             rows["nocache2"].append(seconds)
-            same = None if not rocksdb else select_files(ck, committed_batch(ck) or 0).files
+            same = (
+                None
+                if not rocksdb
+                else select_files(ck, latest_commit_batch(ck, planned=True) or 0).files
+            )
             rows["cp2"].append(cp_r(ck, base / "copy2", same))
             # Restore the second snapshot, against cp -r of exactly its files.
             shutil.rmtree(base / "copy1")

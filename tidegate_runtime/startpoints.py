@@ -315,7 +315,7 @@ def apply_to_checkpoint(
     batch N+1 starts there with all state kept. With no committed batch, the resolved
     offsets are handed to ``starting`` (the query's startingOffsets) instead."""
     ids = [sp.id for sp in startpoints]
-    batch = cp.latest_commit_batch(checkpoint) if os.path.isdir(str(checkpoint)) else None
+    batch = cp.latest_commit_batch(checkpoint)
     if batch is None:
         after = resolve(kind, options, startpoints, None, kafka)
         if starting is not None:

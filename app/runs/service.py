@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 # PostgreSQL NOTIFY channel: a standby's go or release, so its long-poll answers at once.
 STANDBY_CHANNEL = "tidegate_standby"
-# ...and any change of a run a worker's operation may be waiting for (app/worker/runs/control.py).
+# ...and any change of a run a worker's operation may be waiting for
+# (app/worker/reconcile/reconciler.py::wait_for_run).
 RUN_CHANNEL = "tidegate_runs"
 
 

@@ -105,6 +105,9 @@ def materialise(
             if dest.exists():
                 dest.rmdir()  # an empty fixed checkpoint_location
             os.replace(staging, dest)
+        except SnapshotFailed:  # says what failed already
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         except (SnapshotError, CheckpointError, OSError) as exc:
             shutil.rmtree(staging, ignore_errors=True)
             raise SnapshotFailed(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -300,7 +299,7 @@ def _committed_offsets(
     spec = next((q for q in run.version.queries if q["name"] == query), {"name": query})
     try:
         path = checkpoint_path(Path(checkpoint_root), job.name, run.id, spec)
-        batch = cp.latest_commit_batch(path) if os.path.isdir(path) else None
+        batch = cp.latest_commit_batch(path)
         if batch is None:
             return None
         _, lines = cp.read_offsets(path, batch)

@@ -168,7 +168,8 @@ class Worker:
         threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
         log.info("worker %s started", self.ctx.worker_id)
         # One LISTEN connection for the process: new operations wake this loop, a run's
-        # changes wake the operation waiting for it (app/worker/runs/control.py::wait_for_run).
+        # changes wake the operation waiting for it
+        # (app/worker/reconcile/reconciler.py::wait_for_run).
         notifier = Notifier(
             self.ctx.factory.kw["bind"], (NOTIFY_CHANNEL, RUN_CHANNEL), max_waiters=MAX_WAITERS
         )

@@ -38,7 +38,8 @@ class WorkerContext:
     poll_seconds: float = 1.0
     # How long a backend may not know an app before the run counts as lost.
     lost_after_seconds: float = 60.0
-    # The process's one reconciler thread (app/worker/reconcile/run.py::reconciler starts it).
+    # The process's one reconciler thread (started by
+    # app/worker/reconcile/reconciler.py::reconciler).
     reconciler: Any = None
     # The process's LISTEN connection while it serves (app/worker/loop.py::Worker.serve);
     # None (a test's context): waits poll.

@@ -25,12 +25,12 @@ the old run (and before a submit from a snapshot starts the new one):
    old run was never touched.
 
 A driver that failed for Spark infrastructure reasons, not because of the state
-(``infrastructure_error``: ``TRANSIENT_SIGNATURES`` below, e.g. "Python worker failed to connect
-back" on a loaded machine), proves nothing either way: the three steps run again from a fresh
-scratch copy, as their own steps (``dry_run_prepare_2``, ``dry_run_submit_2``, ``dry_run_2``; the
-driver tagged ``tidegate-dryrun-<operation>-2``), up to ``ATTEMPTS`` in all. After the last one
-the operation fails saying so (nothing was stopped; retrying is safe), not that the state is
-incompatible.
+(``verdict.infrastructure_error``: ``verdict.TRANSIENT_SIGNATURES``, e.g. "Python worker failed
+to connect back" on a loaded machine), proves nothing either way: the three steps run again
+from a fresh scratch copy, as their own steps (``dry_run_prepare_2``, ``dry_run_submit_2``,
+``dry_run_2``; the driver tagged ``tidegate-dryrun-<operation>-2``), up to
+``verdict.ATTEMPTS`` in all. After the last one the operation fails saying so (nothing was
+stopped; retrying is safe), not that the state is incompatible.
 
 Skipped with ``dry_run: false`` on the request, and when no resumed query has state.
 """

@@ -7,8 +7,9 @@ app/worker/kinds/update_fresh.py.
 The steps, in order (each recorded; a worker resuming the update skips what is done):
 
 1. ``dry_run_plan``, then the dry run (app/worker/dry_run/): pre-warmed, inside the standby's
-   driver, which is then ready and waits for go (app/worker/standby/dry_run.py); otherwise
-   dry-run drivers of their own, then (pre-warmed, no dry run) the standby alone;
+   driver, which is then ready and waits for go (app/worker/standby/dry_run.py; after an
+   inconclusive one, ``cold_dry_run``: drivers of its own retry, then a second standby,
+   ``standby_2``); otherwise dry-run drivers of their own, then (pre-warmed) the standby;
 2. the snapshot: ``pre_copy`` while the old run processes, ``request_stop`` …, ``export``
    (app/worker/kinds/snapshot.py::save_snapshot);
 3. ``plan``: the stored plan bound to that snapshot and re-validated;
