@@ -269,14 +269,13 @@ def take_over(
     plan: dict[str, Any],
     version_number: int,
     run_id: int,
-    prefix: str = "",
 ) -> dict[str, Any]:
     """The ready standby becomes the job's run: its id is the run's (step ``reserve_run``), the
     plan's checkpoints are materialised into it, go, and its start awaited. The same steps as
     a cold start's (app/worker/runs/start.py), with go for the run's creation and submission."""
-    steps.run(f"{prefix}reserve_run", lambda: {"run_id": run_id, "standby": True})
-    cold_start.materialise(ctx, op, steps, plan, version_number, run_id, prefix)
-    steps.run(f"{prefix}go", lambda: go(ctx, op, run_id, plan))
+    steps.run("reserve_run", lambda: {"run_id": run_id, "standby": True})
+    cold_start.materialise(ctx, op, steps, plan, version_number, run_id)
+    steps.run("go", lambda: go(ctx, op, run_id, plan))
     return cold_start.started(ctx, op, run_id)
 
 
