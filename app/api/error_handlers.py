@@ -21,6 +21,20 @@ from app.core.schemas import MAX_JSON_DEPTH
 
 log = logging.getLogger(__name__)
 
+# Statement timeout, serialization failure, deadlock, lock not available: the request's
+# transaction was rolled back whole, so the same request may simply be sent again.
+_BUSY = frozenset({"57014", "40001", "40P01", "55P03"})
+
+
+def _busy(exc: Exception) -> JSONResponse:
+    log.warning("metadata store busy: %s", str(exc).splitlines()[0])
+    return problem(
+        503,
+        "Service unavailable",
+        "The metadata store was busy with a conflicting change; nothing was changed. Retry.",
+        headers={"Retry-After": "1"},
+    )
+
 
 def document_problems(schema: dict[str, Any]) -> dict[str, Any]:
     """Every 4xx/5xx response of the spec carries a Problem as application/problem+json, so
@@ -94,6 +108,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(OperationalError)
     @app.exception_handler(PoolTimeoutError)
     async def _db_down(request: Request, exc: Exception) -> JSONResponse:
+        if getattr(getattr(exc, "orig", None), "sqlstate", None) in _BUSY:
+            return _busy(exc)  # a deadlock or a lock timeout is an OperationalError too
         log.warning("metadata store unavailable: %s", str(exc).splitlines()[0])
         why = (
             "Every connection to the metadata store is busy."
@@ -113,13 +129,8 @@ def install_error_handlers(app: FastAPI) -> None:
         sqlstate = getattr(exc.orig, "sqlstate", None) or ""
         if sqlstate.startswith("23"):
             return problem(409, "Conflict", "The change conflicts with existing data.")
-        if sqlstate in ("57014", "40001", "40P01", "55P03"):  # timeout, serialization, deadlock
-            return problem(
-                503,
-                "Service unavailable",
-                "The database was busy; retry.",
-                headers={"Retry-After": "1"},
-            )
+        if sqlstate in _BUSY:
+            return _busy(exc)
         # Data exceptions: a value out of range for its column, or text PostgreSQL cannot
         # store (a NUL character; psycopg refuses it before sending, without a sqlstate).
         if sqlstate.startswith("22") or isinstance(exc, DataError):

@@ -69,7 +69,7 @@ RESERVED_CONF_KEYS = frozenset({"spark.app.name", "spark.master", "spark.submit.
 
 def get_job(session: Session, name: str, *, lock: bool = False) -> Job:
     stmt = select(Job).where(Job.name == name)
-    job = session.scalar(stmt.with_for_update() if lock else stmt)
+    job = session.scalar(stmt.with_for_update(key_share=True) if lock else stmt)
     if job is None:
         raise NotFound(f"No job named '{name}'. List jobs with GET /api/v1/jobs.")
     return job

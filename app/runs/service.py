@@ -34,7 +34,17 @@ class IllegalTransition(Conflict):
 
 
 def lock_run(session: Session, run_id: int, *, skip_locked: bool = False) -> Run | None:
-    stmt = select(Run).where(Run.id == run_id).with_for_update(skip_locked=skip_locked, of=Run)
+    """Lock the run's job, then the run. Every writer takes a job's rows in that order (a
+    request locks the job before it records an operation that names the run), so a request
+    and a worker step never wait for each other in a circle. Neither lock blocks a row that
+    only refers to them (FOR NO KEY UPDATE)."""
+    job_id = session.scalar(select(Run.job_id).where(Run.id == run_id))
+    if job_id is None:
+        return None
+    lock = {"skip_locked": skip_locked, "key_share": True}
+    if session.scalar(select(Job.id).where(Job.id == job_id).with_for_update(**lock)) is None:
+        return None  # skip_locked, and someone else holds the job
+    stmt = select(Run).where(Run.id == run_id).with_for_update(of=Run, **lock)
     return session.scalar(stmt.execution_options(populate_existing=True))
 
 
@@ -77,7 +87,7 @@ def transition(
 
 
 def _mirror_if_current(session: Session, run: Run) -> None:
-    job = session.get(Job, run.job_id, with_for_update=True, populate_existing=True)
+    job = session.get(Job, run.job_id, with_for_update={"key_share": True}, populate_existing=True)
     if job is not None and job.current_run_id == run.id:
         job.state, job.next_restart_at = run.state, run.next_restart_at
 

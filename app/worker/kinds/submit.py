@@ -31,7 +31,7 @@ def do_submit(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
             if current.run_id is not None:  # created before a crash, recorded with the step
                 return {"run_id": current.run_id}
 
-            job = session.get(Job, op.job_id, with_for_update=True)
+            job = session.get(Job, op.job_id, with_for_update={"key_share": True})
             assert job is not None
             version = (
                 session.query(JobVersion)

@@ -86,7 +86,7 @@ def create_planned_run(
     with transaction(ctx.factory) as session:
         if session.get(Run, run_id) is not None:  # created before a crash
             return {"run_id": run_id}
-        job = session.get(Job, op.job_id, with_for_update=True)
+        job = session.get(Job, op.job_id, with_for_update={"key_share": True})
         assert job is not None
         version = session.query(JobVersion).filter_by(job_id=job.id, number=version_number).one()
         runs.create_run(session, job, version, created_by=op.created_by, run_id=run_id)

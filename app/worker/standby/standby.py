@@ -69,7 +69,7 @@ def start(
 
     def new_run() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
-            job = session.get(Job, op.job_id, with_for_update=True)
+            job = session.get(Job, op.job_id, with_for_update={"key_share": True})
             assert job is not None
             version = get_version(session, job.name, version_number)
             run = runs.create_standby(
