@@ -105,6 +105,9 @@ class ControlClient:
     def fenced(self, attempt: int) -> None:
         self._call("POST", "/fenced", {"attempt": attempt})
 
+    def query_failed(self, report: dict[str, Any]) -> None:
+        self._call("POST", "/query-failures", report)
+
 
 def _problem_detail(exc: urllib.error.HTTPError) -> str:
     try:

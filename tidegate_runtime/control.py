@@ -45,8 +45,11 @@ from tidegate_runtime.channel_client import (
 from tidegate_runtime.drain import Drainer, DrainState
 from tidegate_runtime.reporter import ProgressReporter
 from tidegate_runtime.stopping import fence, stop_at_batch_boundary
+from tidegate_runtime.supervision import RestartPolicy, Supervisor
 
 log = logging.getLogger("tidegate.runtime")
+
+_ERROR_CHARS = 4000  # of a failed query's error, in its report (a JVM trace runs to pages)
 
 _FRESH_FILE_SOURCE = (
     "source '{source}' is a file source with a startpoint, but its query has no committed "
@@ -79,6 +82,9 @@ class Runtime(Drainer):
     # A dry run (tidegate_runtime/dry_run.py): scratch checkpoints, noop sinks, no control
     # plane. None for a real run.
     dry_run: dry.DryRun | None = None
+    # Restarts a failed query alone (tidegate_runtime/supervision.py); without a policy from
+    # the control plane (unmanaged, a dry run), a failed query ends the driver.
+    supervisor: Supervisor = field(default_factory=Supervisor)
 
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
@@ -133,6 +139,9 @@ class Runtime(Drainer):
             )
         runtime.startpoints = [sp.Startpoint.from_json(p) for p in first.get("startpoints", [])]
         runtime.sources = first.get("sources", {})
+        runtime.supervisor = Supervisor(
+            RestartPolicy.from_directives(first.get("query_restart_policy"))
+        )
         if first.get("drain") is None:
             runtime._clear_controls()  # a drain cap left by an earlier attempt must not apply
         spark.streams.addListener(ProgressReporter(runtime))
@@ -323,6 +332,7 @@ class Runtime(Drainer):
             writer = writer.trigger(processingTime=trigger)
         query = writer.start()
         self.queries[name] = query
+        self.supervisor.started(name, time.monotonic())
         self._writers[name] = writer  # a bounded drain starts it again with AvailableNow
         log.info("started query %s (checkpoint %s)", name, checkpoint)
         if self.dry_run is not None and name not in self.dry_run.targets:
@@ -353,10 +363,12 @@ class Runtime(Drainer):
             if self.dry_run.then is not None:
                 self.dry_run.then()
             return
-        while self.queries and (any(q.isActive for q in self.queries.values()) or self._draining):
-            for q in self.queries.values():
-                if q.exception() is not None:
-                    raise q.exception()  # type: ignore[misc]
+        while self.queries and (
+            any(q.isActive for q in self.queries.values())
+            or self._draining
+            or self.supervisor.any_waiting
+        ):
+            self._supervise()
             asked = time.monotonic()
             if self.managed:
                 # The long-poll is the wait between checks: a stop is seen as it is decided.
@@ -365,11 +377,59 @@ class Runtime(Drainer):
                     break
             time.sleep(max(0.0, self.poll_seconds - (time.monotonic() - asked)))
         self._flush_progress()
-        for q in self.queries.values():
-            if q.exception() is not None:
+        for name, q in self.queries.items():
+            # A query waiting for its restart when the stop came stays as its failure left
+            # it (as after a crash: its next start re-runs the batch it failed in).
+            if q.exception() is not None and not self.supervisor.waiting(name):
                 raise q.exception()  # type: ignore[misc]
         if self.client is not None and (self._stop.is_set() or self._drain_state.done):
             fence(self.spark, self.client, self.attempt)
+
+    def _supervise(self) -> None:
+        """Restart each failed query alone after its backoff, or end the driver with the
+        error of one that has used up its restarts. A drain needs every query: the waiting
+        ones restart at once."""
+        now = time.monotonic()
+        for name, query in list(self.queries.items()):
+            error = None if query.isActive else query.exception()
+            if error is None or self.supervisor.waiting(name):
+                continue
+            verdict = self.supervisor.failed(name, now)
+            self._report_failure(name, error, verdict.failures, verdict.restart_in)
+            if verdict.restart_in is None:
+                raise error  # type: ignore[misc]
+            log.warning(
+                "query %s failed (failure %s); restarting it alone in %.1fs: %s",
+                name,
+                verdict.failures,
+                verdict.restart_in,
+                str(error).splitlines()[0] if str(error) else type(error).__name__,
+            )
+        if self._draining:
+            self.supervisor.hurry()
+        if self._stop.is_set():
+            return
+        for name in self.supervisor.due(now):
+            self.queries[name] = self._writers[name].start()  # on its checkpoint, as it was
+            self.supervisor.started(name, now)
+            log.info("query %s restarted on its checkpoint", name)
+
+    def _report_failure(
+        self, name: str, error: BaseException, failures: int, restart_in: float | None
+    ) -> None:
+        if self.client is None:
+            return
+        report = {
+            "attempt": self.attempt,
+            "query": name,
+            "failures": failures,
+            "error": str(error)[:_ERROR_CHARS] or type(error).__name__,
+            "restart_in_seconds": None if restart_in is None else round(restart_in, 3),
+        }
+        try:
+            self.client.query_failed(report)
+        except Exception as exc:  # the restart goes on; the control plane hears the next one
+            log.warning("could not report the failure of query %s: %s", name, exc)
 
     def stop_all(self, timeout: float = 120.0) -> None:
         """Stop each query between batches, never in the middle of one, so offsets/N and

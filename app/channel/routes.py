@@ -24,6 +24,7 @@ from app.runs.schemas import (
     FenceReport,
     ProgressReport,
     ProgressResponse,
+    QueryFailureReport,
     RunToken,
     StandbyAnswer,
 )
@@ -247,4 +248,21 @@ def post_fenced(run_id: RunChannel, body: FenceReport, session: DbSession) -> Re
     """The driver stopped its queries at a batch boundary and its Spark session: a stopping
     run ends now (an update or restart goes on without waiting for the process to exit)."""
     channel.record_fence(session, run_id, body)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/runs/{run_id}/query-failures",
+    status_code=204,
+    operation_id="postRunQueryFailure",
+    name="run.query_failure",
+    tags=["runtime"],
+)
+def post_query_failure(
+    run_id: RunChannel, body: QueryFailureReport, session: DbSession
+) -> Response:
+    """A query failed and the driver restarts it alone after the restart policy's backoff
+    (its other queries keep running), or it has used up its restarts and the driver ends.
+    Shown on the run as query_restarts."""
+    channel.record_query_failure(session, run_id, body)
     return Response(status_code=204)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import logging
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.core import run_states as states
 from app.core.db import utcnow
-from app.core.errors import Conflict, NotFound
+from app.core.errors import Conflict, NotFound, Unprocessable
+from app.jobs.schemas import RestartPolicy
 from app.runs import ending, spares
 from app.runs import service as runs
 from app.runs.models import QueryProgress, Run
@@ -20,12 +22,16 @@ from app.runs.schemas import (
     DrainReport,
     FenceReport,
     ProgressReport,
+    QueryFailureReport,
     StandbyAnswer,
 )
 from app.runs.service import get_run
 from app.startpoints import applications as startpoints
 
+log = logging.getLogger(__name__)
+
 HISTORY_PER_QUERY = 100
+ERROR_LIMIT = 4000  # characters of a failed query's error kept (its end: the cause)
 
 
 def directives(
@@ -56,6 +62,7 @@ def directives(
             for q in run.version.queries
             for s in q["sources"]
         },
+        query_restart_policy=RestartPolicy.model_validate(run.job.restart_policy).in_seconds(),
     )
 
 
@@ -172,6 +179,50 @@ def record_drain(session: Session, run_id: int, report: DrainReport) -> Run:
     if report.drained:
         drain["drained_at"] = utcnow().isoformat()
     run.drain = drain
+    return run
+
+
+def record_query_failure(session: Session, run_id: int, report: QueryFailureReport) -> Run:
+    """A query of the run's driver failed and the runtime restarts it alone (or gave up, and
+    the driver ends). Kept per query on the run; a report from an attempt that is not the
+    run's current one changes nothing."""
+    run = runs.lock_run(session, run_id)  # two queries may fail at once: no lost update
+    if run is None:
+        raise NotFound(f"No run with id {run_id}.")
+    run = live_run(session, run_id)
+    names = {q["name"] for q in run.version.queries}
+    if report.query not in names:
+        raise Unprocessable(
+            f"Query '{report.query}' is not a query of run {run_id}'s version "
+            f"(its queries: {', '.join(sorted(names))})."
+        )
+    if report.attempt != run.attempt:
+        return run
+    now = utcnow()
+    restart_in = report.restart_in_seconds
+    gave_up = restart_in is None
+    entries = dict(run.query_restarts or {})
+    before = entries.get(report.query) or {}
+    entries[report.query] = {
+        "attempt": report.attempt,
+        "restarts": int(before.get("restarts", 0)) + (0 if gave_up else 1),
+        "failures": report.failures,
+        "last_error": report.error[-ERROR_LIMIT:],
+        "last_failed_at": now.isoformat(),
+        "next_restart_at": (
+            None if restart_in is None else (now + timedelta(seconds=restart_in)).isoformat()
+        ),
+        "gave_up": gave_up,
+    }
+    run.query_restarts = entries
+    what = "gave up" if gave_up else f"restarts it alone in {restart_in}s"
+    log.warning(
+        "run %s: query %s failed (%s in a row); the driver %s",
+        run.id,
+        report.query,
+        report.failures,
+        what,
+    )
     return run
 
 

@@ -44,6 +44,17 @@ class RestartPolicy(Body):
             raise ValueError("min_backoff must not be greater than max_backoff")
         return self
 
+    def in_seconds(self) -> dict[str, Any]:
+        """The policy as a driver's runtime reads it (it restarts each query alone by it)."""
+        return {
+            "enabled": self.enabled,
+            "min_backoff_seconds": parse_duration(self.min_backoff).total_seconds(),
+            "max_backoff_seconds": parse_duration(self.max_backoff).total_seconds(),
+            "random_factor": self.random_factor,
+            "max_attempts": self.max_attempts,
+            "stable_period_seconds": parse_duration(self.stable_period).total_seconds(),
+        }
+
 
 # "idle" (never run), else its current run's state.
 JobState = Literal["idle", RunState]

@@ -1,5 +1,5 @@
 """Run, query, operation and worker metrics, computed at scrape time from what the store holds:
-five aggregate statements per scrape, whatever the number of jobs. Labels are job, query,
+a fixed set of aggregate statements per scrape, whatever the number of jobs. Labels are job, query,
 source, state, kind and outcome only (never run ids or partitions), so a series lives as
 long as its job. See docs/observability.md for every metric."""
 
@@ -71,6 +71,16 @@ STANDBYS = text(
 )
 # One row per declared query of each active current run, with the parts of its latest report
 # the figures need (not the descriptions and start offsets: less JSON to ship and parse).
+# A query's restarts by the driver alone (per-query supervision), over all of the job's runs.
+QUERY_RESTARTS = text(
+    """
+    select j.name, q.key, sum(coalesce((q.value ->> 'restarts')::bigint, 0))
+    from runs r join jobs j on j.id = r.job_id
+    cross join lateral jsonb_each(r.query_restarts) q
+    where r.query_restarts is not null
+    group by j.name, q.key
+    """
+)
 QUERIES = text(
     f"""
     select j.name, q.value ->> 'name', q.value ->> 'trigger', q.value -> 'sources',
@@ -302,7 +312,15 @@ class StoreCollector(Collector):
                     family.add_metric(key, value)
             for source, behind in fig.backlog.items():
                 backlog.add_metric([job, query, source], behind)
-        return [trigger, *gauges.values(), backlog]
+        restarts = CounterMetricFamily(
+            "tidegate_query_restarts",
+            "Restarts of the query alone by its driver after it failed (the job's restart "
+            "policy, per query; its other queries kept running), over all of the job's runs.",
+            labels=labels,
+        )
+        for job, query, count in session.execute(QUERY_RESTARTS):
+            restarts.add_metric([job, query], int(count))
+        return [trigger, *gauges.values(), backlog, restarts]
 
     def _operations(self, session: Session) -> list[Metric]:
         started: dict[str, float] = dict.fromkeys(OPERATION_KINDS, 0)

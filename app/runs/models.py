@@ -52,6 +52,9 @@ class Run(Base):
     next_restart_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     running_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
     progress: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # Per query, the runtime's restarts of it alone (tidegate_runtime/supervision.py):
+    # {query: {restarts, failures, last_error, last_failed_at, next_restart_at, gave_up}}.
+    query_restarts: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     # When the in-job runtime last asked for directives: a run with a runtime is stopped
     # gracefully (at a batch boundary); one without can only be killed.
     runtime_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

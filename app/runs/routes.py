@@ -1,10 +1,12 @@
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Response
 
 from app.auth.deps import Reader
+from app.core.db import utcnow
 from app.core.deps import DbSession
 from app.core.json_response import json_response
 from app.core.pagination import Cursor, Limit, Page
@@ -47,6 +49,7 @@ def run_response(run: Run, transitions: list[TransitionResponse] | None = None) 
                 )
             },
             "progress": run.progress or {},
+            "query_restarts": _query_restarts(run),
             "spare": _spare(run),
             "job": run.job.name,
             "version": run.version.number,
@@ -54,6 +57,21 @@ def run_response(run: Run, transitions: list[TransitionResponse] | None = None) 
             "transitions": transitions,
         }
     )
+
+
+def _query_restarts(run: Run) -> dict[str, dict[str, Any]]:
+    """What the run's drivers said of their queries' failures; a restart an earlier attempt
+    was waiting for, or one whose time has passed, is no longer ahead."""
+    now = utcnow()
+    shown = {}
+    for name, entry in (run.query_restarts or {}).items():
+        ahead = entry.get("next_restart_at")
+        if ahead is not None and (
+            entry.get("attempt") != run.attempt or datetime.fromisoformat(ahead) <= now
+        ):
+            ahead = None
+        shown[name] = {**entry, "next_restart_at": ahead}
+    return shown
 
 
 def _spare(run: Run) -> SpareResponse | None:

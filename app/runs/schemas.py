@@ -28,6 +28,42 @@ class SpareResponse(Response):
     _redact = redacting("last_error")
 
 
+class QueryRestartsResponse(Response):
+    restarts: int = Field(description="Times the driver restarted this query alone, this run.")
+    failures: int = Field(
+        description="Failures since the query last stayed up the restart policy's "
+        "stable_period (what its backoff and max_attempts count)."
+    )
+    last_error: str | None = Field(description="The error of its last failure.")
+    last_failed_at: datetime | None
+    next_restart_at: datetime | None = Field(
+        description="When it restarts (null: it is running, or it gave up)."
+    )
+    gave_up: bool = Field(
+        description="It failed more than max_attempts times in a row: the driver ended with "
+        "its error, and the run's own restart policy took over."
+    )
+
+    _redact = redacting("last_error")
+
+
+class QueryFailureReport(Body):
+    """A query of the driver failed; the runtime restarts it alone (or gives up)."""
+
+    attempt: int = Field(ge=0, description="The attempt of the driver reporting.")
+    query: str = Field(min_length=1, max_length=128)
+    failures: int = Field(ge=1, le=2_147_483_647, description="Its failures in a row.")
+    error: str = Field(max_length=8000)
+    restart_in_seconds: float | None = Field(
+        None,
+        ge=0,
+        le=10 * 365 * 24 * 3600,
+        allow_inf_nan=False,
+        description="When the query restarts; null: it used up its restarts and the driver "
+        "ends with its error.",
+    )
+
+
 class RunResponse(Response):
     id: int
     job: str
@@ -45,6 +81,11 @@ class RunResponse(Response):
     next_restart_at: datetime | None
     running_since: datetime | None
     progress: dict[str, Any] = Field(description="Latest progress per query.")
+    query_restarts: dict[str, QueryRestartsResponse] = Field(
+        default_factory=dict,
+        description="Queries the driver restarted alone after they failed (the job's "
+        "restart policy, per query), by name. The driver's own restarts are in attempt.",
+    )
     drain: dict[str, Any] | None = Field(
         None, description="Drain: requested_at, end_offsets per source and partition, drained_at."
     )
@@ -140,6 +181,12 @@ class Directives(Response):
     )
     sources: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="The version's sources: kind and options, by name."
+    )
+    query_restart_policy: dict[str, Any] | None = Field(
+        None,
+        description="The job's restart policy in seconds, applied to each query alone: "
+        "enabled, min_backoff_seconds, max_backoff_seconds, random_factor, max_attempts, "
+        "stable_period_seconds.",
     )
 
 

@@ -41,10 +41,11 @@ def lock_run(session: Session, run_id: int, *, skip_locked: bool = False) -> Run
     job_id = session.scalar(select(Run.job_id).where(Run.id == run_id))
     if job_id is None:
         return None
-    lock = {"skip_locked": skip_locked, "key_share": True}
-    if session.scalar(select(Job.id).where(Job.id == job_id).with_for_update(**lock)) is None:
+    job = select(Job.id).where(Job.id == job_id)
+    if session.scalar(job.with_for_update(skip_locked=skip_locked, key_share=True)) is None:
         return None  # skip_locked, and someone else holds the job
-    stmt = select(Run).where(Run.id == run_id).with_for_update(of=Run, **lock)
+    stmt = select(Run).where(Run.id == run_id)
+    stmt = stmt.with_for_update(of=Run, skip_locked=skip_locked, key_share=True)
     return session.scalar(stmt.execution_options(populate_existing=True))
 
 

@@ -49,7 +49,7 @@ def test_a_cancel_while_a_worker_step_holds_the_run_waits_for_it_instead_of_dead
                     assert time.monotonic() < deadline, "the request never waited for the step"
                     time.sleep(0.02)
                 runs.transition(session, run, run.state, reason="a step of an operation")
-        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+        except BaseException as exc:
             failures.append(exc)
 
     step = threading.Thread(target=worker_step)

@@ -515,6 +515,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/query-failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run.Query Failure
+         * @description A query failed and the driver restarts it alone after the restart policy's backoff
+         *     (its other queries keep running), or it has used up its restarts and the driver ends.
+         *     Shown on the run as query_restarts.
+         */
+        post: operations["postRunQueryFailure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/snapshots": {
         parameters: {
             query?: never;
@@ -1103,6 +1125,13 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+            /**
+             * Query Restart Policy
+             * @description The job's restart policy in seconds, applied to each query alone: enabled, min_backoff_seconds, max_backoff_seconds, random_factor, max_attempts, stable_period_seconds.
+             */
+            query_restart_policy?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** DrainBody */
         DrainBody: {
@@ -1542,6 +1571,31 @@ export interface components {
             /** Restart Operation Id */
             restart_operation_id?: number | null;
         };
+        /**
+         * QueryFailureReport
+         * @description A query of the driver failed; the runtime restarts it alone (or gives up).
+         */
+        QueryFailureReport: {
+            /**
+             * Attempt
+             * @description The attempt of the driver reporting.
+             */
+            attempt: number;
+            /** Query */
+            query: string;
+            /**
+             * Failures
+             * @description Its failures in a row.
+             */
+            failures: number;
+            /** Error */
+            error: string;
+            /**
+             * Restart In Seconds
+             * @description When the query restarts; null: it used up its restarts and the driver ends with its error.
+             */
+            restart_in_seconds?: number | null;
+        };
         /** QueryOutcome */
         QueryOutcome: {
             /** Query */
@@ -1593,6 +1647,36 @@ export interface components {
             upstream: string[];
             /** Stateful */
             stateful: boolean;
+        };
+        /** QueryRestartsResponse */
+        QueryRestartsResponse: {
+            /**
+             * Restarts
+             * @description Times the driver restarted this query alone, this run.
+             */
+            restarts: number;
+            /**
+             * Failures
+             * @description Failures since the query last stayed up the restart policy's stable_period (what its backoff and max_attempts count).
+             */
+            failures: number;
+            /**
+             * Last Error
+             * @description The error of its last failure.
+             */
+            last_error: string | null;
+            /** Last Failed At */
+            last_failed_at: string | null;
+            /**
+             * Next Restart At
+             * @description When it restarts (null: it is running, or it gave up).
+             */
+            next_restart_at: string | null;
+            /**
+             * Gave Up
+             * @description It failed more than max_attempts times in a row: the driver ended with its error, and the run's own restart policy took over.
+             */
+            gave_up: boolean;
         };
         /** QuerySnapshot */
         QuerySnapshot: {
@@ -1840,6 +1924,13 @@ export interface components {
              */
             progress: {
                 [key: string]: unknown;
+            };
+            /**
+             * Query Restarts
+             * @description Queries the driver restarted alone after they failed (the job's restart policy, per query), by name. The driver's own restarts are in attempt.
+             */
+            query_restarts?: {
+                [key: string]: components["schemas"]["QueryRestartsResponse"];
             };
             /**
              * Drain
@@ -2597,8 +2688,10 @@ export type ProblemResponse = components['schemas']['ProblemResponse'];
 export type ProgressReport = components['schemas']['ProgressReport'];
 export type ProgressResponse = components['schemas']['ProgressResponse'];
 export type PutResult = components['schemas']['PutResult'];
+export type QueryFailureReport = components['schemas']['QueryFailureReport'];
 export type QueryOutcome = components['schemas']['QueryOutcome'];
 export type QueryResponse = components['schemas']['QueryResponse'];
+export type QueryRestartsResponse = components['schemas']['QueryRestartsResponse'];
 export type QuerySnapshot = components['schemas']['QuerySnapshot'];
 export type QuerySpec = components['schemas']['QuerySpec'];
 export type Readiness = components['schemas']['Readiness'];
@@ -5964,6 +6057,102 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["FenceReport"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope does not allow this call. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (job, run, operation, …). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is invalid; see 'errors'. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The metadata store is unreachable; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postRunQueryFailure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryFailureReport"];
             };
         };
         responses: {

@@ -22,6 +22,7 @@ from .coordinates import Coordinates
 from .coordinates_response import CoordinatesResponse
 from .directives import Directives
 from .directives_drain_type_0 import DirectivesDrainType0
+from .directives_query_restart_policy_type_0 import DirectivesQueryRestartPolicyType0
 from .directives_sources import DirectivesSources
 from .directives_sources_additional_property import DirectivesSourcesAdditionalProperty
 from .directives_startpoints_item import DirectivesStartpointsItem
@@ -67,10 +68,12 @@ from .progress_report_durations_ms import ProgressReportDurationsMs
 from .progress_response import ProgressResponse
 from .progress_response_payload import ProgressResponsePayload
 from .put_result import PutResult
+from .query_failure_report import QueryFailureReport
 from .query_outcome import QueryOutcome
 from .query_outcome_outcome import QueryOutcomeOutcome
 from .query_outcome_source_type_0 import QueryOutcomeSourceType0
 from .query_response import QueryResponse
+from .query_restarts_response import QueryRestartsResponse
 from .query_snapshot import QuerySnapshot
 from .query_snapshot_declared_operators_item import QuerySnapshotDeclaredOperatorsItem
 from .query_snapshot_offsets import QuerySnapshotOffsets
@@ -85,6 +88,7 @@ from .retention_response import RetentionResponse
 from .run_response import RunResponse
 from .run_response_drain_type_0 import RunResponseDrainType0
 from .run_response_progress import RunResponseProgress
+from .run_response_query_restarts import RunResponseQueryRestarts
 from .run_token import RunToken
 from .snapshot_body import SnapshotBody
 from .snapshot_response import SnapshotResponse
@@ -150,6 +154,7 @@ __all__ = (
     "CoordinatesResponse",
     "Directives",
     "DirectivesDrainType0",
+    "DirectivesQueryRestartPolicyType0",
     "DirectivesSources",
     "DirectivesSourcesAdditionalProperty",
     "DirectivesStartpointsItem",
@@ -195,10 +200,12 @@ __all__ = (
     "ProgressResponse",
     "ProgressResponsePayload",
     "PutResult",
+    "QueryFailureReport",
     "QueryOutcome",
     "QueryOutcomeOutcome",
     "QueryOutcomeSourceType0",
     "QueryResponse",
+    "QueryRestartsResponse",
     "QuerySnapshot",
     "QuerySnapshotDeclaredOperatorsItem",
     "QuerySnapshotOffsets",
@@ -213,6 +220,7 @@ __all__ = (
     "RunResponse",
     "RunResponseDrainType0",
     "RunResponseProgress",
+    "RunResponseQueryRestarts",
     "RunToken",
     "SnapshotBody",
     "SnapshotResponse",

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.directives_drain_type_0 import DirectivesDrainType0
+    from ..models.directives_query_restart_policy_type_0 import DirectivesQueryRestartPolicyType0
     from ..models.directives_sources import DirectivesSources
     from ..models.directives_startpoints_item import DirectivesStartpointsItem
 
@@ -29,6 +30,9 @@ class Directives:
         drain (DirectivesDrainType0 | None | Unset): Drain request (end offsets).
         startpoints (list[DirectivesStartpointsItem] | Unset): Startpoints to apply before queries start.
         sources (DirectivesSources | Unset): The version's sources: kind and options, by name.
+        query_restart_policy (DirectivesQueryRestartPolicyType0 | None | Unset): The job's restart policy in seconds,
+            applied to each query alone: enabled, min_backoff_seconds, max_backoff_seconds, random_factor, max_attempts,
+            stable_period_seconds.
     """
 
     run_id: int
@@ -39,10 +43,12 @@ class Directives:
     drain: DirectivesDrainType0 | None | Unset = UNSET
     startpoints: list[DirectivesStartpointsItem] | Unset = UNSET
     sources: DirectivesSources | Unset = UNSET
+    query_restart_policy: DirectivesQueryRestartPolicyType0 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.directives_drain_type_0 import DirectivesDrainType0  # noqa: PLC0415
+        from ..models.directives_query_restart_policy_type_0 import DirectivesQueryRestartPolicyType0  # noqa: PLC0415
 
         run_id = self.run_id
 
@@ -77,6 +83,14 @@ class Directives:
         if not isinstance(self.sources, Unset):
             sources = self.sources.to_dict()
 
+        query_restart_policy: dict[str, Any] | None | Unset
+        if isinstance(self.query_restart_policy, Unset):
+            query_restart_policy = UNSET
+        elif isinstance(self.query_restart_policy, DirectivesQueryRestartPolicyType0):
+            query_restart_policy = self.query_restart_policy.to_dict()
+        else:
+            query_restart_policy = self.query_restart_policy
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -95,12 +109,15 @@ class Directives:
             field_dict["startpoints"] = startpoints
         if sources is not UNSET:
             field_dict["sources"] = sources
+        if query_restart_policy is not UNSET:
+            field_dict["query_restart_policy"] = query_restart_policy
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.directives_drain_type_0 import DirectivesDrainType0  # noqa: PLC0415
+        from ..models.directives_query_restart_policy_type_0 import DirectivesQueryRestartPolicyType0  # noqa: PLC0415
         from ..models.directives_sources import DirectivesSources  # noqa: PLC0415
         from ..models.directives_startpoints_item import DirectivesStartpointsItem  # noqa: PLC0415
 
@@ -155,6 +172,23 @@ class Directives:
         else:
             sources = DirectivesSources.from_dict(_sources)
 
+        def _parse_query_restart_policy(data: object) -> DirectivesQueryRestartPolicyType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                query_restart_policy_type_0 = DirectivesQueryRestartPolicyType0.from_dict(data)
+
+                return query_restart_policy_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(DirectivesQueryRestartPolicyType0 | None | Unset, data)
+
+        query_restart_policy = _parse_query_restart_policy(d.pop("query_restart_policy", UNSET))
+
         directives = cls(
             run_id=run_id,
             attempt=attempt,
@@ -164,6 +198,7 @@ class Directives:
             drain=drain,
             startpoints=startpoints,
             sources=sources,
+            query_restart_policy=query_restart_policy,
         )
 
         directives.additional_properties = d

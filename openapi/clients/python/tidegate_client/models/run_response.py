@@ -12,6 +12,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.run_response_drain_type_0 import RunResponseDrainType0
     from ..models.run_response_progress import RunResponseProgress
+    from ..models.run_response_query_restarts import RunResponseQueryRestarts
     from ..models.spare_response import SpareResponse
     from ..models.transition_response import TransitionResponse
 
@@ -42,6 +43,8 @@ class RunResponse:
         created_by (str):
         created_at (datetime.datetime):
         ended_at (datetime.datetime | None):
+        query_restarts (RunResponseQueryRestarts | Unset): Queries the driver restarted alone after they failed (the
+            job's restart policy, per query), by name. The driver's own restarts are in attempt.
         drain (None | RunResponseDrainType0 | Unset): Drain: requested_at, end_offsets per source and partition,
             drained_at.
         standby_ready_at (datetime.datetime | None | Unset): A pre-warmed run (an update's prewarm): when its driver,
@@ -75,6 +78,7 @@ class RunResponse:
     created_by: str
     created_at: datetime.datetime
     ended_at: datetime.datetime | None
+    query_restarts: RunResponseQueryRestarts | Unset = UNSET
     drain: None | RunResponseDrainType0 | Unset = UNSET
     standby_ready_at: datetime.datetime | None | Unset = UNSET
     go_at: datetime.datetime | None | Unset = UNSET
@@ -143,6 +147,10 @@ class RunResponse:
             ended_at = self.ended_at.isoformat()
         else:
             ended_at = self.ended_at
+
+        query_restarts: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.query_restarts, Unset):
+            query_restarts = self.query_restarts.to_dict()
 
         drain: dict[str, Any] | None | Unset
         if isinstance(self.drain, Unset):
@@ -213,6 +221,8 @@ class RunResponse:
                 "ended_at": ended_at,
             }
         )
+        if query_restarts is not UNSET:
+            field_dict["query_restarts"] = query_restarts
         if drain is not UNSET:
             field_dict["drain"] = drain
         if standby_ready_at is not UNSET:
@@ -230,6 +240,7 @@ class RunResponse:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.run_response_drain_type_0 import RunResponseDrainType0  # noqa: PLC0415
         from ..models.run_response_progress import RunResponseProgress  # noqa: PLC0415
+        from ..models.run_response_query_restarts import RunResponseQueryRestarts  # noqa: PLC0415
         from ..models.spare_response import SpareResponse  # noqa: PLC0415
         from ..models.transition_response import TransitionResponse  # noqa: PLC0415
 
@@ -344,6 +355,13 @@ class RunResponse:
 
         ended_at = _parse_ended_at(d.pop("ended_at"))
 
+        _query_restarts = d.pop("query_restarts", UNSET)
+        query_restarts: RunResponseQueryRestarts | Unset
+        if isinstance(_query_restarts, Unset):
+            query_restarts = UNSET
+        else:
+            query_restarts = RunResponseQueryRestarts.from_dict(_query_restarts)
+
         def _parse_drain(data: object) -> None | RunResponseDrainType0 | Unset:
             if data is None:
                 return data
@@ -454,6 +472,7 @@ class RunResponse:
             created_by=created_by,
             created_at=created_at,
             ended_at=ended_at,
+            query_restarts=query_restarts,
             drain=drain,
             standby_ready_at=standby_ready_at,
             go_at=go_at,

@@ -1,0 +1,112 @@
+"""Per-query supervision on real Spark: a query that fails is restarted alone by its driver,
+after the job's backoff and on its checkpoint, while the driver's other query runs on. The
+driver is not restarted (the run stays at attempt 0), the run shows the query's restart and
+its error, /metrics counts it, and both outputs are exactly their ground truth."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.ground_truth import expected_enrich
+from tests.chaos.harness import committed_files
+from tests.chaos.windowed import committed_windows, expected_windows
+from tests.e2e.fixtures import APPS, SPARK_TEST_CONF
+from tests.e2e.stack import Stack, wait_until
+from tests.e2e.test_snapshots import _source, _windowed
+from tests.e2e.test_tidegate import _job, _operate
+from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.produce import produce
+
+pytestmark = pytest.mark.e2e
+
+T0 = 1_767_225_600_000
+# Long enough that the other query is seen working while the failed one waits.
+POLICY = {"min_backoff": "20s", "max_backoff": "1m", "max_attempts": 3, "stable_period": "10m"}
+
+
+def _enriched(out: Path) -> list[tuple[Any, ...]]:
+    rows = []
+    for path in committed_files(out):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            rows.append((r["partition"], r["offset"], r["key"], r["amount"], r["size"]))
+    return sorted(rows)
+
+
+def _caught_up(stack: Stack, run_id: int, root: Path, query: str) -> bool:
+    latest = {str(p): o for p, o in EventLog(root).stream("clicks").latest_offsets().items()}
+    progress = stack.run(run_id)["progress"].get(query) or {}
+    return bool((progress.get("sources") or [{}])[0].get("end_offset") == latest)
+
+
+def test_a_failing_query_restarts_alone_while_the_other_runs_on(
+    runner: Stack, tmp_path: Path
+) -> None:
+    stack, job = runner, "supervised-queries"
+    root, out, enrich_out = tmp_path / "log", tmp_path / "out", tmp_path / "enrich"
+    EventLog(root).create_stream("clicks", 2)
+    produce(str(root), "clicks", 2, rate=0, count=200, start_ts_ms=T0, ts_step_ms=400)
+    _job(stack, job, POLICY)
+    args = ["--root", str(root), "--stream", "clicks", "--output", str(out)]
+    body = {
+        "app": {
+            "file": str(APPS / "fail_once.py"),
+            "args": [
+                *args,
+                *("--enrich-output", str(enrich_out)),
+                *("--fail-marker", str(tmp_path / "failed-once")),
+            ],
+        },
+        "cluster": "runner",
+        # One try per task: the batch fails, not just its task.
+        "conf": {
+            **SPARK_TEST_CONF,
+            "spark.sql.session.timeZone": "UTC",
+            "spark.task.maxFailures": "1",
+        },
+        "queries": [
+            _windowed(root),
+            {"name": "enrich", "sources": [_source(root)], "trigger": "1 SECONDS"},
+        ],
+    }
+    r = stack.client.post(f"/jobs/{job}/versions", json=body)
+    assert r.status_code == 201, r.text
+    submitted = _operate(stack, job, "submit", {"version": r.json()["number"]})
+    assert submitted["state"] == "succeeded", submitted
+    run_id = submitted["run_id"]
+
+    failed = wait_until(
+        lambda: stack.run(run_id)["query_restarts"].get("enrich") or {},
+        lambda e: e.get("restarts") == 1,
+        180,
+    )
+    restart_at = datetime.fromisoformat(failed["next_restart_at"])
+    assert "fails one batch on purpose" in failed["last_error"] and not failed["gave_up"]
+    # While enrich waits out its backoff, windowed_counts reads what arrives.
+    produce(str(root), "clicks", 2, rate=0, count=20, start_ts_ms=T0 + 80_000, ts_step_ms=400)
+    wait_until(lambda: _caught_up(stack, run_id, root, "windowed_counts"), bool, 60)
+    assert datetime.now(restart_at.tzinfo) < restart_at, "caught up only after enrich restarted"
+    assert not _caught_up(stack, run_id, root, "enrich")
+
+    # Then enrich restarts on its checkpoint: the batch it failed in runs again, once.
+    produce(str(root), "clicks", 2, rate=0, count=100, start_ts_ms=T0 + 120_000, ts_step_ms=400)
+    wait_until(lambda: _caught_up(stack, run_id, root, "enrich"), bool, 120)
+    expected = [
+        (e.partition, e.offset, e.key, e.amount, e.size) for e in expected_enrich(root, "clicks")
+    ]
+    wait_until(lambda: _enriched(enrich_out), lambda rows: rows == expected, 60)
+    run = stack.run(run_id)
+    assert run["state"] == "running" and run["attempt"] == 0 and run["failures"] == 0, run
+    assert run["query_restarts"]["enrich"]["restarts"] == 1
+    assert "windowed_counts" not in run["query_restarts"]
+    metrics = stack.client.get("/metrics").text
+    assert f'tidegate_query_restarts_total{{job="{job}",query="enrich"}} 1.0' in metrics
+
+    stopped = _operate(stack, job, "stop")
+    assert stopped["state"] == "succeeded", stopped
+    assert committed_windows(out) == expected_windows(root, closed_only=True)
