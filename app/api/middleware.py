@@ -149,7 +149,9 @@ class RequestMiddleware:
         admin = app.state.settings.admin_token
 
         def check() -> Principal:
-            with app.state.sessionmaker() as session:
+            # Its own transaction, committed: a run token's renewal must not be lost, nor
+            # its row held while the route locks a job and a run.
+            with app.state.sessionmaker.begin() as session:
                 return authenticate(
                     session,
                     headers.get("authorization"),

@@ -168,6 +168,14 @@ def upsert(
         }
         for sp in items
     ]
+    # The job's startpoints locked in id order before the upsert (which locks the rows it
+    # replaces in the request's order): the runtime channel settles them in id order too.
+    session.execute(
+        select(Startpoint.id)
+        .where(Startpoint.job_id == job.id)
+        .order_by(Startpoint.id)
+        .with_for_update(key_share=True)
+    )
     stmt = pg_insert(Startpoint)
     stmt = stmt.on_conflict_do_update(
         # Literal -1, as in the unique index: a bound parameter would not match it.

@@ -31,6 +31,7 @@ REQUIRED = {
     ("POST", "/api/v1/jobs/{job}/drain"): "operate",
     ("POST", "/api/v1/runs/{run_id}/drain"): "run",  # the run's own token only
     ("POST", "/api/v1/runs/{run_id}/fenced"): "run",
+    ("POST", "/api/v1/runs/{run_id}/query-failures"): "run",
     ("POST", "/api/v1/jobs/{job}/restart"): "operate",
     ("GET", "/api/v1/operations/{op_id}"): "read",
     ("GET", "/api/v1/jobs/{job}/operations"): "read",

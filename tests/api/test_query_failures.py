@@ -4,10 +4,11 @@ job's restart policy in seconds. (On real Spark: tests/e2e/test_query_supervisio
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from tests.api.conftest import make_current_run, version_body
 
@@ -100,3 +101,23 @@ def test_a_report_for_another_attempt_changes_nothing_and_an_unknown_query_is_re
     other_id, other_token = make_current_run(db, "j")
     assert _report(client, run_id, other_token).status_code == 403
     assert other_id != run_id
+
+
+def test_a_report_with_a_body_renews_a_run_token_in_the_second_half_of_its_life(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    # A request with a body is authenticated by the middleware, before its body is read; its
+    # renewal of the run token used to be rolled back with that check's session.
+    _job(client)
+    run_id, token = make_current_run(db, "j")
+    with db.begin() as conn:
+        conn.execute(
+            text("update api_tokens set expires_at = now() + interval '1 hour' where run_id = :r"),
+            {"r": run_id},
+        )
+    assert _report(client, run_id, token).status_code == 204
+    with db.connect() as conn:
+        left = conn.scalar(
+            text("select expires_at - now() from api_tokens where run_id = :r"), {"r": run_id}
+        )
+    assert left > timedelta(hours=20)

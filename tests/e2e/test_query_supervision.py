@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from pipelines.ground_truth import expected_enrich
@@ -104,7 +105,7 @@ def test_a_failing_query_restarts_alone_while_the_other_runs_on(
     assert run["state"] == "running" and run["attempt"] == 0 and run["failures"] == 0, run
     assert run["query_restarts"]["enrich"]["restarts"] == 1
     assert "windowed_counts" not in run["query_restarts"]
-    metrics = stack.client.get("/metrics").text
+    metrics = httpx.get(f"{stack.url}/metrics", headers=stack.client.headers, timeout=30).text
     assert f'tidegate_query_restarts_total{{job="{job}",query="enrich"}} 1.0' in metrics
 
     stopped = _operate(stack, job, "stop")

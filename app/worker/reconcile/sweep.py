@@ -43,16 +43,26 @@ def sweep(ctx: WorkerContext, run_ids: list[int]) -> None:
     if quiet:
         now = utcnow()
         with transaction(ctx.factory) as session:
-            session.execute(
-                update(Run)
+            # Rows locked in id order first (a bulk UPDATE locks them in whatever order its
+            # plan scans, and two workers' sweeps may overlap); one another holds is left for
+            # the next sweep.
+            due = session.scalars(
+                select(Run.id)
                 .where(
                     Run.id.in_(quiet),
                     Run.state == states.RUNNING,
                     Run.observed_at < now - OBSERVED_EVERY,
                 )
-                .values(observed_at=now)
-                .execution_options(synchronize_session=False)
-            )
+                .order_by(Run.id)
+                .with_for_update(skip_locked=True, key_share=True)
+            ).all()
+            if due:
+                session.execute(
+                    update(Run)
+                    .where(Run.id.in_(due))
+                    .values(observed_at=now)
+                    .execution_options(synchronize_session=False)
+                )
     reconciler(ctx).sweep([r for r in run_ids if r not in quiet])
 
 
