@@ -31,7 +31,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import dry_run as dry
-from tidegate_runtime import standby
+from tidegate_runtime import sinks, standby
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.channel_client import (
     BOOTSTRAP_ENV,
@@ -311,6 +311,8 @@ class Runtime(Drainer):
                     f"{', '.join(sorted(self.declared)) or 'none'}); add it to the version."
                 )
             spec = self.declared[name]
+            if spec.get("sink"):  # before a dry run's noop: the dry run refuses it too
+                sinks.require_declared(name, writer, spec["sink"])
             trigger = pstl_to_spark_interval(spec["trigger"]) if spec.get("trigger") else None
             output_mode = spec.get("output_mode") or "append"
             checkpoint = self.checkpoint_for(name)

@@ -148,6 +148,13 @@ class Settings(BaseSettings):
         description="Folders (comma-separated) under which the API may read event logs, to "
         "check and preview startpoints; default DATA_DIR. Drivers read their sources anyway.",
     )
+    sink_roots: str | None = Field(
+        default=None,
+        description="Folders (comma-separated) under which the API may list a declared file "
+        "sink's _spark_metadata log, to refuse an update whose sink log does not fit the "
+        "state it resumes; default: the event-log roots. A sink elsewhere is not checked "
+        "ahead (the worker checks it once the new run has started).",
+    )
     audit_retention: str = Field(
         default="90d",
         description="How long audit events are kept (e.g. 90d, 365d); the worker deletes older "
@@ -166,6 +173,12 @@ class Settings(BaseSettings):
         if not self.eventlog_roots:
             return [self.data_dir.absolute()]
         return [Path(p.strip()).absolute() for p in self.eventlog_roots.split(",") if p.strip()]
+
+    @property
+    def resolved_sink_roots(self) -> list[Path]:
+        if not self.sink_roots:
+            return self.resolved_eventlog_roots
+        return [Path(p.strip()).absolute() for p in self.sink_roots.split(",") if p.strip()]
 
     @property
     def audit_retention_delta(self) -> timedelta:

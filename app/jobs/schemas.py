@@ -151,6 +151,53 @@ class SourceSpec(Body):
         return name
 
 
+# Spark's built-in file sinks: each keeps a _spark_metadata log of the batches it committed,
+# which is what makes its output exactly-once (readers go through that log).
+FILE_SINK_FORMATS = frozenset({"parquet", "json", "csv", "orc", "text"})
+
+
+class SinkSpec(Body):
+    """Where a query writes, declared: the runtime refuses a query whose writer says otherwise,
+    and a file sink's log is checked against the state a query resumes before anything stops."""
+
+    format: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")] = Field(
+        description="The writer's format: parquet, json, csv, orc, text (file sinks: "
+        "exactly-once), foreachBatch (exactly-once when its write is idempotent by batch id), "
+        "or any other Spark sink (at-least-once: a re-run batch is written again).",
+        examples=["parquet", "foreachBatch", "kafka"],
+    )
+    path: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description="A file sink's output folder (its 'path' option): required for a file sink.",
+    )
+    options: dict[str, Annotated[str, Field(max_length=4096)]] = Field(
+        default_factory=dict,
+        max_length=100,
+        description="Options the writer must carry with these values (others are free).",
+    )
+
+    @field_validator("format")
+    @classmethod
+    def _lower_file_format(cls, fmt: str) -> str:
+        return fmt.lower() if fmt.lower() in FILE_SINK_FORMATS else fmt
+
+    @model_validator(mode="after")
+    def _file_sink_has_a_path(self) -> SinkSpec:
+        if self.format in FILE_SINK_FORMATS and not self.path:
+            raise ValueError(f"a {self.format} sink needs its 'path' (the output folder)")
+        if self.path is not None and "\x00" in self.path:
+            raise ValueError("the path holds a NUL character")
+        if "path" in {k.lower() for k in self.options}:
+            raise ValueError("give the output folder as 'path', not among 'options'")
+        return self
+
+    @property
+    def is_file(self) -> bool:
+        return self.format in FILE_SINK_FORMATS
+
+
 class StatefulOperatorSpec(Body):
     kind: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")] = Field(
         examples=["tumbling_window", "sliding_window", "session_window", "aggregate", "dedup"]
@@ -174,6 +221,13 @@ class QuerySpec(Body):
         examples=["15 SECONDS", "5 MINUTES"],
     )
     partitioned_on: list[Name] = Field(default_factory=list, max_length=32)
+    sink: SinkSpec | None = Field(
+        None,
+        description="Where the query writes. Declared, the runtime refuses a writer that "
+        "writes elsewhere, and an update or a submit from a snapshot is refused before "
+        "anything stops when a file sink's log does not fit the batch the query resumes at. "
+        "Omitted: the job's code alone decides (checked only once the new run has started).",
+    )
     checkpoint_location: str | None = Field(
         None,
         max_length=4096,

@@ -17,7 +17,7 @@ from app.operations.schemas import RestartBody, SnapshotBody, SubmitBody, Update
 from app.operations.service import enqueue, find_replay
 from app.resume_points import service as resume_points
 from app.resume_points.plan import fresh
-from app.resume_points.restore_guards import require_restorable
+from app.resume_points.restore_guards import declared_sink_problems, require_restorable
 from app.runs.models import Run
 from app.runs.service import active_run, current_run
 from app.snapshots import service as snapshots
@@ -258,6 +258,7 @@ def update(
     if body.strategy in ("drain", "stateless"):
         return _update_fresh(session, job, version, run, body.strategy, params, actor, key)
     plan = resume_points.plan_from_run(session, settings, version, run)
+    plan.problems.extend(declared_sink_problems(settings, job, version, plan))
     resume_points.require_compatible(plan, f"the state of run {run.id}")
     require_restorable(session, settings, job, plan)
     # Planned by name from the run's live checkpoints; the worker binds it to the snapshot the

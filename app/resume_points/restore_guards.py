@@ -10,8 +10,11 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
-from app.jobs.models import Job
+from app.core.paths import within_any
+from app.jobs.models import Job, JobVersion
+from app.jobs.schemas import FILE_SINK_FORMATS
 from app.jobs.service import get_version
+from app.resume_points.compat import Problem
 from app.resume_points.plan import Plan, QueryPlan
 from app.runs.models import Run
 from app.snapshots.export import checkpoint_path
@@ -51,6 +54,13 @@ def _sink_log(description: str | None) -> tuple[str, set[int]] | None:
     if match is None:
         return None
     path = match.group("path")
+    batches = logged_batches(path)
+    return None if batches is None else (path, batches)
+
+
+def logged_batches(path: str) -> set[int] | None:
+    """The batch ids a file sink's ``_spark_metadata`` log at ``path`` holds (plain or
+    compacted; none for a folder not written yet), or None for a path not on this machine."""
     local = path[len("file:") :] if path.startswith("file:") else path
     if "://" in local:
         return None
@@ -59,7 +69,27 @@ def _sink_log(description: str | None) -> tuple[str, set[int]] | None:
         for name in os.listdir(os.path.join(local, "_spark_metadata")):
             if (found := re.fullmatch(r"(\d+)(?:\.compact)?", name)) is not None:
                 batches.add(int(found.group(1)))
-    return path, batches
+    return batches
+
+
+def missing_for_compaction(
+    batches: set[int], restored: int, interval: int = COMPACT_INTERVAL
+) -> tuple[int, list[int]] | None:
+    """(compaction batch, missing batch ids) when a file sink whose log holds ``batches``
+    cannot compact after a restore at batch ``restored``.
+
+    Spark's file sink compacts its log at every batch K with ``(K + 1) % interval == 0`` and
+    reads for it the previous compaction (``K - interval``) and every batch after it. A run
+    restored at batch ``restored`` writes ``restored + 1`` on, so the batches up to
+    ``restored`` must already be in the sink's log: in a new, empty output directory they are
+    not, and the run fails at K (BATCH_METADATA_NOT_FOUND) -- ten batches after it started."""
+    if restored < 0 or interval < 1:
+        return None
+    first = restored + 1
+    compaction = first + (-(first + 1)) % interval
+    needed = range(max(0, compaction - interval), restored + 1)
+    missing = [b for b in needed if b not in batches]
+    return (compaction, missing) if missing else None
 
 
 def file_sink_batch(description: str | None) -> tuple[str, int] | None:
@@ -72,21 +102,11 @@ def file_sink_batch(description: str | None) -> tuple[str, int] | None:
 def sink_missing_for_compaction(
     description: str | None, restored: int, interval: int = COMPACT_INTERVAL
 ) -> tuple[str, int, list[int]] | None:
-    """(path, compaction batch, missing batch ids) when a local file sink cannot compact.
-
-    Spark's file sink compacts its log at every batch K with ``(K + 1) % interval == 0`` and
-    reads for it the previous compaction (``K - interval``) and every batch after it. A run
-    restored at batch ``restored`` writes ``restored + 1`` on, so the batches up to
-    ``restored`` must already be in the sink's log: in a new, empty output directory they are
-    not, and the run fails at K (BATCH_METADATA_NOT_FOUND) -- ten batches after it started."""
+    """(path, compaction batch, missing batch ids) when the local file sink a run's progress
+    names cannot compact (``missing_for_compaction``)."""
     log = _sink_log(description)
-    if log is None or restored < 0 or interval < 1:
-        return None
-    first = restored + 1
-    compaction = first + (-(first + 1)) % interval
-    needed = range(max(0, compaction - interval), restored + 1)
-    missing = [b for b in needed if b not in log[1]]
-    return (log[0], compaction, missing) if missing else None
+    found = None if log is None else missing_for_compaction(log[1], restored, interval)
+    return None if found is None or log is None else (log[0], *found)
 
 
 def _sink_runs(session: Session, job: Job, q: QueryPlan) -> list[tuple[Run, str]]:
@@ -131,3 +151,64 @@ def require_sink_not_ahead(session: Session, job: Job, plan: Plan) -> None:
                     sink=sink[0],
                     sink_batch=sink[1],
                 )
+
+
+def declared_sink_problems(
+    settings: Settings, job: Job, version: JobVersion, plan: Plan
+) -> list[Problem]:
+    """What a version's declared file sinks say before anything stops: a query resuming at
+    batch N whose declared file sink already holds later batches would lose them (Spark's file
+    sink skips batch ids it holds), and one whose sink log lacks the batches its next
+    compaction reads would fail about ten batches in. Only sinks inside TIDEGATE_SINK_ROOTS are
+    read; any other is checked once the new run has started."""
+    specs = {q["name"]: q for q in version.queries}
+    interval = int(
+        (version.conf or {}).get("spark.sql.streaming.fileSink.log.compactInterval")
+        or COMPACT_INTERVAL
+    )
+    problems = []
+    for q in plan.queries:
+        sink = specs[q.query].get("sink") or {}
+        if q.source is None or q.source.info.get("batch_id") is None:
+            continue
+        if sink.get("format") not in FILE_SINK_FORMATS or not sink.get("path"):
+            continue
+        path = str(sink["path"])
+        local = path[len("file:") :] if path.startswith("file:") else path
+        if "://" in local or not within_any(local, settings.resolved_sink_roots):
+            continue
+        batches = logged_batches(local) or set()
+        restored = int(q.source.info["batch_id"])
+        live = q.source.snapshot_id is None and q.source.ref.run == job.current_run_id
+        if not live and batches and max(batches) > restored:
+            problems.append(
+                Problem(
+                    q.query,
+                    "sink_ahead",
+                    f"it resumes at batch {restored + 1} from {q.source.ref.label}, but its "
+                    f"file sink {path} already holds batches up to {max(batches)}: Spark's file "
+                    f"sink skips batch ids it holds, so batches {restored + 1}..{max(batches)} "
+                    "of the new run would be lost. Start from a snapshot at or after that "
+                    "batch, or write to a new path and start the query fresh.",
+                    expected=restored,
+                    actual=max(batches),
+                )
+            )
+        elif (found := missing_for_compaction(batches, restored, interval)) is not None:
+            compaction, missing = found
+            problems.append(
+                Problem(
+                    q.query,
+                    "sink_log",
+                    f"it resumes its state at batch {restored + 1} (or later) but writes to "
+                    f"the file sink {path}, whose _spark_metadata lacks batches "
+                    f"{missing[0]}..{missing[-1]}: Spark's file sink compacts its log every "
+                    f"{interval} batches and at batch {compaction} reads them, so the new run "
+                    "would fail there. A query that resumes its state must keep writing to "
+                    "the output path it wrote before; to write elsewhere, update by drain "
+                    "(the query starts fresh).",
+                    expected=[missing[0], missing[-1]],
+                    actual=sorted(batches)[-1:] or None,
+                )
+            )
+    return problems

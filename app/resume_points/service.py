@@ -17,6 +17,7 @@ from app.jobs.service import get_job, get_version
 from app.resume_points import compat
 from app.resume_points.compat import Problem
 from app.resume_points.plan import OFFSETS, STATE, Plan, QueryPlan, Source, SourceRef
+from app.resume_points.restore_guards import declared_sink_problems
 from app.resume_points.schemas import (
     BuildBody,
     BuildResponse,
@@ -236,9 +237,12 @@ def plan_for_request(
     resume_point: dict[str, ResumeEntry] | None = None,
 ) -> Plan:
     if resume_point is not None:
-        return plan_from_resume_point(session, settings, version, job.name, resume_point)
-    assert snapshot is not None
-    return plan_from_snapshot(session, version, snapshot_job or job.name, snapshot)
+        plan = plan_from_resume_point(session, settings, version, job.name, resume_point)
+    else:
+        assert snapshot is not None
+        plan = plan_from_snapshot(session, version, snapshot_job or job.name, snapshot)
+    plan.problems.extend(declared_sink_problems(settings, job, version, plan))
+    return plan
 
 
 def revalidate(

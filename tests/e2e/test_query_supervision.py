@@ -1,7 +1,11 @@
 """Per-query supervision on real Spark: a query that fails is restarted alone by its driver,
 after the job's backoff and on its checkpoint, while the driver's other query runs on. The
 driver is not restarted (the run stays at attempt 0), the run shows the query's restart and
-its error, /metrics counts it, and both outputs are exactly their ground truth."""
+its error, /metrics counts it, and both outputs are exactly their ground truth.
+
+On the same run, declared sinks: a version whose declared file sink does not fit the state
+it resumes is refused at the request, one whose declared sink the job's code does not write
+is refused by its dry run; the running job is not touched either time."""
 
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ def _caught_up(stack: Stack, run_id: int, root: Path, query: str) -> bool:
     return bool((progress.get("sources") or [{}])[0].get("end_offset") == latest)
 
 
-def test_a_failing_query_restarts_alone_while_the_other_runs_on(
+def test_a_failing_query_restarts_alone_and_declared_sinks_are_checked_before_a_stop(
     runner: Stack, tmp_path: Path
 ) -> None:
     stack, job = runner, "supervised-queries"
@@ -107,6 +111,29 @@ def test_a_failing_query_restarts_alone_while_the_other_runs_on(
     assert "windowed_counts" not in run["query_restarts"]
     metrics = httpx.get(f"{stack.url}/metrics", headers=stack.client.headers, timeout=30).text
     assert f'tidegate_query_restarts_total{{job="{job}",query="enrich"}} 1.0' in metrics
+
+    # Declared sinks, on this run's real checkpoint and output. A version whose windowed query
+    # would write to a new, empty folder while resuming its state is refused at the request
+    # (its sink log could not compact), before anything stops.
+    def declaring(sink: dict[str, Any]) -> int:
+        queries = [{**body["queries"][0], "sink": sink}, body["queries"][1]]
+        r = stack.client.post(f"/jobs/{job}/versions", json={**body, "queries": queries})
+        assert r.status_code == 201, r.text
+        return int(r.json()["number"])
+
+    elsewhere = declaring({"format": "parquet", "path": str(tmp_path / "out-new")})
+    refused = stack.client.post(f"/jobs/{job}/update", json={"version": elsewhere})
+    assert refused.status_code == 409, refused.text
+    assert [p["kind"] for p in refused.json()["problems"]] == ["sink_log"]
+    # One that declares another format than the job's code writes passes that check (the same
+    # folder), and its dry run refuses it: the old run never stopped.
+    json_sink = declaring({"format": "json", "path": str(out)})
+    update = _operate(stack, job, "update", {"version": json_sink})
+    assert update["state"] == "failed", update
+    assert "does not write where its version declares" in update["error"], update["error"]
+    assert "its format is parquet, not json" in update["error"]
+    run = stack.run(run_id)
+    assert run["state"] == "running" and run["attempt"] == 0
 
     stopped = _operate(stack, job, "stop")
     assert stopped["state"] == "succeeded", stopped

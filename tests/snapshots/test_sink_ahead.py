@@ -4,6 +4,7 @@ Spark's file sink skips batch ids it has written, so the re-run batches' output 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,7 +17,7 @@ from app.runs.models import Run
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed
 from app.worker.runs.verify import verify
-from tests.snapshots.test_snapshots_api import API, _operate, _running_job
+from tests.snapshots.test_snapshots_api import API, COUNTS, _operate, _running_job, _version
 
 
 def _file_sink(ctx: WorkerContext, run_id: int, out: Path, batches: int) -> None:
@@ -98,3 +99,93 @@ def test_verify_refuses_a_resumed_query_whose_new_sink_cannot_compact(
     message = str(failed.value)
     assert f"writes its file sink to {out}" in message and "lacks batches 0..2" in message
     assert "at batch 9" in message and "update by drain" in message
+
+
+def _logged(out: Path, batches: range) -> Path:
+    (out / "_spark_metadata").mkdir(parents=True, exist_ok=True)
+    for batch in batches:
+        (out / "_spark_metadata" / str(batch)).write_text("v1\n")
+    return out
+
+
+def test_a_declared_file_sink_is_checked_before_anything_stops(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    """A version that declares its file sink is checked against the state it resumes when
+    the request comes: an empty new output folder (its log cannot compact) or a folder ahead
+    of the snapshot is a 409 and the running job is not touched; the folder it wrote before
+    passes."""
+    run_id, _ck = _running_job(client, ctx, settings)  # batches 0..2 committed
+    assert _operate(client, ctx, "j", "snapshots", {"name": "s", "stop": False})["state"] == (
+        "succeeded"
+    )
+    root = settings.resolved_sink_roots[0]
+    written = _logged(root / "out-v1", range(3))
+    empty = root / "out-new"
+
+    def declaring(path: Path) -> int:
+        return _version(client, "j", {**COUNTS, "sink": {"format": "parquet", "path": str(path)}})
+
+    v_empty, v_same = declaring(empty), declaring(written)
+    compat = client.post(f"{API}/jobs/j/compatibility", json={"version": v_empty, "snapshot": "s"})
+    body = compat.json()
+    assert compat.status_code == 200 and not body["compatible"], body
+    (problem,) = body["problems"]
+    assert (problem["query"], problem["kind"]) == ("counts", "sink_log")
+    assert f"file sink {empty}" in problem["detail"] and "lacks batches 0..2" in problem["detail"]
+    assert "at batch 9" in problem["detail"] and "update by drain" in problem["detail"]
+
+    refused = client.post(f"{API}/jobs/j/update", json={"version": v_empty})
+    assert refused.status_code == 409, refused.text
+    assert [p["kind"] for p in refused.json()["problems"]] == ["sink_log"]
+    run = client.get(f"{API}/runs/{run_id}").json()
+    assert run["state"] == "running" and run["version"] == 1  # nothing was stopped
+    operations = client.get(f"{API}/jobs/j/operations").json()["items"]
+    assert [o["kind"] for o in operations if o["kind"] == "update"] == []
+
+    same = client.post(f"{API}/jobs/j/compatibility", json={"version": v_same, "snapshot": "s"})
+    assert same.json()["compatible"], same.json()
+
+    # The job went on writing to that folder: the snapshot at batch 2 is behind it now.
+    _logged(written, range(3, 6))
+    ahead = client.post(f"{API}/jobs/j/compatibility", json={"version": v_same, "snapshot": "s"})
+    (problem,) = ahead.json()["problems"]
+    assert problem["kind"] == "sink_ahead" and "holds batches up to 5" in problem["detail"]
+    assert (problem["expected"], problem["actual"]) == (2, 5)
+
+
+def test_a_declared_sink_outside_the_sink_roots_is_not_read(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, tmp_path: Path
+) -> None:
+    """The API lists a declared sink's log only inside TIDEGATE_SINK_ROOTS: a version names
+    any folder it likes, and the server reads none of them for it."""
+    _running_job(client, ctx, settings)
+    assert _operate(client, ctx, "j", "snapshots", {"name": "s", "stop": False})["state"] == (
+        "succeeded"
+    )
+    outside = Path("/proc/self")
+    assert not any(outside.is_relative_to(r) for r in settings.resolved_sink_roots)
+    version = _version(client, "j", {**COUNTS, "sink": {"format": "parquet", "path": str(outside)}})
+    r = client.post(f"{API}/jobs/j/compatibility", json={"version": version, "snapshot": "s"})
+    assert r.json()["compatible"] and r.json()["problems"] == [], r.json()
+
+
+@pytest.mark.parametrize(
+    ("sink", "message"),
+    [
+        ({"format": "parquet"}, "a parquet sink needs its 'path'"),
+        ({"format": "json", "path": "/o", "options": {"PATH": "/x"}}, "not among 'options'"),
+        ({"format": "no spaces allowed"}, "String should match pattern"),
+    ],
+)
+def test_a_sink_that_cannot_be_checked_is_refused_at_creation(
+    client: TestClient, cluster: str, sink: dict[str, Any], message: str
+) -> None:
+    assert client.post(f"{API}/jobs", json={"name": "j"}).status_code == 201
+    body = {
+        "app": {"file": "/opt/pipelines/windowed_counts.py"},
+        "cluster": "local",
+        "queries": [{**COUNTS, "sink": sink}],
+    }
+    r = client.post(f"{API}/jobs/j/versions", json=body)
+    assert r.status_code == 422 and message in r.text, r.text

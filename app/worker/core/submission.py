@@ -17,6 +17,7 @@ from app.worker.core.context import WorkerContext
 from app.worker.core.runtime_bundle import runtime_bundle
 from tidegate_runtime import dry_run as runtime_dryrun
 from tidegate_runtime.channel_client import BOOTSTRAP_ENV
+from tidegate_runtime.sinks import declared_sink
 from tidegate_runtime.standby import (
     DRY_RUN_DIR_CONF,
     SPARE_CONF,
@@ -85,6 +86,7 @@ def queries_conf(version: Any, *, scratch: bool = False) -> str:
                 **({"checkpoint_location": None} if scratch else {}),
                 "stateful": bool(q.get("stateful_operators")),
                 "sources": [{"name": s["name"], "kind": s["kind"]} for s in q["sources"]],
+                **({"sink": declared_sink(q["sink"])} if q.get("sink") else {}),
             }
             for q in version.queries
         ],
