@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from pathlib import Path
 
 from sqlalchemy.orm import Session
 
@@ -37,7 +38,7 @@ def require_restorable(session: Session, settings: Settings, job: Job, plan: Pla
                 "holds a checkpoint; a snapshot can only be restored into an empty one. Omit "
                 "checkpoint_location (per-run checkpoints) or empty it first."
             )
-    require_sink_not_ahead(session, job, plan)
+    require_sink_not_ahead(session, job, plan, settings.resolved_sink_roots)
 
 
 _FILE_SINK = re.compile(r"^FileSink\[(?P<path>.+)\]$")
@@ -47,22 +48,24 @@ _FILE_SINK = re.compile(r"^FileSink\[(?P<path>.+)\]$")
 COMPACT_INTERVAL = 10
 
 
-def _sink_log(description: str | None) -> tuple[str, set[int]] | None:
+def _sink_log(description: str | None, roots: list[Path]) -> tuple[str, set[int]] | None:
     """A file sink (from its progress description, ``FileSink[<path>]``) on this machine and
     the batch ids its ``_spark_metadata`` log holds (plain or compacted)."""
     match = _FILE_SINK.match(description or "")
     if match is None:
         return None
     path = match.group("path")
-    batches = logged_batches(path)
+    batches = logged_batches(path, roots)
     return None if batches is None else (path, batches)
 
 
-def logged_batches(path: str) -> set[int] | None:
+def logged_batches(path: str, roots: list[Path]) -> set[int] | None:
     """The batch ids a file sink's ``_spark_metadata`` log at ``path`` holds (plain or
-    compacted; none for a folder not written yet), or None for a path not on this machine."""
+    compacted; none for a folder not written yet), or None for a path not on this machine or
+    outside ``roots`` (TIDEGATE_SINK_ROOTS): a version, or a driver's report, names any
+    folder it likes, and the API lists none outside them."""
     local = path[len("file:") :] if path.startswith("file:") else path
-    if "://" in local:
+    if "://" in local or not within_any(local, roots):
         return None
     batches = set()
     with contextlib.suppress(OSError):
@@ -92,19 +95,19 @@ def missing_for_compaction(
     return (compaction, missing) if missing else None
 
 
-def file_sink_batch(description: str | None) -> tuple[str, int] | None:
+def file_sink_batch(description: str | None, roots: list[Path]) -> tuple[str, int] | None:
     """A local file sink and the latest batch id in its ``_spark_metadata`` log: Spark's file
     sink skips every batch id at or below it."""
-    log = _sink_log(description)
+    log = _sink_log(description, roots)
     return (log[0], max(log[1])) if log is not None and log[1] else None
 
 
 def sink_missing_for_compaction(
-    description: str | None, restored: int, interval: int = COMPACT_INTERVAL
+    description: str | None, restored: int, roots: list[Path], interval: int = COMPACT_INTERVAL
 ) -> tuple[str, int, list[int]] | None:
     """(path, compaction batch, missing batch ids) when the local file sink a run's progress
     names cannot compact (``missing_for_compaction``)."""
-    log = _sink_log(description)
+    log = _sink_log(description, roots)
     found = None if log is None else missing_for_compaction(log[1], restored, interval)
     return None if found is None or log is None else (log[0], *found)
 
@@ -126,7 +129,7 @@ def _sink_runs(session: Session, job: Job, q: QueryPlan) -> list[tuple[Run, str]
     return runs
 
 
-def require_sink_not_ahead(session: Session, job: Job, plan: Plan) -> None:
+def require_sink_not_ahead(session: Session, job: Job, plan: Plan, roots: list[Path]) -> None:
     """Restoring at batch N a query whose file sink already holds batch M > N loses output:
     Spark's file sink skips the re-run batch ids N+1..M. Refused (409) when a run's progress
     names a local file sink whose ``_spark_metadata`` is past the restored batch."""
@@ -137,7 +140,7 @@ def require_sink_not_ahead(session: Session, job: Job, plan: Plan) -> None:
             continue  # an update from the live run: its stop finishes the batch in flight
         restored = int(q.source.info["batch_id"])
         for run, name in _sink_runs(session, job, q):
-            sink = file_sink_batch(((run.progress or {}).get(name) or {}).get("sink"))
+            sink = file_sink_batch(((run.progress or {}).get(name) or {}).get("sink"), roots)
             if sink is not None and sink[1] > restored:
                 raise Conflict(
                     f"Query '{q.query}' would restart at batch {restored + 1} from "
@@ -174,10 +177,9 @@ def declared_sink_problems(
         if sink.get("format") not in FILE_SINK_FORMATS or not sink.get("path"):
             continue
         path = str(sink["path"])
-        local = path[len("file:") :] if path.startswith("file:") else path
-        if "://" in local or not within_any(local, settings.resolved_sink_roots):
-            continue
-        batches = logged_batches(local) or set()
+        batches = logged_batches(path, settings.resolved_sink_roots)
+        if batches is None:
+            continue  # checked once the new run has started, from its progress
         restored = int(q.source.info["batch_id"])
         live = q.source.snapshot_id is None and q.source.ref.run == job.current_run_id
         if not live and batches and max(batches) > restored:

@@ -57,28 +57,31 @@ def test_a_sink_log_that_cannot_compact_is_named() -> None:
     """Spark compacts a file sink's log at batch K with (K + 1) % 10 == 0 and reads the
     previous compaction and every batch after it: a run resumed at batch R + 1 needs those up
     to R already in the log."""
-    assert sink_missing_for_compaction(None, 5) is None
-    assert sink_missing_for_compaction("ConsoleSink", 5) is None
-    assert sink_missing_for_compaction("FileSink[s3a://b/out]", 5) is None  # not read here
+    assert sink_missing_for_compaction(None, 5, [Path("/")]) is None
+    assert sink_missing_for_compaction("ConsoleSink", 5, [Path("/")]) is None
+    assert (
+        sink_missing_for_compaction("FileSink[s3a://b/out]", 5, [Path("/")]) is None
+    )  # not read here
 
 
 def test_compaction_needs_the_batches_since_the_last_compaction(tmp_path: Path) -> None:
     log = tmp_path / "out" / "_spark_metadata"
     log.mkdir(parents=True)
     sink = f"FileSink[file:{tmp_path / 'out'}]"
+    roots = [tmp_path]
     (log / "46").write_text("v1\n")  # the new run's first batch, in a new directory
-    assert sink_missing_for_compaction(sink, 45) == (
+    assert sink_missing_for_compaction(sink, 45, roots) == (
         f"file:{tmp_path / 'out'}",
         49,
         [39, 40, 41, 42, 43, 44, 45],
     )
     for batch in range(39, 46):
         (log / (f"{batch}.compact" if batch == 39 else str(batch))).write_text("v1\n")
-    assert sink_missing_for_compaction(sink, 45) is None  # the previous version's directory
-    assert sink_missing_for_compaction(sink, 3) == (sink[9:-1], 9, [0, 1, 2, 3])
-    assert sink_missing_for_compaction(sink, 49, interval=10) == (sink[9:-1], 59, [49])
-    assert sink_missing_for_compaction(sink, 47, interval=4) == (sink[9:-1], 51, [47])
-    assert sink_missing_for_compaction(sink, -1) is None  # a fresh query writes every batch
+    assert sink_missing_for_compaction(sink, 45, roots) is None  # the previous version's directory
+    assert sink_missing_for_compaction(sink, 3, roots) == (sink[9:-1], 9, [0, 1, 2, 3])
+    assert sink_missing_for_compaction(sink, 49, roots, interval=10) == (sink[9:-1], 59, [49])
+    assert sink_missing_for_compaction(sink, 47, roots, interval=4) == (sink[9:-1], 51, [47])
+    assert sink_missing_for_compaction(sink, -1, roots) is None  # a fresh query writes every batch
 
 
 def test_verify_refuses_a_resumed_query_whose_new_sink_cannot_compact(
@@ -189,3 +192,13 @@ def test_a_sink_that_cannot_be_checked_is_refused_at_creation(
     }
     r = client.post(f"{API}/jobs/j/versions", json=body)
     assert r.status_code == 422 and message in r.text, r.text
+
+
+def test_a_sink_a_driver_reports_outside_the_sink_roots_is_not_read(tmp_path: Path) -> None:
+    """A driver's progress names its sink; the API lists its log only inside the roots."""
+    log = tmp_path / "out" / "_spark_metadata"
+    log.mkdir(parents=True)
+    (log / "46").write_text("v1\n")
+    sink = f"FileSink[{tmp_path / 'out'}]"
+    assert sink_missing_for_compaction(sink, 45, [tmp_path]) is not None
+    assert sink_missing_for_compaction(sink, 45, [tmp_path / "elsewhere"]) is None

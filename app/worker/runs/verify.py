@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from app.core import run_states as states
@@ -79,7 +80,9 @@ def verify(
                 f"committed its first batch: {error or 'no error'}",
                 {"run_id": run_id, "run_state": state},
             )
-        _require_sinks_can_compact(run_id, restored, progress, interval)
+        _require_sinks_can_compact(
+            run_id, restored, progress, interval, ctx.settings.resolved_sink_roots
+        )
         committed = committed_batches(ctx, run_id)
         batches = {q: committed.get(q) for q in restored}
         waiting = sorted(q for q, b in batches.items() if b is None or b <= restored[q])
@@ -109,14 +112,18 @@ def compact_interval(conf: dict[str, Any] | None) -> int:
 
 
 def _require_sinks_can_compact(
-    run_id: int, restored: dict[str, int], progress: dict[str, Any], interval: int
+    run_id: int,
+    restored: dict[str, int],
+    progress: dict[str, Any],
+    interval: int,
+    roots: list[Path],
 ) -> None:
     """A restored query whose file sink lacks the batch logs its next compaction reads would
     fail about ten batches from now, after the update was called a success: refused here, so
     the update rolls back while the previous version's state and output are intact."""
     for query, batch in restored.items():
         sink = (progress.get(query) or {}).get("sink")
-        found = sink_missing_for_compaction(sink, batch, interval)
+        found = sink_missing_for_compaction(sink, batch, roots, interval)
         if found is None:
             continue
         path, compaction, missing = found

@@ -1501,7 +1501,7 @@ export interface components {
             query: string;
             /**
              * Kind
-             * @description renamed, operator_kind, operator_count, key_schema, value_schema, state_partitions, state_store_provider, missing_query, unsupported
+             * @description renamed, operator_kind, operator_count, key_schema, value_schema, state_partitions, state_store_provider, missing_query, unsupported, sink_log (a declared file sink's log lacks the batches its next compaction reads), sink_ahead (a declared file sink holds batches past the one the query resumes at)
              */
             kind: string;
             /** Detail */
@@ -1735,6 +1735,8 @@ export interface components {
             trigger?: string | null;
             /** Partitioned On */
             partitioned_on?: string[];
+            /** @description Where the query writes. Declared, the runtime refuses a writer that writes elsewhere, and an update or a submit from a snapshot is refused before anything stops when a file sink's log does not fit the batch the query resumes at. Omitted: the job's code alone decides (checked only once the new run has started). */
+            sink?: components["schemas"]["SinkSpec"] | null;
             /**
              * Checkpoint Location
              * @description Must lie under the checkpoint root. Omitted: ${checkpoint_root}/${job}/${run}/${query}.
@@ -1976,6 +1978,33 @@ export interface components {
              * @description Send as 'Authorization: Bearer <token>' on this run's channel. It lives a day past its last use in the second half of that day (each channel call renews it).
              */
             token: string;
+        };
+        /**
+         * SinkSpec
+         * @description Where a query writes, declared: the runtime refuses a query whose writer says otherwise,
+         *     and a file sink's log is checked against the state a query resumes before anything stops.
+         */
+        SinkSpec: {
+            /**
+             * Format
+             * @description The writer's format: parquet, json, csv, orc, text (file sinks: exactly-once), foreachBatch (exactly-once when its write is idempotent by batch id), or any other Spark sink (at-least-once: a re-run batch is written again).
+             * @example parquet
+             * @example foreachBatch
+             * @example kafka
+             */
+            format: string;
+            /**
+             * Path
+             * @description A file sink's output folder (its 'path' option): required for a file sink.
+             */
+            path?: string | null;
+            /**
+             * Options
+             * @description Options the writer must carry with these values (others are free).
+             */
+            options?: {
+                [key: string]: string;
+            };
         };
         /** SnapshotBody */
         SnapshotBody: {
@@ -2702,6 +2731,7 @@ export type RetentionBody = components['schemas']['RetentionBody'];
 export type RetentionResponse = components['schemas']['RetentionResponse'];
 export type RunResponse = components['schemas']['RunResponse'];
 export type RunToken = components['schemas']['RunToken'];
+export type SinkSpec = components['schemas']['SinkSpec'];
 export type SnapshotBody = components['schemas']['SnapshotBody'];
 export type SnapshotResponse = components['schemas']['SnapshotResponse'];
 export type SnapshotSummary = components['schemas']['SnapshotSummary'];

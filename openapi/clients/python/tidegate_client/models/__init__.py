@@ -90,6 +90,8 @@ from .run_response_drain_type_0 import RunResponseDrainType0
 from .run_response_progress import RunResponseProgress
 from .run_response_query_restarts import RunResponseQueryRestarts
 from .run_token import RunToken
+from .sink_spec import SinkSpec
+from .sink_spec_options import SinkSpecOptions
 from .snapshot_body import SnapshotBody
 from .snapshot_response import SnapshotResponse
 from .snapshot_response_state import SnapshotResponseState
@@ -222,6 +224,8 @@ __all__ = (
     "RunResponseProgress",
     "RunResponseQueryRestarts",
     "RunToken",
+    "SinkSpec",
+    "SinkSpecOptions",
     "SnapshotBody",
     "SnapshotResponse",
     "SnapshotResponseState",

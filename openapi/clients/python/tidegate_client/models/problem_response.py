@@ -17,7 +17,8 @@ class ProblemResponse:
     Attributes:
         query (str):
         kind (str): renamed, operator_kind, operator_count, key_schema, value_schema, state_partitions,
-            state_store_provider, missing_query, unsupported
+            state_store_provider, missing_query, unsupported, sink_log (a declared file sink's log lacks the batches its
+            next compaction reads), sink_ahead (a declared file sink holds batches past the one the query resumes at)
         detail (str):
         operator (int | None | Unset):
         expected (Any | Unset):

@@ -9,6 +9,7 @@ from ..models.query_spec_output_mode import QuerySpecOutputMode
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.sink_spec import SinkSpec
     from ..models.source_spec import SourceSpec
     from ..models.stateful_operator_spec import StatefulOperatorSpec
 
@@ -26,6 +27,10 @@ class QuerySpec:
         output_mode (QuerySpecOutputMode | Unset):  Default: QuerySpecOutputMode.APPEND.
         trigger (None | str | Unset): PSTL interval, e.g. '15 SECONDS'; omitted: as fast as possible.
         partitioned_on (list[str] | Unset):
+        sink (None | SinkSpec | Unset): Where the query writes. Declared, the runtime refuses a writer that writes
+            elsewhere, and an update or a submit from a snapshot is refused before anything stops when a file sink's log
+            does not fit the batch the query resumes at. Omitted: the job's code alone decides (checked only once the new
+            run has started).
         checkpoint_location (None | str | Unset): Must lie under the checkpoint root. Omitted:
             ${checkpoint_root}/${job}/${run}/${query}.
         upstream (list[str] | Unset): Queries of this version whose output this query reads (a chain). A drain finishes
@@ -38,10 +43,13 @@ class QuerySpec:
     output_mode: QuerySpecOutputMode | Unset = QuerySpecOutputMode.APPEND
     trigger: None | str | Unset = UNSET
     partitioned_on: list[str] | Unset = UNSET
+    sink: None | SinkSpec | Unset = UNSET
     checkpoint_location: None | str | Unset = UNSET
     upstream: list[str] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.sink_spec import SinkSpec  # noqa: PLC0415
+
         sources = []
         for sources_item_data in self.sources:
             sources_item = sources_item_data.to_dict()
@@ -74,6 +82,14 @@ class QuerySpec:
         if not isinstance(self.partitioned_on, Unset):
             partitioned_on = self.partitioned_on
 
+        sink: dict[str, Any] | None | Unset
+        if isinstance(self.sink, Unset):
+            sink = UNSET
+        elif isinstance(self.sink, SinkSpec):
+            sink = self.sink.to_dict()
+        else:
+            sink = self.sink
+
         checkpoint_location: None | str | Unset
         if isinstance(self.checkpoint_location, Unset):
             checkpoint_location = UNSET
@@ -101,6 +117,8 @@ class QuerySpec:
             field_dict["trigger"] = trigger
         if partitioned_on is not UNSET:
             field_dict["partitioned_on"] = partitioned_on
+        if sink is not UNSET:
+            field_dict["sink"] = sink
         if checkpoint_location is not UNSET:
             field_dict["checkpoint_location"] = checkpoint_location
         if upstream is not UNSET:
@@ -110,6 +128,7 @@ class QuerySpec:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.sink_spec import SinkSpec  # noqa: PLC0415
         from ..models.source_spec import SourceSpec  # noqa: PLC0415
         from ..models.stateful_operator_spec import StatefulOperatorSpec  # noqa: PLC0415
 
@@ -157,6 +176,23 @@ class QuerySpec:
 
         partitioned_on = cast(list[str], d.pop("partitioned_on", UNSET))
 
+        def _parse_sink(data: object) -> None | SinkSpec | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                sink_type_0 = SinkSpec.from_dict(data)
+
+                return sink_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SinkSpec | Unset, data)
+
+        sink = _parse_sink(d.pop("sink", UNSET))
+
         def _parse_checkpoint_location(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -175,6 +211,7 @@ class QuerySpec:
             output_mode=output_mode,
             trigger=trigger,
             partitioned_on=partitioned_on,
+            sink=sink,
             checkpoint_location=checkpoint_location,
             upstream=upstream,
         )
