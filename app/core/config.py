@@ -152,8 +152,8 @@ class Settings(BaseSettings):
         default=None,
         description="Folders (comma-separated) under which the API may list a declared file "
         "sink's _spark_metadata log, to refuse an update whose sink log does not fit the "
-        "state it resumes; default: the event-log roots. A sink elsewhere is not checked "
-        "ahead (the worker checks it once the new run has started).",
+        "state it resumes; default: the event-log roots. A sink elsewhere is never listed "
+        "(by the API or by the worker's check of a new run), so it is not checked.",
     )
     audit_retention: str = Field(
         default="90d",

@@ -226,7 +226,8 @@ class QuerySpec(Body):
         description="Where the query writes. Declared, the runtime refuses a writer that "
         "writes elsewhere, and an update or a submit from a snapshot is refused before "
         "anything stops when a file sink's log does not fit the batch the query resumes at. "
-        "Omitted: the job's code alone decides (checked only once the new run has started).",
+        "Omitted: the job's code alone decides (its file sink is checked once the new run "
+        "reports it).",
     )
     checkpoint_location: str | None = Field(
         None,

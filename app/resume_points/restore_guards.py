@@ -163,7 +163,7 @@ def declared_sink_problems(
     batch N whose declared file sink already holds later batches would lose them (Spark's file
     sink skips batch ids it holds), and one whose sink log lacks the batches its next
     compaction reads would fail about ten batches in. Only sinks inside TIDEGATE_SINK_ROOTS are
-    read; any other is checked once the new run has started."""
+    read."""
     specs = {q["name"]: q for q in version.queries}
     interval = int(
         (version.conf or {}).get("spark.sql.streaming.fileSink.log.compactInterval")
@@ -179,7 +179,7 @@ def declared_sink_problems(
         path = str(sink["path"])
         batches = logged_batches(path, settings.resolved_sink_roots)
         if batches is None:
-            continue  # checked once the new run has started, from its progress
+            continue  # not on this machine, or outside the sink roots: not read
         restored = int(q.source.info["batch_id"])
         live = q.source.snapshot_id is None and q.source.ref.run == job.current_run_id
         if not live and batches and max(batches) > restored:

@@ -1735,7 +1735,7 @@ export interface components {
             trigger?: string | null;
             /** Partitioned On */
             partitioned_on?: string[];
-            /** @description Where the query writes. Declared, the runtime refuses a writer that writes elsewhere, and an update or a submit from a snapshot is refused before anything stops when a file sink's log does not fit the batch the query resumes at. Omitted: the job's code alone decides (checked only once the new run has started). */
+            /** @description Where the query writes. Declared, the runtime refuses a writer that writes elsewhere, and an update or a submit from a snapshot is refused before anything stops when a file sink's log does not fit the batch the query resumes at. Omitted: the job's code alone decides (its file sink is checked once the new run reports it). */
             sink?: components["schemas"]["SinkSpec"] | null;
             /**
              * Checkpoint Location

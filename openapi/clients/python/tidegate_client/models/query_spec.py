@@ -29,8 +29,8 @@ class QuerySpec:
         partitioned_on (list[str] | Unset):
         sink (None | SinkSpec | Unset): Where the query writes. Declared, the runtime refuses a writer that writes
             elsewhere, and an update or a submit from a snapshot is refused before anything stops when a file sink's log
-            does not fit the batch the query resumes at. Omitted: the job's code alone decides (checked only once the new
-            run has started).
+            does not fit the batch the query resumes at. Omitted: the job's code alone decides (its file sink is checked
+            once the new run reports it).
         checkpoint_location (None | str | Unset): Must lie under the checkpoint root. Omitted:
             ${checkpoint_root}/${job}/${run}/${query}.
         upstream (list[str] | Unset): Queries of this version whose output this query reads (a chain). A drain finishes
