@@ -132,6 +132,12 @@ def test_a_failing_query_restarts_alone_and_declared_sinks_are_checked_before_a_
     assert update["state"] == "failed", update
     assert "does not write where its version declares" in update["error"], update["error"]
     assert "its format is parquet, not json" in update["error"]
+    # Nor does a version without a query the job's code starts (its state would be dropped).
+    r = stack.client.post(f"/jobs/{job}/versions", json={**body, "queries": body["queries"][:1]})
+    assert r.status_code == 201, r.text
+    update = _operate(stack, job, "update", {"version": r.json()["number"]})
+    assert update["state"] == "failed", update
+    assert "query 'enrich' is not declared by this job version" in update["error"], update
     run = stack.run(run_id)
     assert run["state"] == "running" and run["attempt"] == 0
 
