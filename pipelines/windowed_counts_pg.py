@@ -6,7 +6,9 @@ and the same rows. ``foreachBatch`` here writes each batch's rows and records th
 ledger **in one transaction**; a batch already in the ledger is skipped. The ledger key is
 the query's id (kept in its checkpoint, so it survives a restart and a restore from a
 snapshot) and the batch id; a query started fresh (an update by drain) has a new id and
-counts its batches from 0 again.
+counts its batches from 0 again. A restore that gives the query a new id (tidegate does for a
+renamed query, or one of two resumed from the same source) starts a new ledger: a batch the
+old query wrote but did not commit would then be written again.
 
 The rows go through the driver (``collect``): fine for aggregates of a few thousand rows a
 batch; a wider sink would write from the executors into a staging table keyed by batch id
@@ -59,10 +61,12 @@ create table if not exists {} (
 class ExactlyOnceTable:
     """A ``foreachBatch`` function writing each batch once, whatever Spark runs again."""
 
-    def __init__(self, dsn: str, table: str) -> None:
+    def __init__(self, dsn: str, table: str, *, create: bool = True) -> None:
         self.dsn, self.table = dsn, table
         self._query_id: str | None = None
         self._started = threading.Event()
+        if not create:
+            return
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(sql.SQL(ROWS_TABLE).format(sql.Identifier(table)))
             conn.execute(sql.SQL(LEDGER_TABLE).format(sql.Identifier(f"{table}_batches")))
@@ -116,7 +120,8 @@ def main(argv: list[str]) -> None:
     spark = SparkSession.builder.appName("windowed_counts_pg").getOrCreate()
     runtime = Runtime.from_spark(spark)
     events = read_events(spark, args.root, args.stream, **runtime.reader_options(args.query_name))
-    sink = ExactlyOnceTable(args.dsn, args.table)
+    # A dry run writes nothing (its sink is noop): it does not touch the database either.
+    sink = ExactlyOnceTable(args.dsn, args.table, create=runtime.dry_run is None)
     writer: Any = build_windowed_counts(events, args.window).writeStream.foreachBatch(sink)
     query = runtime.start(
         args.query_name,

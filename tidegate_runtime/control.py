@@ -85,6 +85,8 @@ class Runtime(Drainer):
     # Restarts a failed query alone (tidegate_runtime/supervision.py); without a policy from
     # the control plane (unmanaged, a dry run), a failed query ends the driver.
     supervisor: Supervisor = field(default_factory=Supervisor)
+    # Declared sink options by query, from the directives (never in the Spark conf).
+    sink_options: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
@@ -142,6 +144,7 @@ class Runtime(Drainer):
         runtime.supervisor = Supervisor(
             RestartPolicy.from_directives(first.get("query_restart_policy"))
         )
+        runtime.sink_options = first.get("sink_options") or {}
         if first.get("drain") is None:
             runtime._clear_controls()  # a drain cap left by an earlier attempt must not apply
         spark.streams.addListener(ProgressReporter(runtime))
@@ -312,7 +315,7 @@ class Runtime(Drainer):
                 )
             spec = self.declared[name]
             if spec.get("sink"):  # before a dry run's noop: the dry run refuses it too
-                sinks.require_declared(name, writer, spec["sink"])
+                sinks.require_declared(name, writer, spec["sink"], self.sink_options.get(name))
             trigger = pstl_to_spark_interval(spec["trigger"]) if spec.get("trigger") else None
             output_mode = spec.get("output_mode") or "append"
             checkpoint = self.checkpoint_for(name)
@@ -365,12 +368,15 @@ class Runtime(Drainer):
             if self.dry_run.then is not None:
                 self.dry_run.then()
             return
-        while self.queries and (
-            any(q.isActive for q in self.queries.values())
-            or self._draining
-            or self.supervisor.any_waiting
-        ):
+        while self.queries:
+            # First: a failure is seen even when it left no query running (a job of one query).
             self._supervise()
+            if not (
+                any(q.isActive for q in self.queries.values())
+                or self._draining
+                or self.supervisor.any_waiting
+            ):
+                break
             asked = time.monotonic()
             if self.managed:
                 # The long-poll is the wait between checks: a stop is seen as it is decided.
@@ -378,6 +384,8 @@ class Runtime(Drainer):
                 if self._stop.is_set():
                     break
             time.sleep(max(0.0, self.poll_seconds - (time.monotonic() - asked)))
+        # A failure since the last look is reported (or ends the driver) like any other.
+        self._supervise()
         self._flush_progress()
         for name, q in self.queries.items():
             # A query waiting for its restart when the stop came stays as its failure left
@@ -412,7 +420,17 @@ class Runtime(Drainer):
         if self._stop.is_set():
             return
         for name in self.supervisor.due(now):
-            self.queries[name] = self._writers[name].start()  # on its checkpoint, as it was
+            if self.queries[name].isActive:  # started meanwhile (a drain's bounded restart)
+                self.supervisor.started(name, now)
+                continue
+            try:
+                self.queries[name] = self._writers[name].start()  # on its checkpoint
+            except Exception as exc:  # a failed restart is one more failure
+                verdict = self.supervisor.failed(name, now)
+                self._report_failure(name, exc, verdict.failures, verdict.restart_in)
+                if verdict.restart_in is None:
+                    raise
+                continue
             self.supervisor.started(name, now)
             log.info("query %s restarted on its checkpoint", name)
 
@@ -447,7 +465,7 @@ class Runtime(Drainer):
         """Post what the listener still has: the last batches' progress is what says a
         drain or a stop reached the end (the driver must not exit before it is sent)."""
         deadline = time.monotonic() + timeout
-        ids = {str(q.id) for q in self.queries.values() if not q.isActive}
+        ids = {str(q.runId) for q in self.queries.values() if not q.isActive}
         while not ids <= self._terminated and time.monotonic() < deadline:
             time.sleep(0.05)
         while self._outbox.unfinished_tasks and time.monotonic() < deadline:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from tidegate_runtime.chain import drain_stages
 from tidegate_runtime.channel_client import ControlClient, ControlPlaneRefused
 from tidegate_runtime.source import MARKER_PARTITION
 from tidegate_runtime.stopping import stop_at_batch_boundary
+from tidegate_runtime.supervision import Supervisor
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -52,6 +54,7 @@ class Drainer:
     stop_reason: str | None
     _drain_state: DrainState
     _writers: dict[str, DataStreamWriter]
+    supervisor: Supervisor
 
     if TYPE_CHECKING:  # Runtime's
 
@@ -198,6 +201,7 @@ class Drainer:
             stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
             writer = self._writers[name]
             self.queries[name] = writer.trigger(availableNow=True).start()
+            self.supervisor.started(name, time.monotonic())  # not restarted again meanwhile
             self._drain_state.bounded.add(name)
             log.info("drain: %s restarted with AvailableNow on its checkpoint", name)
             return False
@@ -205,7 +209,7 @@ class Drainer:
         if query.isActive:
             return False
         if query.exception() is not None:
-            raise query.exception()  # type: ignore[misc]
+            return False  # the supervisor restarts it, bounded still, or ends the driver
         ends = {}
         for index, source in enumerate(self.declared[name].get("sources", [])):
             if source["name"] not in self._drain_state.end:

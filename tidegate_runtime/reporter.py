@@ -37,4 +37,5 @@ class ProgressReporter(StreamingQueryListener):
 
     def onQueryTerminated(self, event: Any) -> None:
         # Events arrive in order: after this one, every progress of the query has been seen.
-        self.runtime._terminated.add(str(event.id))
+        # By run: a query restarted alone keeps its id (its checkpoint's), not its run id.
+        self.runtime._terminated.add(str(event.runId))

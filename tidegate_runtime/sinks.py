@@ -10,7 +10,6 @@ Standard library and pyspark only: it runs inside Spark drivers."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from typing import Any
@@ -56,21 +55,26 @@ def _local(path: str) -> str:
     return raw if "://" in raw else os.path.normpath(os.path.abspath(raw))
 
 
-def digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
-
-
 def declared_sink(sink: dict[str, Any]) -> dict[str, Any]:
-    """A version's sink as a driver's conf carries it: the option values only as digests (the
-    Spark UI shows the conf, and a sink option may be a password)."""
+    """A version's sink as a driver's conf carries it: the names of its options, never their
+    values (the Spark UI shows the conf, and a sink option may be a password). A run's
+    runtime gets the values in its directives, over its own channel."""
     return {
         "format": sink["format"],
         "path": sink.get("path"),
-        "option_digests": {k: digest(str(v)) for k, v in (sink.get("options") or {}).items()},
+        "option_keys": sorted(sink.get("options") or {}),
     }
 
 
-def require_declared(name: str, writer: DataStreamWriter, declared: dict[str, Any]) -> None:
+def require_declared(
+    name: str,
+    writer: DataStreamWriter,
+    declared: dict[str, Any],
+    options: dict[str, str] | None = None,
+) -> None:
+    """Refuse a writer that does not write where the version declares: its format, its path,
+    and each declared option (its value too when ``options``, from the run's directives, has
+    it; a dry run, with no channel, checks that the option is set). Values are never shown."""
     seen = written_to(writer)
     if seen is None:
         return
@@ -82,10 +86,12 @@ def require_declared(name: str, writer: DataStreamWriter, declared: dict[str, An
         path = option("path")
         if path is None or _local(path) != _local(str(declared["path"])):
             wrong.append(f"it writes to {path or 'no path'}, not {declared['path']}")
-    for key, wanted in (declared.get("option_digests") or {}).items():
+    for key in sorted(set(declared.get("option_keys") or ()) | set(options or {})):
         value = option(key)
-        if value is None or digest(value) != wanted:  # values never shown: they may be secret
-            wrong.append(f"its option {key} is {'missing' if value is None else 'another value'}")
+        if value is None:
+            wrong.append(f"its option {key} is missing")
+        elif options is not None and key in options and value != str(options[key]):
+            wrong.append(f"its option {key} has another value")  # values may be secret
     if wrong:
         raise UndeclaredSink(
             f"query '{name}' does not write where its version declares: {'; '.join(wrong)}. "

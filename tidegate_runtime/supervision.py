@@ -38,7 +38,8 @@ class RestartPolicy:
     def backoff(self, failures: int) -> float:
         """The wait before restart number ``failures`` (1 for the first): doubled each time
         from min_backoff up to max_backoff, then stretched by up to random_factor."""
-        base = min(self.max_backoff, self.min_backoff * 2 ** max(0, failures - 1))
+        doubled = self.min_backoff * 2 ** min(max(0, failures - 1), 64)  # no float overflow
+        base = min(self.max_backoff, doubled)
         return float(base * (1 + random.random() * self.random_factor))
 
 
@@ -96,10 +97,3 @@ class Supervisor:
         for query in self._queries.values():
             if query.due_at is not None:
                 query.due_at = 0.0
-
-    def forget_waiting(self) -> list[str]:
-        """A stop: nothing restarts any more. Returns the queries that were waiting."""
-        names = [n for n, q in self._queries.items() if q.due_at is not None]
-        for name in names:
-            self._queries[name].due_at = None
-        return names

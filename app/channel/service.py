@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.core import run_states as states
 from app.core.db import utcnow
-from app.core.errors import Conflict, NotFound, Unprocessable
+from app.core.errors import Conflict, NotFound
 from app.jobs.schemas import RestartPolicy
 from app.runs import ending, spares
 from app.runs import service as runs
@@ -31,7 +31,7 @@ from app.startpoints import applications as startpoints
 log = logging.getLogger(__name__)
 
 HISTORY_PER_QUERY = 100
-ERROR_LIMIT = 4000  # characters of a failed query's error kept (its end: the cause)
+ERROR_LIMIT = 4000  # characters of a failed query's error kept (its head: the cause)
 
 
 def directives(
@@ -61,6 +61,11 @@ def directives(
             s["name"]: {"kind": s["kind"], "options": s["options"]}
             for q in run.version.queries
             for s in q["sources"]
+        },
+        sink_options={
+            q["name"]: q["sink"]["options"]
+            for q in run.version.queries
+            if (q.get("sink") or {}).get("options")
         },
         query_restart_policy=RestartPolicy.model_validate(run.job.restart_policy).in_seconds(),
     )
@@ -190,11 +195,11 @@ def record_query_failure(session: Session, run_id: int, report: QueryFailureRepo
     if run is None:
         raise NotFound(f"No run with id {run_id}.")
     run = live_run(session, run_id)
-    names = {q["name"] for q in run.version.queries}
-    if report.query not in names:
-        raise Unprocessable(
-            f"Query '{report.query}' is not a query of run {run_id}'s version "
-            f"(its queries: {', '.join(sorted(names))})."
+    declared = {q["name"] for q in run.version.queries}
+    if report.query not in declared:  # as for a progress report
+        raise Conflict(
+            f"Query '{report.query}' is not declared by version {run.version.number}; "
+            f"declared: {', '.join(sorted(declared))}."
         )
     if report.attempt != run.attempt:
         return run
@@ -207,7 +212,7 @@ def record_query_failure(session: Session, run_id: int, report: QueryFailureRepo
         "attempt": report.attempt,
         "restarts": int(before.get("restarts", 0)) + (0 if gave_up else 1),
         "failures": report.failures,
-        "last_error": report.error[-ERROR_LIMIT:],
+        "last_error": report.error[:ERROR_LIMIT],
         "last_failed_at": now.isoformat(),
         "next_restart_at": (
             None if restart_in is None else (now + timedelta(seconds=restart_in)).isoformat()

@@ -272,11 +272,19 @@ class QueryResponse(Response):
     checkpoint_location: str | None
     upstream: list[str] = []
     stateful: bool
+    sink: SinkSpec | None = None
 
     @field_validator("sources")
     @classmethod
     def _redact_options(cls, sources: list[SourceSpec]) -> list[SourceSpec]:
         return [s.model_copy(update={"options": redact(s.options)}) for s in sources]
+
+    @field_validator("sink")
+    @classmethod
+    def _redact_sink_options(cls, sink: SinkSpec | None) -> SinkSpec | None:
+        if sink is None:
+            return None
+        return sink.model_copy(update={"options": redact(sink.options), "path": redact(sink.path)})
 
 
 class VersionResponse(Response):

@@ -16,8 +16,12 @@ from app.operations.models import Operation
 from app.operations.schemas import RestartBody, SnapshotBody, SubmitBody, UpdateBody
 from app.operations.service import enqueue, find_replay
 from app.resume_points import service as resume_points
-from app.resume_points.plan import fresh
-from app.resume_points.restore_guards import declared_sink_problems, require_restorable
+from app.resume_points.plan import Plan, fresh
+from app.resume_points.restore_guards import (
+    all_fresh,
+    declared_sink_problems,
+    require_restorable,
+)
 from app.runs.models import Run
 from app.runs.service import active_run, current_run
 from app.snapshots import service as snapshots
@@ -56,6 +60,7 @@ def submit(
             resume_point=body.resume_point,
         )
         what = f"snapshot '{body.snapshot}'" if body.snapshot else "the resume point"
+        plan.problems.extend(declared_sink_problems(settings, version, plan))
         resume_points.require_compatible(plan, what)
         require_restorable(session, settings, job, plan)
         origin: dict[str, object] = (
@@ -71,7 +76,15 @@ def submit(
                 [q.source.snapshot_id for q in plan.queries if q.source and q.source.snapshot_id],
             )
         return op, created
+    resume_points.require_compatible(
+        _with_sink_problems(settings, version, all_fresh(version)), "fresh checkpoints"
+    )
     return enqueue(session, job, "submit", params, actor, key)
+
+
+def _with_sink_problems(settings: Settings, version: JobVersion, plan: Plan) -> Plan:
+    plan.problems.extend(declared_sink_problems(settings, version, plan))
+    return plan
 
 
 def stop(
@@ -256,9 +269,13 @@ def update(
     if run is None:
         raise Conflict(f"Job '{job_name}' has never run; submit version {body.version} instead.")
     if body.strategy in ("drain", "stateless"):
+        resume_points.require_compatible(
+            _with_sink_problems(settings, version, all_fresh(version)), "fresh checkpoints"
+        )
         return _update_fresh(session, job, version, run, body.strategy, params, actor, key)
     plan = resume_points.plan_from_run(session, settings, version, run)
-    plan.problems.extend(declared_sink_problems(settings, job, version, plan))
+    # From the running run: its sink goes on until the stop, so only its log's gaps count.
+    plan.problems.extend(declared_sink_problems(settings, version, plan, live=True))
     resume_points.require_compatible(plan, f"the state of run {run.id}")
     require_restorable(session, settings, job, plan)
     # Planned by name from the run's live checkpoints; the worker binds it to the snapshot the

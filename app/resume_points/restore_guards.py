@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -46,6 +46,7 @@ _FILE_SINK = re.compile(r"^FileSink\[(?P<path>.+)\]$")
 
 # Spark's default spark.sql.streaming.fileSink.log.compactInterval.
 COMPACT_INTERVAL = 10
+_COMPACT_KEY = "spark.sql.streaming.fileSink.log.compactInterval"
 
 
 def _sink_log(description: str | None, roots: list[Path]) -> tuple[str, set[int]] | None:
@@ -67,11 +68,16 @@ def logged_batches(path: str, roots: list[Path]) -> set[int] | None:
     local = path[len("file:") :] if path.startswith("file:") else path
     if "://" in local or not within_any(local, roots):
         return None
-    batches = set()
-    with contextlib.suppress(OSError):
-        for name in os.listdir(os.path.join(local, "_spark_metadata")):
-            if (found := re.fullmatch(r"(\d+)(?:\.compact)?", name)) is not None:
-                batches.add(int(found.group(1)))
+    batches: set[int] = set()
+    try:
+        names = os.listdir(os.path.join(local, "_spark_metadata"))
+    except FileNotFoundError:
+        return batches  # not written yet: an empty log
+    except OSError:
+        return None  # unreadable from here (permissions, a mount): not checked
+    for name in names:
+        if (found := re.fullmatch(r"(\d+)(?:\.compact)?", name)) is not None:
+            batches.add(int(found.group(1)))
     return batches
 
 
@@ -156,32 +162,50 @@ def require_sink_not_ahead(session: Session, job: Job, plan: Plan, roots: list[P
                 )
 
 
+def compact_interval(conf: dict[str, Any] | None) -> int:
+    """The file sink's log compaction interval a version runs with."""
+    try:
+        return int((conf or {}).get(_COMPACT_KEY) or COMPACT_INTERVAL)
+    except (TypeError, ValueError):
+        return COMPACT_INTERVAL  # Spark refuses it at start; nothing to check against here
+
+
 def declared_sink_problems(
-    settings: Settings, job: Job, version: JobVersion, plan: Plan
+    settings: Settings, version: JobVersion, plan: Plan, *, live: bool = False
 ) -> list[Problem]:
-    """What a version's declared file sinks say before anything stops: a query resuming at
-    batch N whose declared file sink already holds later batches would lose them (Spark's file
-    sink skips batch ids it holds), and one whose sink log lacks the batches its next
-    compaction reads would fail about ten batches in. Only sinks inside TIDEGATE_SINK_ROOTS are
-    read."""
+    """What a version's declared file sinks say before anything stops. Spark's file sink skips
+    every batch id its ``_spark_metadata`` log already holds, so a query resuming at batch N
+    (or starting fresh, at 0) whose sink holds later batches would lose them (``sink_ahead``;
+    not checked for ``live``, an update from the running run, whose sink goes on with it); and
+    a query resuming its state whose sink log lacks the batches its next compaction reads
+    fails about ten batches in (``sink_log``). Only sinks inside TIDEGATE_SINK_ROOTS are read."""
     specs = {q["name"]: q for q in version.queries}
-    interval = int(
-        (version.conf or {}).get("spark.sql.streaming.fileSink.log.compactInterval")
-        or COMPACT_INTERVAL
-    )
+    interval = compact_interval(version.conf)
     problems = []
     for q in plan.queries:
         sink = specs[q.query].get("sink") or {}
-        if q.source is None or q.source.info.get("batch_id") is None:
-            continue
         if sink.get("format") not in FILE_SINK_FORMATS or not sink.get("path"):
             continue
         path = str(sink["path"])
         batches = logged_batches(path, settings.resolved_sink_roots)
         if batches is None:
             continue  # not on this machine, or outside the sink roots: not read
+        if q.source is None or q.source.info.get("batch_id") is None:
+            if batches:
+                problems.append(
+                    Problem(
+                        q.query,
+                        "sink_ahead",
+                        f"it starts fresh at batch 0, but its file sink {path} already holds "
+                        f"batches up to {max(batches)}: Spark's file sink skips batch ids it "
+                        f"holds, so batches 0..{max(batches)} of the new query would be lost. "
+                        "Write to a new, empty folder.",
+                        expected=-1,
+                        actual=max(batches),
+                    )
+                )
+            continue
         restored = int(q.source.info["batch_id"])
-        live = q.source.snapshot_id is None and q.source.ref.run == job.current_run_id
         if not live and batches and max(batches) > restored:
             problems.append(
                 Problem(
@@ -214,3 +238,11 @@ def declared_sink_problems(
                 )
             )
     return problems
+
+
+def all_fresh(version: JobVersion) -> Plan:
+    """The plan of a version whose every query starts on a new checkpoint."""
+    return Plan(
+        version.number,
+        [QueryPlan(q["name"], bool(q.get("stateful_operators")), None) for q in version.queries],
+    )

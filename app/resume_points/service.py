@@ -237,12 +237,9 @@ def plan_for_request(
     resume_point: dict[str, ResumeEntry] | None = None,
 ) -> Plan:
     if resume_point is not None:
-        plan = plan_from_resume_point(session, settings, version, job.name, resume_point)
-    else:
-        assert snapshot is not None
-        plan = plan_from_snapshot(session, version, snapshot_job or job.name, snapshot)
-    plan.problems.extend(declared_sink_problems(settings, job, version, plan))
-    return plan
+        return plan_from_resume_point(session, settings, version, job.name, resume_point)
+    assert snapshot is not None
+    return plan_from_snapshot(session, version, snapshot_job or job.name, snapshot)
 
 
 def revalidate(
@@ -305,6 +302,7 @@ def compatibility(
         snapshot_job=body.snapshot_job,
         resume_point=body.resume_point,
     )
+    plan.problems.extend(declared_sink_problems(settings, version, plan))
     return plan.response()
 
 

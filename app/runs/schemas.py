@@ -182,6 +182,11 @@ class Directives(Response):
     sources: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="The version's sources: kind and options, by name."
     )
+    sink_options: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Per query, the options its declared sink must carry (the Spark conf "
+        "holds only their names).",
+    )
     query_restart_policy: dict[str, Any] | None = Field(
         None,
         description="The job's restart policy in seconds, applied to each query alone: "

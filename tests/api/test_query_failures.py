@@ -4,6 +4,7 @@ job's restart policy in seconds. (On real Spark: tests/e2e/test_query_supervisio
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -95,8 +96,9 @@ def test_a_report_for_another_attempt_changes_nothing_and_an_unknown_query_is_re
     assert _report(client, run_id, token, attempt=7).status_code == 204
     assert client.get(f"/api/v1/runs/{run_id}").json()["query_restarts"] == {}
     r = _report(client, run_id, token, query="nope")
-    assert r.status_code == 422
-    assert "not a query of run" in r.json()["detail"] and "counts, enrich" in r.json()["detail"]
+    assert r.status_code == 409
+    assert "is not declared by version 1" in r.json()["detail"]
+    assert "declared: counts, enrich" in r.json()["detail"]
     # Another run's token reaches nothing here.
     other_id, other_token = make_current_run(db, "j")
     assert _report(client, run_id, other_token).status_code == 403
@@ -121,3 +123,29 @@ def test_a_report_with_a_body_renews_a_run_token_in_the_second_half_of_its_life(
             text("select expires_at - now() from api_tokens where run_id = :r"), {"r": run_id}
         )
     assert left > timedelta(hours=20)
+
+
+def test_a_declared_sink_is_shown_with_its_secrets_hidden_and_its_options_reach_only_the_run(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    sink = {
+        "format": "jdbc-like",
+        "path": "s3a://key:hunter2@bucket/out",
+        "options": {"password": "hunter2", "batchsize": "500"},
+    }
+    body = version_body(
+        queries=[
+            {"name": "q", "sources": [{"name": "in", "kind": "rate", "options": {}}], "sink": sink}
+        ]
+    )
+    assert client.post("/api/v1/jobs", json={"name": "j"}).status_code == 201
+    created = client.post("/api/v1/jobs/j/versions", json=body)
+    assert created.status_code == 201, created.text
+    shown = client.get("/api/v1/jobs/j/versions/1").json()["queries"][0]["sink"]
+    assert shown["format"] == "jdbc-like" and shown["options"]["batchsize"] == "500"
+    assert "hunter2" not in json.dumps(shown)
+    run_id, token = make_current_run(db, "j")
+    directives = client.get(
+        f"/api/v1/runs/{run_id}/directives", headers={"Authorization": f"Bearer {token}"}
+    ).json()
+    assert directives["sink_options"] == {"q": {"password": "hunter2", "batchsize": "500"}}

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.e2e
 
 T0 = 1_767_225_600_000
 # Long enough that the other query is seen working while the failed one waits.
-POLICY = {"min_backoff": "20s", "max_backoff": "1m", "max_attempts": 3, "stable_period": "10m"}
+POLICY = {"min_backoff": "40s", "max_backoff": "2m", "max_attempts": 3, "stable_period": "10m"}
 
 
 def _enriched(out: Path) -> list[tuple[Any, ...]]:

@@ -4,6 +4,7 @@ the query starts. A mismatch names what differs, never an option's value (it may
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,10 @@ def test_the_writer_s_format_path_and_options_are_read(spark: SparkSession, tmp_
 
 def test_a_writer_as_declared_passes(spark: SparkSession, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    declared = declared_sink(
-        {"format": "parquet", "path": f"file:{out}/", "options": {"compression": "zstd"}}
-    )
-    require_declared("q", _writer(spark, "parquet", str(out), compression="zstd"), declared)
+    sink = {"format": "parquet", "path": f"file:{out}/", "options": {"compression": "zstd"}}
+    writer = _writer(spark, "parquet", str(out), compression="zstd")
+    require_declared("q", writer, declared_sink(sink), sink["options"])  # a run's runtime
+    require_declared("q", writer, declared_sink(sink))  # a dry run: the option's name only
     batch_writer = (
         spark.readStream.format("rate").load().writeStream.foreachBatch(lambda df, batch_id: None)
     )
@@ -48,17 +49,17 @@ def test_a_writer_as_declared_passes(spark: SparkSession, tmp_path: Path) -> Non
 def test_a_writer_that_writes_elsewhere_is_refused_naming_what_differs(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    declared = declared_sink(
-        {"format": "parquet", "path": str(tmp_path / "out"), "options": {"password": "s3cret"}}
-    )
+    sink = {"format": "parquet", "path": str(tmp_path / "out"), "options": {"password": "s3cret"}}
+    declared = declared_sink(sink)
+    assert "s3cret" not in json.dumps(declared)  # what the Spark conf carries
     writer = _writer(spark, "json", str(tmp_path / "other"), password="wrong-s3cret")
     with pytest.raises(UndeclaredSink) as refused:
-        require_declared("q", writer, declared)
+        require_declared("q", writer, declared, sink["options"])
     message = str(refused.value)
     assert "query 'q' does not write where its version declares" in message
     assert "its format is json, not parquet" in message
     assert f"it writes to {tmp_path / 'other'}, not {tmp_path / 'out'}" in message
-    assert "its option password is another value" in message
-    assert "s3cret" not in message and "s3cret" not in str(declared)
+    assert "its option password has another value" in message and "s3cret" not in message
+    unset = _writer(spark, "parquet", str(tmp_path / "out"))
     with pytest.raises(UndeclaredSink, match="option password is missing"):
-        require_declared("q", _writer(spark, "parquet", str(tmp_path / "out")), declared)
+        require_declared("q", unset, declared)

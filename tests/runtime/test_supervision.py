@@ -58,14 +58,16 @@ def test_without_a_policy_or_disabled_a_failure_ends_the_driver() -> None:
     assert ceiling.backoff(30) <= 7.5
 
 
-def test_a_drain_hurries_and_a_stop_forgets_the_waiting_queries() -> None:
+def test_a_drain_hurries_the_waiting_queries_and_a_long_series_does_not_overflow() -> None:
     supervisor = Supervisor(RestartPolicy.from_directives(POLICY))
     supervisor.failed("a", 0.0)
     supervisor.failed("b", 0.0)
     supervisor.hurry()
     assert sorted(supervisor.due(0.0)) == ["a", "b"]
-    assert sorted(supervisor.forget_waiting()) == ["a", "b"]
-    assert not supervisor.any_waiting
+    supervisor.started("a", 1.0)
+    assert supervisor.any_waiting and not supervisor.waiting("a")
+    unlimited = RestartPolicy.from_directives({**POLICY, "max_attempts": None})
+    assert unlimited.backoff(5000) == 5.0  # the ceiling, not an OverflowError
 
 
 def _fails_once(marker: str) -> Any:
@@ -133,3 +135,42 @@ def test_a_failed_query_restarts_alone_and_its_output_is_exact(
     values = [r.v for r in spark.read.parquet(str(tmp_path / "flaky")).collect()]
     assert len(values) == len(set(values)) > 0  # the failed batch ran again, written once
     assert sorted(values) == list(range(len(values)))  # and nothing was skipped
+
+
+@pytest.mark.spark
+def test_a_job_of_one_query_restarts_it_too(spark: SparkSession, tmp_path: Path) -> None:
+    """With no other query running, the failure is still seen and the query restarted (the
+    loop once ended when no query was active, and raised)."""
+    runtime = Runtime(spark, poll_seconds=0.2)
+    runtime.supervisor = Supervisor(
+        RestartPolicy.from_directives({**POLICY, "min_backoff_seconds": 0.5})
+    )
+    rows = spark.readStream.format("rate").option("rowsPerSecond", 20).load()
+    marker = str(tmp_path / "failed-once")
+    runtime.start(
+        "only",
+        rows.select(_fails_once(marker)(F.col("value")).alias("v"))
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "only")),
+        trigger="1 second",
+        checkpoint=str(tmp_path / "cp-only"),
+    )
+    first = runtime.queries["only"].runId
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runtime.await_termination()
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while runtime.queries["only"].runId == first or not runtime.queries["only"].isActive:
+        assert thread.is_alive(), failures
+        assert time.monotonic() < deadline, "the failed query was never restarted"
+        time.sleep(0.1)
+    runtime.stop_all()
+    thread.join(60)
+    assert not thread.is_alive() and failures == []

@@ -202,3 +202,29 @@ def test_a_sink_a_driver_reports_outside_the_sink_roots_is_not_read(tmp_path: Pa
     sink = f"FileSink[{tmp_path / 'out'}]"
     assert sink_missing_for_compaction(sink, 45, [tmp_path]) is not None
     assert sink_missing_for_compaction(sink, 45, [tmp_path / "elsewhere"]) is None
+
+
+def test_a_fresh_query_onto_a_file_sink_that_holds_batches_is_refused(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    """A query on a new checkpoint counts its batches from 0, and Spark's file sink skips
+    every batch id its log holds: a plain submit, or an update by drain, onto a declared sink
+    folder with a log would lose that many batches of output. Refused at the request."""
+    run_id, _ck = _running_job(client, ctx, settings)
+    written = _logged(settings.resolved_sink_roots[0] / "out-v1", range(4))
+    sink = {"format": "parquet", "path": str(written)}
+    version = _version(client, "j", {**COUNTS, "sink": sink})
+    r = client.post(f"{API}/jobs/j/update", json={"version": version, "strategy": "drain"})
+    assert r.status_code == 409, r.text
+    (problem,) = r.json()["problems"]
+    assert problem["kind"] == "sink_ahead" and "starts fresh at batch 0" in problem["detail"]
+    assert "batches 0..3 of the new query would be lost" in problem["detail"]
+    assert client.get(f"{API}/runs/{run_id}").json()["state"] == "running"
+
+    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    r = client.post(f"{API}/jobs/j/submit", json={"version": version})
+    assert r.status_code == 409 and "fresh checkpoints" in r.json()["detail"], r.text
+    empty = _version(
+        client, "j", {**COUNTS, "sink": {**sink, "path": str(written.parent / "out-v2")}}
+    )
+    assert client.post(f"{API}/jobs/j/submit", json={"version": empty}).status_code == 202

@@ -11,7 +11,7 @@ from typing import Any
 from app.core import run_states as states
 from app.core.paths import checkpoint_path
 from app.operations.models import Operation
-from app.resume_points.restore_guards import COMPACT_INTERVAL, sink_missing_for_compaction
+from app.resume_points.restore_guards import compact_interval, sink_missing_for_compaction
 from app.runs.models import Run
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed
@@ -103,12 +103,6 @@ def verify(
                 {"run_id": run_id, "run_state": state, "batches": batches},
             )
         time.sleep(ctx.poll_seconds)
-
-
-def compact_interval(conf: dict[str, Any] | None) -> int:
-    """The file sink's log compaction interval the version runs with."""
-    key = "spark.sql.streaming.fileSink.log.compactInterval"
-    return int((conf or {}).get(key, COMPACT_INTERVAL))
 
 
 def _require_sinks_can_compact(

@@ -1126,6 +1126,15 @@ export interface components {
                 };
             };
             /**
+             * Sink Options
+             * @description Per query, the options its declared sink must carry (the Spark conf holds only their names).
+             */
+            sink_options?: {
+                [key: string]: {
+                    [key: string]: string;
+                };
+            };
+            /**
              * Query Restart Policy
              * @description The job's restart policy in seconds, applied to each query alone: enabled, min_backoff_seconds, max_backoff_seconds, random_factor, max_attempts, stable_period_seconds.
              */
@@ -1647,6 +1656,7 @@ export interface components {
             upstream: string[];
             /** Stateful */
             stateful: boolean;
+            sink?: components["schemas"]["SinkSpec"] | null;
         };
         /** QueryRestartsResponse */
         QueryRestartsResponse: {

@@ -23,6 +23,8 @@ from .coordinates_response import CoordinatesResponse
 from .directives import Directives
 from .directives_drain_type_0 import DirectivesDrainType0
 from .directives_query_restart_policy_type_0 import DirectivesQueryRestartPolicyType0
+from .directives_sink_options import DirectivesSinkOptions
+from .directives_sink_options_additional_property import DirectivesSinkOptionsAdditionalProperty
 from .directives_sources import DirectivesSources
 from .directives_sources_additional_property import DirectivesSourcesAdditionalProperty
 from .directives_startpoints_item import DirectivesStartpointsItem
@@ -157,6 +159,8 @@ __all__ = (
     "Directives",
     "DirectivesDrainType0",
     "DirectivesQueryRestartPolicyType0",
+    "DirectivesSinkOptions",
+    "DirectivesSinkOptionsAdditionalProperty",
     "DirectivesSources",
     "DirectivesSourcesAdditionalProperty",
     "DirectivesStartpointsItem",

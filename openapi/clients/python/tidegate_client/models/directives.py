@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.directives_drain_type_0 import DirectivesDrainType0
     from ..models.directives_query_restart_policy_type_0 import DirectivesQueryRestartPolicyType0
+    from ..models.directives_sink_options import DirectivesSinkOptions
     from ..models.directives_sources import DirectivesSources
     from ..models.directives_startpoints_item import DirectivesStartpointsItem
 
@@ -30,6 +31,8 @@ class Directives:
         drain (DirectivesDrainType0 | None | Unset): Drain request (end offsets).
         startpoints (list[DirectivesStartpointsItem] | Unset): Startpoints to apply before queries start.
         sources (DirectivesSources | Unset): The version's sources: kind and options, by name.
+        sink_options (DirectivesSinkOptions | Unset): Per query, the options its declared sink must carry (the Spark
+            conf holds only their names).
         query_restart_policy (DirectivesQueryRestartPolicyType0 | None | Unset): The job's restart policy in seconds,
             applied to each query alone: enabled, min_backoff_seconds, max_backoff_seconds, random_factor, max_attempts,
             stable_period_seconds.
@@ -43,6 +46,7 @@ class Directives:
     drain: DirectivesDrainType0 | None | Unset = UNSET
     startpoints: list[DirectivesStartpointsItem] | Unset = UNSET
     sources: DirectivesSources | Unset = UNSET
+    sink_options: DirectivesSinkOptions | Unset = UNSET
     query_restart_policy: DirectivesQueryRestartPolicyType0 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -83,6 +87,10 @@ class Directives:
         if not isinstance(self.sources, Unset):
             sources = self.sources.to_dict()
 
+        sink_options: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.sink_options, Unset):
+            sink_options = self.sink_options.to_dict()
+
         query_restart_policy: dict[str, Any] | None | Unset
         if isinstance(self.query_restart_policy, Unset):
             query_restart_policy = UNSET
@@ -109,6 +117,8 @@ class Directives:
             field_dict["startpoints"] = startpoints
         if sources is not UNSET:
             field_dict["sources"] = sources
+        if sink_options is not UNSET:
+            field_dict["sink_options"] = sink_options
         if query_restart_policy is not UNSET:
             field_dict["query_restart_policy"] = query_restart_policy
 
@@ -118,6 +128,7 @@ class Directives:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.directives_drain_type_0 import DirectivesDrainType0  # noqa: PLC0415
         from ..models.directives_query_restart_policy_type_0 import DirectivesQueryRestartPolicyType0  # noqa: PLC0415
+        from ..models.directives_sink_options import DirectivesSinkOptions  # noqa: PLC0415
         from ..models.directives_sources import DirectivesSources  # noqa: PLC0415
         from ..models.directives_startpoints_item import DirectivesStartpointsItem  # noqa: PLC0415
 
@@ -172,6 +183,13 @@ class Directives:
         else:
             sources = DirectivesSources.from_dict(_sources)
 
+        _sink_options = d.pop("sink_options", UNSET)
+        sink_options: DirectivesSinkOptions | Unset
+        if isinstance(_sink_options, Unset):
+            sink_options = UNSET
+        else:
+            sink_options = DirectivesSinkOptions.from_dict(_sink_options)
+
         def _parse_query_restart_policy(data: object) -> DirectivesQueryRestartPolicyType0 | None | Unset:
             if data is None:
                 return data
@@ -198,6 +216,7 @@ class Directives:
             drain=drain,
             startpoints=startpoints,
             sources=sources,
+            sink_options=sink_options,
             query_restart_policy=query_restart_policy,
         )
 

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.sink_spec import SinkSpec
     from ..models.source_spec import SourceSpec
     from ..models.stateful_operator_spec import StatefulOperatorSpec
 
@@ -31,6 +32,7 @@ class QueryResponse:
         checkpoint_location (None | str):
         stateful (bool):
         upstream (list[str] | Unset):
+        sink (None | SinkSpec | Unset):
     """
 
     name: str
@@ -44,9 +46,12 @@ class QueryResponse:
     checkpoint_location: None | str
     stateful: bool
     upstream: list[str] | Unset = UNSET
+    sink: None | SinkSpec | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.sink_spec import SinkSpec  # noqa: PLC0415
+
         name = self.name
 
         name_derived = self.name_derived
@@ -80,6 +85,14 @@ class QueryResponse:
         if not isinstance(self.upstream, Unset):
             upstream = self.upstream
 
+        sink: dict[str, Any] | None | Unset
+        if isinstance(self.sink, Unset):
+            sink = UNSET
+        elif isinstance(self.sink, SinkSpec):
+            sink = self.sink.to_dict()
+        else:
+            sink = self.sink
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -98,11 +111,14 @@ class QueryResponse:
         )
         if upstream is not UNSET:
             field_dict["upstream"] = upstream
+        if sink is not UNSET:
+            field_dict["sink"] = sink
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.sink_spec import SinkSpec  # noqa: PLC0415
         from ..models.source_spec import SourceSpec  # noqa: PLC0415
         from ..models.stateful_operator_spec import StatefulOperatorSpec  # noqa: PLC0415
 
@@ -154,6 +170,23 @@ class QueryResponse:
 
         upstream = cast(list[str], d.pop("upstream", UNSET))
 
+        def _parse_sink(data: object) -> None | SinkSpec | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                sink_type_0 = SinkSpec.from_dict(data)
+
+                return sink_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SinkSpec | Unset, data)
+
+        sink = _parse_sink(d.pop("sink", UNSET))
+
         query_response = cls(
             name=name,
             name_derived=name_derived,
@@ -166,6 +199,7 @@ class QueryResponse:
             checkpoint_location=checkpoint_location,
             stateful=stateful,
             upstream=upstream,
+            sink=sink,
         )
 
         query_response.additional_properties = d
