@@ -12,7 +12,9 @@ from sqlalchemy import update
 
 from app.core.config import Settings
 from app.core.db import transaction
+from app.jobs.service import get_job, get_version
 from app.resume_points.restore_guards import sink_missing_for_compaction
+from app.resume_points.service import plan_for_request
 from app.runs.models import Run
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed
@@ -155,6 +157,17 @@ def test_a_declared_file_sink_is_checked_before_anything_stops(
     (problem,) = ahead.json()["problems"]
     assert problem["kind"] == "sink_ahead" and "holds batches up to 5" in problem["detail"]
     assert (problem["expected"], problem["actual"]) == (2, 5)
+    # A rollback is planned on the worker (app/worker/runs/plan.py::replan) with the same
+    # planner: a sink never refuses the way back to the version that wrote it.
+    with ctx.factory() as session:
+        plan = plan_for_request(
+            session,
+            settings,
+            get_job(session, "j"),
+            get_version(session, "j", v_same),
+            snapshot="s",
+        )
+    assert plan.problems == []
 
 
 def test_a_declared_sink_outside_the_sink_roots_is_not_read(
