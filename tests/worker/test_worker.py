@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -519,6 +520,39 @@ def test_a_new_run_is_verified_by_its_first_batch_or_by_spark_saying_it_is_idle(
         run.running_since = utcnow() + timedelta(seconds=5)
     with pytest.raises(ops.OperationFailed):
         verify.verify(ctx, run_id, plan, 0.05, 0.5)
+
+
+def test_a_query_that_fails_in_a_new_run_fails_its_verification_at_once(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """Its driver restarts the failed query alone (per-query supervision) and stays up, so
+    the run never stops; the update must not wait out its first-batch timeout for it: the
+    failure the runtime reported for this attempt fails the verification (the caller rolls
+    back). One reported for an earlier attempt does not."""
+    job_id = make_job(ctx)
+    run_id = _run_op(ctx, _enqueue(ctx, job_id, "submit", {"version": 1})).run_id
+    assert run_id is not None
+    with ctx.factory() as session:
+        query = session.get(Run, run_id).version.queries[0]["name"]  # type: ignore[union-attr]
+    plan = {"queries": [{"query": query, "source": None, "parts": []}]}
+    failure = {"restarts": 1, "failures": 1, "last_error": "boom in batch 0", "gave_up": False}
+    with transaction(ctx.factory) as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.query_restarts = {query: {**failure, "attempt": run.attempt + 1}}
+    with pytest.raises(ops.OperationFailed, match="did not commit a first batch"):
+        verify.verify(ctx, run_id, plan, 0.05, 0.5)  # another attempt's failure: no proof
+    with transaction(ctx.factory) as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.query_restarts = {query: {**failure, "attempt": run.attempt}}
+    started = time.monotonic()
+    with pytest.raises(ops.OperationFailed) as failed:
+        verify.verify(ctx, run_id, plan, 0.05, 60)
+    assert time.monotonic() - started < 30  # not the first-batch timeout
+    message = str(failed.value)
+    assert f"query '{query}' failed after it started" in message and "boom in batch 0" in message
+    assert "before every query committed its first batch" in message
 
 
 def test_a_run_change_wakes_the_operation_waiting_for_it_long_before_its_poll(

@@ -49,8 +49,9 @@ def verify(
     """The new run is verified once every query has committed its first batch past the one
     it was restored at (a fresh query: its batch 0) or, with no new input, reported itself
     idle, and it has kept running for ``seconds``.
-    A failing batch kills the driver; no commit within ``first_batch`` seconds fails too, so
-    the caller rolls back. ``seconds`` = 0: only that it started (no batch is awaited)."""
+    A query that fails (its driver reports it, and would restart it alone) or a driver that
+    dies fails the verification; no commit within ``first_batch`` seconds fails too, so the
+    caller rolls back. ``seconds`` = 0: only that it started (no batch is awaited)."""
     if seconds <= 0:
         return {"verified": "not verified (verify_seconds = 0)"}
     restored: dict[str, int] = {
@@ -74,11 +75,25 @@ def verify(
             state, error, now_attempt = run.state, run.last_error, run.attempt
             idle = idle_since_start(run)
             progress = dict(run.progress or {})
+            failed = sorted(
+                (name, entry)
+                for name, entry in (run.query_restarts or {}).items()
+                if entry.get("attempt") == attempt
+            )
         if state != states.RUNNING or now_attempt != attempt:
             raise OperationFailed(
                 f"run {run_id} stopped running after it started ({state}), before every query "
                 f"committed its first batch: {error or 'no error'}",
                 {"run_id": run_id, "run_state": state},
+            )
+        if failed:
+            # Its driver restarts the query alone (per-query supervision), but a new version
+            # must work at once: one that fails is rolled back, not retried.
+            name, entry = failed[0]
+            raise OperationFailed(
+                f"run {run_id}: query '{name}' failed after it started, before every query "
+                f"committed its first batch: {entry.get('last_error') or 'no error'}",
+                {"run_id": run_id, "run_state": state, "query": name},
             )
         _require_sinks_can_compact(
             run_id, restored, progress, interval, ctx.settings.resolved_sink_roots
