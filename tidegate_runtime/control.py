@@ -73,8 +73,10 @@ class Runtime(Drainer):
     stop_reason: str | None = None
     startpoints: list[sp.Startpoint] = field(default_factory=list)
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # A job reading Kafka sets this (a consumer) so TIMESTAMP startpoints can resolve.
+    # A job may set its own Kafka resolver; otherwise each Kafka source gets tidegate's
+    # (tidegate_runtime/kafka_client.py), built from the source's declared options.
     kafka_resolver: sp.KafkaResolver | None = None
+    _kafka_resolvers: dict[str, sp.KafkaResolver] = field(default_factory=dict)
     _given_starting: dict[str, dict[int, int]] = field(default_factory=dict)
     _drain_state: DrainState = field(default_factory=DrainState)  # tidegate_runtime/drain.py
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
@@ -215,9 +217,18 @@ class Runtime(Drainer):
         decl = self.sources[source]
         if decl["kind"] == "file":
             raise sp.StartpointError(_FRESH_FILE_SOURCE.format(source=source))
-        offsets = sp.resolve(decl["kind"], decl["options"], points, None, self.kafka_resolver)
+        offsets = sp.resolve(decl["kind"], decl["options"], points, None, self._kafka(source, decl))
         self._given_starting[source] = offsets
         return sp.format_line(decl["kind"], offsets, decl["options"])
+
+    def _kafka(self, source: str, decl: dict[str, Any]) -> sp.KafkaResolver | None:
+        if decl["kind"] != "kafka" or self.kafka_resolver is not None:
+            return self.kafka_resolver
+        if source not in self._kafka_resolvers:
+            from tidegate_runtime.kafka_client import ClientResolver
+
+            self._kafka_resolvers[source] = ClientResolver(decl["options"])
+        return self._kafka_resolvers[source]
 
     def control_file(self, source: str) -> str | None:
         """Where the drain cap for an eventlog source is written (the source's controlFile)."""
@@ -268,7 +279,7 @@ class Runtime(Drainer):
                 decl["kind"],
                 decl["options"],
                 points,
-                self.kafka_resolver,
+                self._kafka(source["name"], decl),
             )
             if application.batch_id is None:
                 application.after = {

@@ -6,11 +6,12 @@ the standard library and the runtime's own modules.
 
 Formats:
 * ``eventlog`` — ``{"0": 123, "1": 45}``; every type, resolved from the log itself.
-* ``kafka`` — Spark's ``{"topic": {"0": 123}}``; timestamps resolve through a
-  :class:`KafkaResolver` (a consumer's ``offsets_for_times``), which the job provides.
-  Without one, OFFSET (unchecked against the partition's end) and OLDEST (Spark's ``-2``,
-  bound by Spark to the earliest available offset) still work, on the partitions the
-  checkpoint or the startpoints name; UPCOMING and TIMESTAMP need the resolver.
+* ``kafka`` — Spark's ``{"topic": {"0": 123}}``; every type, resolved through a
+  :class:`KafkaResolver`: the runtime builds tidegate's own from the reader's options
+  (:mod:`tidegate_runtime.kafka_client`, a kafka-python consumer) unless the job sets one.
+  Without a resolver, OFFSET (unchecked against the partition's end) and OLDEST (Spark's
+  ``-2``, bound by Spark to the earliest available offset) still work, on the partitions the
+  checkpoint or the startpoints name; UPCOMING and TIMESTAMP need it.
 * ``file`` — Spark's file source ``{"logOffset": N}``; OLDEST and OFFSET only, and only on
   a query that has a committed batch (the file source has no starting-offsets option).
 Anything else is refused with an error that names the source kind.
@@ -19,8 +20,9 @@ Rewinds on stateful queries: the state of the latest committed batch is kept and
 replayed records are processed into it, as new input. So that they are not dropped as
 late, the rewrite lowers the checkpoint's event-time watermark to just before the earliest
 replayed record (for TIMESTAMP, the startpoint's time; otherwise the time of the first
-record at the new offset when the source can tell — the event log can, Kafka and files
-cannot, and then the watermark is kept). For
+record at the new offset when the source can tell — the event log can, Kafka can through a
+resolver that reads records (tidegate's does: the record's Kafka timestamp), files cannot,
+and then the watermark is kept). For
 an append-mode windowed aggregation this means:
 
 * a window already emitted and evicted from state before the checkpoint is emitted again,
@@ -164,7 +166,9 @@ class KafkaPositions:
         return int(found)
 
     def timestamp_at(self, partition: int, offset: int) -> int | None:
-        return None
+        # Optional in the contract: a resolver that cannot read records keeps the watermark.
+        read = getattr(self.resolver, "timestamp_at", None)
+        return None if read is None or offset < 0 else read(self.topic, partition, offset)
 
 
 # ---- offset line formats -----------------------------------------------------------------

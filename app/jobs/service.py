@@ -16,6 +16,7 @@ from app.core.durations import parse_trigger
 from app.core.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
 from app.core.pagination import cursor_key, cut_page, keyset_page
 from app.core.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
+from app.jobs import sources as source_kinds
 from app.jobs import version_policy
 from app.jobs.models import Job, JobVersion
 from app.jobs.schemas import (
@@ -296,6 +297,7 @@ def create_version(
             errors=[{"field": "app.file", "message": "not absolute"}],
         )
     version_policy.check_version(body, actor, settings)
+    _check_sources(body)
     queries = _normalise_queries(body.queries, settings, job.name)
     number = (latest_version_number(session, job) or 0) + 1
     version = JobVersion(
@@ -314,6 +316,21 @@ def create_version(
         session, actor, "version.create", job=job.name, target=f"version {number}", status_code=201
     )
     return version
+
+
+def _check_sources(body: VersionCreate) -> None:
+    errors = [
+        {"field": f"queries.{q}.sources.{i}.options", "message": message}
+        for q, query in enumerate(body.queries)
+        for i, source in enumerate(query.sources)
+        for message in source_kinds.problems(source.kind, source.options)
+    ]
+    if errors:
+        raise Unprocessable(
+            f"{len(errors)} source option problem(s), nothing was created: "
+            + "; ".join(e["message"] for e in errors[:5]),
+            errors=errors[:100],
+        )
 
 
 def get_version(session: Session, job_name: str, number: int) -> JobVersion:

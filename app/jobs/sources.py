@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from app.core.schemas import Response
+from tidegate_runtime import kafka_client
 
 DrainMode = Literal["native", "bounded", "unsupported"]
 
@@ -43,7 +44,9 @@ KINDS: dict[str, SourceKind] = {
             startpoints=["OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP"],
             drain="bounded",
             drain_handoff=False,
-            note="Spark's Kafka source; TIMESTAMP resolves through the job's consumer.",
+            note="Spark's Kafka source, one topic per source ('subscribe'); startpoints "
+            "resolve in the driver through tidegate's kafka-python consumer, built from the "
+            "source's kafka.* options (docs/kafka.md).",
         ),
         SourceKind(
             kind="file",
@@ -66,3 +69,11 @@ def kind(name: str) -> SourceKind:
         note="Unknown to tidegate: it runs, restarts and snapshots, but takes no startpoints "
         "and cannot drain (stop it at a batch boundary instead).",
     )
+
+
+def problems(kind_name: str, options: dict[str, object]) -> list[str]:
+    """Why tidegate could not drive a source declared so (empty: it can), said when a
+    version is created rather than when its driver first needs it."""
+    if kind_name == "kafka":
+        return kafka_client.source_problems(options)
+    return []

@@ -217,6 +217,77 @@ def test_version_validation(client: TestClient, cluster: str, tmp_path) -> None:
     assert client.get("/api/v1/jobs/j").json()["latest_version"] == 1  # refusals left nothing
 
 
+def test_a_kafka_source_tidegate_cannot_drive_is_refused_with_what_is_missing(
+    client: TestClient, cluster: str
+) -> None:
+    client.post("/api/v1/jobs", json={"name": "k"})
+
+    def kafka(**options: str) -> dict[str, object]:
+        return version_body(
+            queries=[{"sources": [{"name": "clicks", "kind": "kafka", "options": options}]}]
+        )
+
+    cases = {
+        "no brokers": (kafka(subscribe="clicks"), "'kafka.bootstrap.servers' is missing"),
+        "pattern": (
+            kafka(**{"kafka.bootstrap.servers": "k:9092", "subscribePattern": "c.*"}),
+            "'subscribePattern' and 'assign'",
+        ),
+        "two topics": (
+            kafka(**{"kafka.bootstrap.servers": "k:9092", "subscribe": "a,b"}),
+            "exactly one topic",
+        ),
+        "overruled": (
+            kafka(
+                **{"kafka.bootstrap.servers": "k:9092", "subscribe": "c", "startingTimestamp": "1"}
+            ),
+            "'startingTimestamp' overrules",
+        ),
+        "kerberos": (
+            kafka(
+                **{
+                    "kafka.bootstrap.servers": "k:9092",
+                    "subscribe": "c",
+                    "kafka.security.protocol": "SASL_SSL",
+                }
+            ),
+            "SASL mechanism GSSAPI",
+        ),
+        "jks": (
+            kafka(
+                **{
+                    "kafka.bootstrap.servers": "k:9092",
+                    "subscribe": "c",
+                    "kafka.security.protocol": "SSL",
+                    "kafka.ssl.truststore.location": "/etc/kafka/trust.jks",
+                }
+            ),
+            "PEM trust store",
+        ),
+    }
+    for case, (body, needle) in cases.items():
+        r = client.post("/api/v1/jobs/k/versions", json=body)
+        assert r.status_code == 422, (case, r.text)
+        problem = r.json()
+        assert needle in problem["detail"], (case, problem)
+        assert problem["errors"][0]["field"] == "queries.0.sources.0.options", (case, problem)
+    assert client.get("/api/v1/jobs/k").json()["latest_version"] is None  # nothing stored
+    secret = "p4ss-w0rd"
+    ok = kafka(
+        **{
+            "kafka.bootstrap.servers": "k1:9092,k2:9092",
+            "subscribe": "clicks",
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+            f'required username="svc" password="{secret}";',
+        }
+    )
+    r = client.post("/api/v1/jobs/k/versions", json=ok)
+    assert r.status_code == 201, r.text
+    assert secret not in r.text  # stored for the driver, never shown
+
+
 def test_every_run_state_is_a_job_state() -> None:
     """A job shows its current run's state: every state a run can reach must be one the
     job schema accepts, or reading the job fails after that transition."""

@@ -96,7 +96,13 @@ def test_bulk_upsert_thousands_in_one_call(client: TestClient, cluster: str) -> 
         queries=[
             {
                 "name": "q",
-                "sources": [{"name": "topic", "kind": "kafka", "options": {"subscribe": "t"}}],
+                "sources": [
+                    {
+                        "name": "topic",
+                        "kind": "kafka",
+                        "options": {"subscribe": "t", "kafka.bootstrap.servers": "k:9092"},
+                    }
+                ],
             }
         ]
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+import kafka
 import pytest
 
 import tidegate_runtime
@@ -19,15 +20,25 @@ from app.worker.core import runtime_bundle, submission
 from app.worker.core.context import WorkerContext
 
 RUNTIME = Path(tidegate_runtime.__file__).parent
+KAFKA = Path(kafka.__file__).parent
 
 
-def test_the_zip_holds_the_whole_package_and_nothing_else(tmp_path: Path) -> None:
+def test_the_zip_holds_the_runtime_and_kafka_python_and_nothing_else(tmp_path: Path) -> None:
     path = runtime_bundle.runtime_bundle(tmp_path)
     names = zipfile.ZipFile(path).namelist()
     expected = sorted(f"tidegate_runtime/{p.name}" for p in RUNTIME.glob("*.py"))
-    assert sorted(n for n in names if n.endswith(".py")) == expected
+    assert sorted(n for n in names if n.startswith("tidegate_runtime/") and n.endswith(".py")) == (
+        expected
+    )
     assert "tidegate_runtime/py.typed" in names
-    assert all(n.startswith("tidegate_runtime/") for n in names), names
+    kafka_files = sorted(
+        f"kafka/{p.relative_to(KAFKA).as_posix()}"
+        for p in KAFKA.rglob("*")
+        if p.suffix in (".py", ".json")
+    )
+    assert sorted(n for n in names if n.startswith("kafka/")) == kafka_files
+    assert len(kafka_files) > 50 and "kafka/consumer/group.py" in kafka_files
+    assert all(n.startswith(("tidegate_runtime/", "kafka/")) for n in names), names
 
 
 def test_same_content_same_name_and_bytes(tmp_path: Path) -> None:
@@ -68,7 +79,9 @@ def test_a_python_without_tidegate_imports_the_runtime_from_the_zip(tmp_path: Pa
     path = runtime_bundle.runtime_bundle(tmp_path)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import tidegate_runtime.files as f;"
-        "print(f.__file__)\ntry:\n import app\nexcept ImportError:\n print('no app')"
+        "print(f.__file__)\ntry:\n import app\nexcept ImportError:\n print('no app')\n"
+        "import kafka, tidegate_runtime.kafka_client as k;"
+        "k.ClientResolver({'kafka.bootstrap.servers': 'h:9092'}); print(kafka.__file__)"
     )
     out = subprocess.run(
         [sys.executable, "-I", "-S", "-c", code, str(path)],
@@ -79,6 +92,7 @@ def test_a_python_without_tidegate_imports_the_runtime_from_the_zip(tmp_path: Pa
     ).stdout.split("\n")
     assert out[0] == f"{path}/tidegate_runtime/files.py"
     assert out[1] == "no app"
+    assert out[2] == f"{path}/kafka/__init__.py"  # the Kafka resolver's client ships too
 
 
 def test_every_submission_carries_the_zip_first(tmp_path: Path) -> None:

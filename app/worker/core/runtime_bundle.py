@@ -7,6 +7,11 @@ zipped once per content into ``RUNTIME_BUNDLE_DIR`` and put first in the submiss
 py-files. Spark puts py-files on the driver's and the executors' ``sys.path`` ahead of
 site-packages, so the version that runs is always the worker's own, whatever the cluster has.
 
+The zip also carries kafka-python (pure Python, no dependencies), which the runtime's Kafka
+resolver needs (tidegate_runtime/kafka_client.py): a job reading Kafka resolves its
+startpoints without the cluster installing anything. Py-files come ahead of site-packages, so
+a driver that imports ``kafka`` itself gets this copy too.
+
 The name holds the version and a hash of the content: a new tidegate never overwrites a
 bundle a running driver may still read, and building twice (two workers) writes the same
 bytes. The folder must be readable by the drivers: for a cluster on other hosts put it on the
@@ -23,6 +28,8 @@ import tempfile
 import threading
 import zipfile
 from pathlib import Path
+
+import kafka
 
 import tidegate_runtime
 
@@ -41,9 +48,15 @@ def _version() -> str:
 
 
 def _sources() -> list[tuple[str, bytes]]:
-    root = Path(tidegate_runtime.__file__).parent
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".typed"))
-    return [(f"{PACKAGE}/{p.relative_to(root).as_posix()}", p.read_bytes()) for p in files]
+    entries = []
+    # kafka-python reads its protocol schemas (JSON) as package resources: ship those too.
+    for package, kept in ((tidegate_runtime, (".py", ".typed")), (kafka, (".py", ".json"))):
+        root = Path(str(package.__file__)).parent
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in kept)
+        entries += [
+            (f"{root.name}/{p.relative_to(root).as_posix()}", p.read_bytes()) for p in files
+        ]
+    return entries
 
 
 def build_zip() -> bytes:

@@ -1,0 +1,133 @@
+"""Kafka startpoints through tidegate's resolver (tidegate_runtime/kafka_client.py) against a
+real Kafka-protocol broker (tansu, tests/kafka_broker.py), on Kafka-shaped checkpoint files.
+
+Spark's Kafka connector cannot be fetched on this machine, so no Spark query reads Kafka
+here: what is proven is the resolver against a broker and the checkpoint rewrite Spark
+follows (the same rewrite tests/e2e proves on the event log)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from tests.kafka_broker import create_topic, produce, tansu
+from tests.startpoints.test_resolve import T0, P, write_checkpoint
+from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import startpoints as sp
+from tidegate_runtime.control import Runtime
+from tidegate_runtime.kafka_client import ClientResolver, KafkaClientError
+
+TOPIC = "clicks"
+RECORDS = 10  # per partition; record i of partition p is at T0 + 1000 i + p
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with tansu(tmp_path_factory.mktemp("tansu")) as address:
+        create_topic(address, TOPIC, 2)
+        produce(
+            address,
+            TOPIC,
+            [(p, T0 + 1000 * i + p, f"{p}-{i}".encode()) for i in range(RECORDS) for p in (0, 1)],
+        )
+        yield address
+
+
+@pytest.fixture
+def resolver(broker: str) -> Iterator[ClientResolver]:
+    client = ClientResolver({"kafka.bootstrap.servers": broker, "subscribe": TOPIC})
+    yield client
+    client.close()
+
+
+def options(broker: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": broker, "subscribe": TOPIC}
+
+
+def test_the_resolver_reads_partitions_offsets_and_record_times(resolver: ClientResolver) -> None:
+    assert resolver.partitions(TOPIC) == [0, 1]
+    assert resolver.earliest(TOPIC) == {0: 0, 1: 0}
+    assert resolver.latest(TOPIC) == {0: RECORDS, 1: RECORDS}
+    assert resolver.timestamp_at(TOPIC, 1, 3) == T0 + 3001
+    assert resolver.timestamp_at(TOPIC, 0, 0) == T0
+    assert resolver.timestamp_at(TOPIC, 0, RECORDS) is None  # the end: no record, no wait
+
+
+def test_every_startpoint_type_but_timestamp_resolves_through_the_broker(
+    broker: str, resolver: ClientResolver
+) -> None:
+    opts = options(broker)
+    current = {0: 7, 1: 7}
+    assert sp.resolve("kafka", opts, [P(1, "OLDEST")], current, resolver) == {0: 0, 1: 0}
+    assert sp.resolve("kafka", opts, [P(1, "UPCOMING")], current, resolver) == {0: 10, 1: 10}
+    got = sp.resolve("kafka", opts, [P(1, "OFFSET", 4, partition=1)], current, resolver)
+    assert got == {0: 7, 1: 4}
+    # With no checkpoint, the broker names the partitions (a fresh query's startingOffsets).
+    assert sp.resolve("kafka", opts, [P(1, "OFFSET", 2)], None, resolver) == {0: 2, 1: 2}
+    with pytest.raises(sp.StartpointError, match=r"offset 11 is beyond partition 0's end \(10\)"):
+        sp.resolve("kafka", opts, [P(1, "OFFSET", 11)], current, resolver)
+    with pytest.raises(sp.StartpointError, match="partition 2 does not exist"):
+        sp.resolve("kafka", opts, [P(1, "OLDEST", partition=2)], current, resolver)
+
+
+def test_an_offset_rewind_lowers_the_watermark_to_the_first_replayed_record(
+    broker: str, resolver: ClientResolver, tmp_path: Path
+) -> None:
+    """The event log's rule, on Kafka: the watermark goes to 1 ms before the earliest
+    replayed record's time, read from the broker, so the replayed records are not late."""
+    line = json.dumps({TOPIC: {"0": 7, "1": 7}})
+    ck = write_checkpoint(tmp_path / "ck", 3, line)
+    meta = json.dumps({"batchWatermarkMs": T0 + 5000, "batchTimestampMs": T0, "conf": {}})
+    (ck / "offsets" / "3").write_text(f"v1\n{meta}\n{line}")
+    (ck / "commits" / "3").write_text(f'v1\n{{"nextBatchWatermarkMs":{T0 + 6000}}}')
+    opts = options(broker)
+    app = sp.apply_to_checkpoint(ck, "q", "src", 0, "kafka", opts, [P(1, "OFFSET", 2)], resolver)
+    assert app.before == {"0": 7, "1": 7} and app.after == {"0": 2, "1": 2}
+    meta_after, lines = cp.read_offsets(ck, 3)
+    assert json.loads(lines[0]) == {TOPIC: {"0": 2, "1": 2}}
+    assert meta_after["batchWatermarkMs"] == T0 + 2000 - 1  # partition 0's record 2
+    assert cp.read_commit(ck, 3)["nextBatchWatermarkMs"] == T0 + 2000 - 1
+    # Forward again (past what was committed): nothing is replayed, the watermark stays.
+    sp.apply_to_checkpoint(ck, "q", "src", 0, "kafka", opts, [P(2, "UPCOMING")], resolver)
+    meta_after, lines = cp.read_offsets(ck, 3)
+    assert json.loads(lines[0]) == {TOPIC: {"0": 10, "1": 10}}
+    assert meta_after["batchWatermarkMs"] == T0 + 2000 - 1
+
+
+def test_a_broker_that_answers_offsets_for_times_wrongly_is_caught(
+    broker: str, resolver: ClientResolver
+) -> None:
+    """tansu 0.6.0 answers ListOffsets by timestamp with offset 0 whatever the time. Taken at
+    its word, a TIMESTAMP startpoint would replay the whole topic; the resolver reads the
+    record at the offset named and refuses. (Apache Kafka answers {0: 4, 1: 4} here: if this
+    test fails because the broker got it right, assert that instead.)"""
+    with pytest.raises(KafkaClientError, match="does not answer offsets-for-times correctly"):
+        sp.resolve("kafka", options(broker), [P(1, "TIMESTAMP", T0 + 3500)], None, resolver)
+
+
+def test_unreachable_brokers_and_unknown_topics_are_said_plainly(broker: str) -> None:
+    nowhere = ClientResolver({"kafka.bootstrap.servers": "127.0.0.1:9"}, timeout_s=1.5)
+    with pytest.raises(KafkaClientError, match=r"brokers 127\.0\.0\.1:9 did not answer"):
+        nowhere.partitions(TOPIC)
+    here = ClientResolver(options(broker), timeout_s=5)
+    try:
+        with pytest.raises(KafkaClientError, match="topic 'no-such-topic' does not exist"):
+            here.latest("no-such-topic")
+    finally:
+        here.close()
+
+
+def test_the_runtime_builds_the_resolver_from_the_source_s_options(broker: str) -> None:
+    runtime = Runtime(spark=cast(Any, None))
+    decl = {"kind": "kafka", "options": options(broker)}
+    built = runtime._kafka("clicks", decl)
+    assert isinstance(built, ClientResolver) and built.brokers == broker
+    assert runtime._kafka("clicks", decl) is built  # one per source
+    assert runtime._kafka("log", {"kind": "eventlog", "options": {}}) is None
+    own = cast(sp.KafkaResolver, object())
+    assert Runtime(spark=cast(Any, None), kafka_resolver=own)._kafka("clicks", decl) is own
+    built.close()
