@@ -3,8 +3,10 @@ ground truth each time: a new job takes the state of **two other jobs** (merged 
 version, each query **renamed**), one of them on the standalone cluster from a
 **save-snapshot** (export, then stop); the merged job stops, and its next versions start from
 **run coordinates** (no snapshot): a resume point **built from coordinates**, and a version
-that **removed a query**, whose state is ignored. Every window of each stream is written
-exactly once over all the jobs' runs."""
+that **removed a query**, whose state is ignored; last, one query's state is **split** into
+two queries, the new one given its offsets and its state separately (Onyx's ``:input`` and
+``:windows``). Every window of each stream is written exactly once over all the jobs' runs,
+and the split-off query writes exactly the windows not yet written when it started."""
 
 from __future__ import annotations
 
@@ -118,15 +120,17 @@ def test_state_from_two_jobs_merged_renamed_then_resumed_from_run_coordinates(
     args = ["--root", str(root), "--clicks-output", str(out["clicks"])]
     args += ["--views-output", str(out["views"])]
 
-    def version(*streams: str) -> int:
+    def version(*streams: str, copy: Path | None = None) -> int:
+        queries = [_query(root, s) for s in streams]
+        extra = ["--only", streams[0]] if len(streams) == 1 else []
+        if copy is not None:
+            queries.append({**_query(root, "clicks"), "name": "clicks_copy"})
+            extra += ["--copy-output", str(copy)]
         body = {
-            "app": {
-                "file": str(APPS / "two_windowed.py"),
-                "args": args + (["--only", streams[0]] if len(streams) == 1 else []),
-            },
+            "app": {"file": str(APPS / "two_windowed.py"), "args": args + extra},
             "cluster": "standalone",
             "conf": standalone.conf(),
-            "queries": [_query(root, s) for s in streams],
+            "queries": queries,
         }
         r = stack.client.post("/jobs/onyx-c/versions", json=body)
         assert r.status_code == 201, r.text
@@ -178,4 +182,26 @@ def test_state_from_two_jobs_merged_renamed_then_resumed_from_run_coordinates(
     _produce(root, 200)
     _exact(root, "clicks", out["clicks"])
     assert committed_windows(out["views"]) == views_before  # nobody reads views any more
+    assert _operate(stack, "onyx-c", "stop")["state"] == "succeeded"
+
+    # Split: the clicks query's state goes on in clicks_counts and, a copy, in a new
+    # clicks_copy, whose offsets and state are given apart, both from the stopped run.
+    split_run = resumed["run_id"]
+    copy_out = tmp_path / "out-clicks-copy"
+    split = version("clicks", copy=copy_out)
+    at_run = {"mode": "resume", "run": split_run, "query": "clicks_counts"}
+    point = {"clicks_counts": at_run, "clicks_copy": {"offsets": at_run, "state": at_run}}
+    compat = stack.client.post(
+        "/jobs/onyx-c/compatibility", json={"version": split, "resume_point": point}
+    ).json()
+    assert compat["compatible"] and sorted(compat["resume"]) == ["clicks_copy", "clicks_counts"]
+    written = committed_windows(out["clicks"])
+    copied = _operate(stack, "onyx-c", "submit", {"version": split, "resume_point": point})
+    assert copied["state"] == "succeeded", copied
+    _produce(root, 300)
+    _exact(root, "clicks", out["clicks"])
+    # The copy carries the open windows' state: their counts include records read before the
+    # split, so it writes the ground truth's windows that were not yet written, exactly.
+    rest = sorted(set(_expected(root, "clicks")) - set(written), key=repr)
+    wait_until(lambda: committed_windows(copy_out), lambda rows: rows == rest, 180)
     assert _operate(stack, "onyx-c", "stop")["state"] == "succeeded"

@@ -1,6 +1,8 @@
 """Two windowed queries in one driver, each over its own stream and writing its own Parquet
-output: ``clicks_counts`` and ``views_counts`` (``--only`` starts one of them). The Onyx
-scenarios give them the state of other jobs' ``windowed_counts`` queries, under new names."""
+output: ``clicks_counts`` and ``views_counts`` (``--only`` starts one of them), and with
+``--copy-output`` a third, ``clicks_copy``, counting clicks again into its own output. The Onyx
+scenarios give them the state of other jobs' ``windowed_counts`` queries, under new names,
+and split one query's state into two."""
 
 from __future__ import annotations
 
@@ -23,13 +25,19 @@ def main(argv: list[str]) -> None:
     for name in ("--root", "--clicks-output", "--views-output"):
         parser.add_argument(name, required=True)
     parser.add_argument("--only", choices=("clicks", "views"))
+    parser.add_argument("--copy-output")
     args = parser.parse_args(argv)
     spark = SparkSession.builder.appName("two_windowed").getOrCreate()
     runtime = Runtime.from_spark(spark)
-    for stream, out in (("clicks", args.clicks_output), ("views", args.views_output)):
+    queries = [
+        ("clicks_counts", "clicks", args.clicks_output),
+        ("views_counts", "views", args.views_output),
+    ]
+    if args.copy_output:
+        queries.append(("clicks_copy", "clicks", args.copy_output))
+    for name, stream, out in queries:
         if args.only not in (None, stream):
             continue
-        name = f"{stream}_counts"
         events = read_events(spark, args.root, stream, **runtime.reader_options(name))
         runtime.start(
             name,
