@@ -117,10 +117,13 @@ def _spare_answer(session: Session, run: Run, attempt: int | None, seq: int) -> 
 def live_run(session: Session, run_id: int) -> Run:
     """The run, if its runtime may still report: writes for a run that ended are refused
     (its token is revoked when it ends, so this guards what raced with that)."""
-    run = get_run(session, run_id)
+    return _still_live(get_run(session, run_id))
+
+
+def _still_live(run: Run) -> Run:
     if run.state not in states.ACTIVE:
         raise Conflict(
-            f"Run {run_id} has ended ({run.state}); its runtime channel takes no more reports. "
+            f"Run {run.id} has ended ({run.state}); its runtime channel takes no more reports. "
             "A driver still running for it is left over from an earlier attempt and should exit."
         )
     return run
@@ -194,7 +197,7 @@ def record_query_failure(session: Session, run_id: int, report: QueryFailureRepo
     run = runs.lock_run(session, run_id)  # two queries may fail at once: no lost update
     if run is None:
         raise NotFound(f"No run with id {run_id}.")
-    run = live_run(session, run_id)
+    _still_live(run)
     declared = {q["name"] for q in run.version.queries}
     if report.query not in declared:  # as for a progress report
         raise Conflict(

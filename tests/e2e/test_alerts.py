@@ -12,7 +12,11 @@ with only its `for:` durations shortened, while the test drives jobs into each c
   its driver JVM is frozen (SIGSTOP): alive for the runner, so the run stays running, but no
   batch and no report come any more — a hung driver;
 - restart loop: a Livy stand-in whose batches of one job die at once, so the real worker's
-  supervisor restarts it over and over (each attempt would otherwise cost a JVM start).
+  supervisor restarts it over and over (each attempt would otherwise cost a JVM start);
+- query restart loop: a job on the stand-in whose "driver" is this test: it takes the run's
+  bootstrap token from the submission, as a driver does, and reports through the runtime's
+  own client that its query failed and restarts alone, again and again
+  (tests/e2e/test_query_supervision.py proves a real driver makes that report).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from tests.e2e.fixtures import (
 )
 from tests.e2e.stack import Stack, running_stack, wait_until
 from tests.e2e.test_tidegate import _windowed_version
+from tidegate_runtime.channel_client import BOOTSTRAP_ENV, ControlClient
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.produce import produce
 
@@ -65,7 +70,18 @@ class StandInLivy(FakeLivy):
         if status == 201 and (payload.get("conf") or {}).get("spark.tidegate.job") in self.dying:
             with self.lock:
                 self.batches[body["id"]]["state"] = "dead"
+        if status == 201:
+            with self.lock:
+                self.batches[body["id"]]["conf"] = dict(payload.get("conf") or {})
         return status, body
+
+    def driver_conf(self, job: str) -> dict[str, str] | None:
+        """The conf of the job's latest batch (a driver's view of its submission)."""
+        with self.lock:
+            for batch in reversed(list(self.batches.values())):
+                if batch.get("conf", {}).get("spark.tidegate.job") == job:
+                    return dict(batch["conf"])
+        return None
 
 
 class Appender(threading.Thread):
@@ -209,13 +225,14 @@ def _scenario(stack: Stack, prom: str, tmp: Path, stand_in: StandInLivy, livy_ru
         assert r.status_code == 201, r.text
     quick = {"min_backoff": "1s", "max_backoff": "1s"}
     _job(stack, "loops", "stand-in", policy=quick, app="/opt/never-runs.py")
+    _job(stack, "flaky", "stand-in", policy={"enabled": False}, app="/opt/never-runs.py")
     _job(stack, "fails", "runner", policy={"enabled": False}, app=app_path("fail.py"))
     r = c.post("/jobs", json={"name": "lags", "restart_policy": {"enabled": False}})
     assert r.status_code == 201, r.text
     _windowed_version(stack, "lags", "runner", tmp / "log", tmp / "out", max_records_per_batch=2)
 
     # No worker yet: the submissions wait unclaimed.
-    for job in ("loops", "fails", "lags"):
+    for job in ("loops", "fails", "lags", "flaky"):
         r = c.post(f"/jobs/{job}/submit", json={"version": 1})
         assert r.status_code == 202, r.text
     wait_firing(prom, "TidegateNoLiveWorker", {})
@@ -228,6 +245,7 @@ def _scenario(stack: Stack, prom: str, tmp: Path, stand_in: StandInLivy, livy_ru
         60,
     )
     wait_firing(prom, "TidegateRestartLoop", {"job": "loops"})
+    _query_restart_loop(stack, prom, stand_in)
 
     # The real run: its driver reports a growing backlog and a watermark that stands still.
     lags = {"job": "lags", "query": "windowed_counts"}
@@ -248,6 +266,40 @@ def _scenario(stack: Stack, prom: str, tmp: Path, stand_in: StandInLivy, livy_ru
 
     # A real spark-submit of an app that fails at start, restarts disabled.
     wait_firing(prom, "TidegateJobFailed", {"job": "fails"}, 180)
+
+
+def _query_restart_loop(stack: Stack, prom: str, stand_in: StandInLivy) -> None:
+    """The stand-in's batch of job 'flaky' runs; acting as its driver, report its query
+    failing and restarting alone: once, and once Prometheus has that first value (a counter
+    that appears at N shows no increase), four times more."""
+    conf = wait_until(lambda: stand_in.driver_conf("flaky"), lambda c: c is not None, 60)
+    assert conf is not None
+    run_id, attempt = int(conf["spark.tidegate.run_id"]), int(conf["spark.tidegate.attempt"])
+    bootstrap = conf[f"spark.yarn.appMasterEnv.{BOOTSTRAP_ENV}"]
+    driver = ControlClient(conf["spark.tidegate.api_url"], run_id, bootstrap)
+    driver.exchange_bootstrap()
+
+    def fail(n: int) -> None:
+        report = {"attempt": attempt, "query": "events", "failures": n, "error": f"boom {n}"}
+        driver.query_failed({**report, "restart_in_seconds": 1})
+
+    fail(1)
+    wait_until(
+        lambda: httpx.get(
+            f"{prom}/api/v1/query",
+            params={"query": 'tidegate_query_restarts_total{job="flaky"}'},
+            timeout=5,
+        ).json()["data"]["result"],
+        lambda result: bool(result) and result[0]["value"][1] == "1",
+        60,
+        0.5,
+    )
+    for n in range(2, 6):
+        fail(n)
+    alert = wait_firing(prom, "TidegateQueryRestartLoop", {"job": "flaky", "query": "events"})
+    assert "restarted its query events alone" in alert["annotations"]["description"]
+    restarts = stack.run(run_id)["query_restarts"]["events"]
+    assert restarts["restarts"] == 5 and restarts["last_error"] == "boom 5", restarts
 
 
 def _end_real_runs(stack: Stack, livy_runner: str, job: str) -> None:

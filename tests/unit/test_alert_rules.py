@@ -43,6 +43,7 @@ def test_every_alert_has_a_unit_test_and_the_issue_s_alerts_exist() -> None:
     assert {
         "TidegateJobFailed",
         "TidegateRestartLoop",
+        "TidegateQueryRestartLoop",
         "TidegateBacklogGrowing",
         "TidegateWatermarkDelayGrowing",
         "TidegateQueryNoProgress",
