@@ -54,6 +54,13 @@ def _job_with_progress(client: TestClient, db: Engine, name: str = "clicks") -> 
             headers={"Authorization": f"Bearer {token}"},
         )
         assert r.status_code == 204, r.text
+    failure = {"attempt": 0, "query": "events", "failures": 1, "error": HOSTILE}
+    r = client.post(
+        f"/api/v1/runs/{run_id}/query-failures",
+        json={**failure, "restart_in_seconds": 30},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert r.status_code < 300, r.text
     return run_id
 
 
@@ -140,6 +147,12 @@ def test_pages_escape_and_show_the_apis_figures(
     api_run = client.get(f"/api/v1/runs/{run_id}").json()
     assert api_run["progress"]["events"]["batch_id"] == 2
     assert f'data-run-id="{run_id}"' in job and re.search(r"data-batch>2<", job)
+    # The query the driver restarted alone, on its run's row.
+    restarted = re.search(
+        r'<div class="query-restarts" data-query-restarts="events">.*?</div>', job, re.S
+    )
+    assert restarted and re.search(r"data-restarts>1<", restarted.group(0))
+    assert "restarts at <time>" in restarted.group(0) and "&lt;script&gt;" in restarted.group(0)
     # `date -u -d @1795443607`: the TIMESTAMP startpoint's epoch ms, as people read it
     assert "2026-11-23T14:20:07Z" in job and "1795443607000" not in job
     # Every time is ISO-8601 UTC.
