@@ -1,7 +1,9 @@
 """Per-query supervision on real Spark: a query that fails is restarted alone by its driver,
 after the job's backoff and on its checkpoint, while the driver's other query runs on. The
 driver is not restarted (the run stays at attempt 0), the run shows the query's restart and
-its error, /metrics counts it, and both outputs are exactly their ground truth.
+its error, /metrics counts it, and both outputs are exactly their ground truth. When the
+query fails again, a drain does not wait out its backoff: it restarts the query at once and
+ends the run with both outputs complete.
 
 On the same run, declared sinks: a version whose declared file sink does not fit the state
 it resumes is refused at the request, one whose declared sink the job's code does not write
@@ -141,6 +143,23 @@ def test_a_failing_query_restarts_alone_and_declared_sinks_are_checked_before_a_
     run = stack.run(run_id)
     assert run["state"] == "running" and run["attempt"] == 0
 
-    stopped = _operate(stack, job, "stop")
-    assert stopped["state"] == "succeeded", stopped
-    assert committed_windows(out) == expected_windows(root, closed_only=True)
+    # enrich fails again (a new marker to spend), and waits twice the backoff: a drain now
+    # restarts it at once rather than after it, and flushes both queries exactly.
+    (tmp_path / "failed-once").unlink()
+    produce(str(root), "clicks", 2, rate=0, count=20, start_ts_ms=T0 + 200_000, ts_step_ms=400)
+    again = wait_until(
+        lambda: stack.run(run_id)["query_restarts"]["enrich"],
+        lambda e: e["restarts"] == 2 and e["next_restart_at"] is not None,
+        120,
+    )
+    restart_at = datetime.fromisoformat(again["next_restart_at"])
+    drained = _operate(stack, job, "drain")
+    assert drained["state"] == "succeeded", drained
+    assert datetime.fromisoformat(drained["finished_at"]) < restart_at, (drained, again)
+    everything = [
+        (e.partition, e.offset, e.key, e.amount, e.size) for e in expected_enrich(root, "clicks")
+    ]
+    assert _enriched(enrich_out) == everything
+    assert committed_windows(out) == expected_windows(root, closed_only=False)
+    run = stack.run(run_id)
+    assert run["attempt"] == 0 and run["query_restarts"]["enrich"]["restarts"] == 2, run
