@@ -44,12 +44,11 @@ from tidegate_runtime.channel_client import (
 )
 from tidegate_runtime.drain import Drainer, DrainState
 from tidegate_runtime.reporter import ProgressReporter
+from tidegate_runtime.restarting import Restarter
 from tidegate_runtime.stopping import fence, stop_at_batch_boundary
 from tidegate_runtime.supervision import RestartPolicy, Supervisor
 
 log = logging.getLogger("tidegate.runtime")
-
-_ERROR_CHARS = 4000  # of a failed query's error, in its report (a JVM trace runs to pages)
 
 _FRESH_FILE_SOURCE = (
     "source '{source}' is a file source with a startpoint, but its query has no committed "
@@ -60,7 +59,7 @@ _FRESH_FILE_SOURCE = (
 
 
 @dataclass
-class Runtime(Drainer):
+class Runtime(Drainer, Restarter):
     spark: SparkSession
     client: ControlClient | None = None
     attempt: int = 0
@@ -405,62 +404,6 @@ class Runtime(Drainer):
                 raise q.exception()  # type: ignore[misc]
         if self.client is not None and (self._stop.is_set() or self._drain_state.done):
             fence(self.spark, self.client, self.attempt)
-
-    def _supervise(self) -> None:
-        """Restart each failed query alone after its backoff, or end the driver with the
-        error of one that has used up its restarts. A drain needs every query: the waiting
-        ones restart at once."""
-        now = time.monotonic()
-        for name, query in list(self.queries.items()):
-            error = None if query.isActive else query.exception()
-            if error is None or self.supervisor.waiting(name):
-                continue
-            verdict = self.supervisor.failed(name, now)
-            self._report_failure(name, error, verdict.failures, verdict.restart_in)
-            if verdict.restart_in is None:
-                raise error  # type: ignore[misc]
-            log.warning(
-                "query %s failed (failure %s); restarting it alone in %.1fs: %s",
-                name,
-                verdict.failures,
-                verdict.restart_in,
-                str(error).splitlines()[0] if str(error) else type(error).__name__,
-            )
-        if self._draining:
-            self.supervisor.hurry()
-        if self._stop.is_set():
-            return
-        for name in self.supervisor.due(now):
-            if self.queries[name].isActive:  # started meanwhile (a drain's bounded restart)
-                self.supervisor.started(name, now)
-                continue
-            try:
-                self.queries[name] = self._writers[name].start()  # on its checkpoint
-            except Exception as exc:  # a failed restart is one more failure
-                verdict = self.supervisor.failed(name, now)
-                self._report_failure(name, exc, verdict.failures, verdict.restart_in)
-                if verdict.restart_in is None:
-                    raise
-                continue
-            self.supervisor.started(name, now)
-            log.info("query %s restarted on its checkpoint", name)
-
-    def _report_failure(
-        self, name: str, error: BaseException, failures: int, restart_in: float | None
-    ) -> None:
-        if self.client is None:
-            return
-        report = {
-            "attempt": self.attempt,
-            "query": name,
-            "failures": failures,
-            "error": str(error)[:_ERROR_CHARS] or type(error).__name__,
-            "restart_in_seconds": None if restart_in is None else round(restart_in, 3),
-        }
-        try:
-            self.client.query_failed(report)
-        except Exception as exc:  # the restart goes on; the control plane hears the next one
-            log.warning("could not report the failure of query %s: %s", name, exc)
 
     def stop_all(self, timeout: float = 120.0) -> None:
         """Stop each query between batches, never in the middle of one, so offsets/N and
