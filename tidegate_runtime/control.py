@@ -43,6 +43,7 @@ from tidegate_runtime.channel_client import (
     pstl_to_spark_interval,
 )
 from tidegate_runtime.drain import Drainer, DrainState
+from tidegate_runtime.eventlog import format_offsets
 from tidegate_runtime.reporter import ProgressReporter
 from tidegate_runtime.restarting import Restarter
 from tidegate_runtime.stopping import fence, stop_at_batch_boundary
@@ -166,12 +167,17 @@ class Runtime(Drainer, Restarter):
         }
         runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared)
         check = json.loads(conf.get(dry.CHECK_CONF, "[]") or "[]")
-        runtime.dry_run = dry.DryRun(
+        runtime.dry_run = dry.DryRun.with_trial(
+            json.loads(conf.get(dry.TRIAL_CONF, "{}") or "{}"),
             targets=dry.targets(check, runtime.checkpoint_for),
             result=conf.get(dry.RESULT_CONF, None) or os.path.join(checkpoint_dir, dry.RESULT_FILE),
             timeout=float(conf.get(dry.TIMEOUT_CONF, None) or dry.DEFAULT_TIMEOUT),
         )
-        runtime._write_controls(hold=True)  # the planned batch runs; no other reads data
+        # The planned batch runs, and a trial reads up to its cap; nothing else reads data.
+        caps = runtime.dry_run.caps
+        runtime._write_controls(set(runtime._eventlog_sources()) - set(caps), hold=True)
+        runtime._drain_state.end = caps  # a cap without a drain: no marker, no request
+        runtime._write_controls(set(caps))
         log.info("dry run of %s on %s", runtime.dry_run.targets, checkpoint_dir)
         return runtime
 
@@ -200,6 +206,9 @@ class Runtime(Drainer, Restarter):
             if len(declared) != 1:
                 return None
             source = str(declared[0]["name"])
+        if self.dry_run is not None:  # a trial batch starts at the old run's last records
+            start = self.dry_run.starting.get(source)
+            return None if start is None else format_offsets({int(p): o for p, o in start.items()})
         points = self._points(source)
         if not points or source not in self.sources:
             return None

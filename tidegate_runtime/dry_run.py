@@ -28,6 +28,14 @@ column as the key, pass: their state has the same schema, so Spark cannot tell. 
 3-5 s in a warm session. The empty batch is used because it needs nothing but the snapshot:
 re-running batch N would need state version N (a snapshot holds what loads N+1; with a base
 file at N+1 the older deltas are not in it) and batch N's input still readable.
+
+An update that starts the new version on **fresh** state (by drain, or stateless) has no state
+to check, so it rehearses instead (``spark.tidegate.dry_run_trial``): each query whose sources
+are all event logs the old run reads starts on an empty scratch checkpoint at its sources'
+``start`` offsets (the last records the old run committed) and runs one trial batch up to
+``end`` (its committed offsets, written as the sources' cap) into the noop sink, so the new
+code plans, runs and writes through its operators on real records before anything stops; in a
+standby, that batch also leaves the plan's code generated for the real start after go.
 """
 
 from __future__ import annotations
@@ -49,6 +57,8 @@ log = logging.getLogger("tidegate.runtime.dryrun")
 
 DRY_RUN_CONF = "spark.tidegate.dry_run"
 CHECK_CONF = "spark.tidegate.dry_run_queries"  # JSON list: the queries that resume state
+# JSON {query: {source: {"start": {partition: offset}, "end": {…}}}}: a fresh version's trial
+TRIAL_CONF = "spark.tidegate.dry_run_trial"
 RESULT_CONF = "spark.tidegate.dry_run_result"
 TIMEOUT_CONF = "spark.tidegate.dry_run_timeout"
 RESULT_FILE = "_dryrun.json"
@@ -69,6 +79,20 @@ class DryRun:
     result: str = ""
     timeout: float = DEFAULT_TIMEOUT
     then: Callable[[], None] | None = None
+    # A fresh version's trial batch: where each source starts, and its cap.
+    starting: dict[str, dict[str, int]] = field(default_factory=dict)
+    caps: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def with_trial(cls, trial: dict[str, dict[str, dict[str, Any]]], **kwargs: Any) -> DryRun:
+        """A dry run whose trial queries each must commit their first batch (0)."""
+        dry_run = cls(**kwargs)
+        for query, sources in trial.items():
+            dry_run.targets.setdefault(query, 0)
+            for source, bounds in sources.items():
+                dry_run.starting[source] = {str(p): int(o) for p, o in bounds["start"].items()}
+                dry_run.caps[source] = {str(p): int(o) for p, o in bounds["end"].items()}
+        return dry_run
 
 
 def describe_error(exc: BaseException) -> dict[str, Any]:

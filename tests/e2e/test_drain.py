@@ -63,6 +63,35 @@ def _enrich_version(stack: Stack, target: Target, job: str, root: Path, out: Pat
     return int(r.json()["number"])
 
 
+def _bad_release(stack: Stack, target: Target, job: str, root: Path, out: Path) -> int:
+    """The windowed version as a bad release (tests/e2e/apps/bad_release.py)."""
+    clicks = {
+        "name": "clicks",
+        "kind": "eventlog",
+        "options": {"root": str(root), "stream": "clicks"},
+    }
+    body = {
+        "app": {
+            "file": str(APPS / "bad_release.py"),
+            "args": ["--root", str(root), "--stream", "clicks", "--output", str(out)],
+        },
+        "cluster": target.cluster,
+        "conf": target.conf(),
+        "queries": [
+            {
+                "name": "windowed_counts",
+                "sources": [clicks],
+                "stateful_operators": [{"kind": "tumbling_window"}],
+                "output_mode": "append",
+                "trigger": "1 SECONDS",
+            }
+        ],
+    }
+    r = stack.client.post(f"/jobs/{job}/versions", json=body)
+    assert r.status_code == 201, r.text
+    return int(r.json()["number"])
+
+
 def _json_rows(out: Path) -> list[tuple[int, int, float]]:
     rows = []
     for part in sorted(out.glob("part-*.json")):
@@ -101,12 +130,27 @@ def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
     # Pre-warmed on the runner, cold on standalone: each path on real Spark, the other path
     # of each backend in test_snapshots.py.
     prewarm = target.cluster == "runner"
+    # A bad release (its parser raises on every record) fails its trial batch over the last
+    # records the old run committed, before anything drains: the old run goes on untouched.
+    bad = _bad_release(stack, target, job, root, tmp_path / "out-bad")
+    refused = _operate(
+        stack, job, "update", {"version": bad, "strategy": "drain", "prewarm": prewarm}
+    )
+    assert refused["state"] == "failed", refused
+    assert "failed its trial" in refused["error"], refused["error"]
+    assert "ValueError: cannot parse key" in refused["error"], refused["error"]
+    assert "request_drain" not in [s["name"] for s in refused["steps"]], refused["steps"]
+    assert stack.run(old_run)["state"] == "running" and not stack.run(old_run)["drain"]
+    assert not (tmp_path / "out-bad").exists()  # a trial writes to the noop sink only
     body = {"version": v2, "strategy": "drain", "verify_seconds": 5, "prewarm": prewarm}
     with producing(stream, T0 + 130_000), watching_standbys(stack, job) as watch:
         update = _operate(stack, job, "update", body)
     assert update["state"] == "succeeded", update
     result = update["result"]
     assert_switch(stack, job, update, watch, prewarm)
+    # The good version passed its trial first (pre-warmed: in the standby that then took over).
+    trial = next(s["detail"] for s in update["steps"] if s["name"] == "dry_run")
+    assert trial["ok"] and trial["trial"] and trial["checked"] == {"windowed_counts": 0}, trial
     assert result["previous_run_id"] == old_run and result["strategy"] == "drain"
     end = {int(p): o for p, o in result["end_offsets"]["clicks"].items()}
     assert stack.run(old_run)["state"] == "drained"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.worker.dry_run.scratch_copy import plan_empty_batch
+from app.worker.dry_run.scratch_copy import TRIAL_RECORDS, plan_empty_batch, plan_trial
 from app.worker.dry_run.verdict import infrastructure_error, problems
 from tidegate_runtime.checkpoint import hadoop_crc, latest_offsets_batch
 from tidegate_runtime.dry_run import describe_error
@@ -143,3 +143,50 @@ def test_state_and_app_errors_stay_refusals() -> None:
     timeout = {"ok": False, "timeout": True, "message": "Connection refused, did not finish"}
     assert infrastructure_error(timeout) is None
     assert infrastructure_error({"ok": True, "queries": {}}) is None
+
+
+TRIAL_ERROR = (
+    "An exception was thrown from the Python worker: Traceback (most recent call last):\n"
+    '  File "/opt/jobs/clicks.py", line 72, in parse\n'
+    '    raise ValueError(f"cannot parse amount {raw}")\n'
+    "ValueError: cannot parse amount 12,5\n"
+)
+
+
+def test_a_trial_s_python_error_is_said_by_its_own_line() -> None:
+    """A fresh version's trial fails in the app's own code: the refusal quotes the error the
+    code raised, not the traceback's header."""
+    outcome = {
+        "ok": False,
+        "queries": {
+            "counts": {"ok": False, "error_class": "PYTHON_EXCEPTION", "message": TRIAL_ERROR}
+        },
+    }
+    assert problems(outcome, {}) == [
+        "query 'counts': ValueError: cannot parse amount 12,5 [PYTHON_EXCEPTION]"
+    ]
+    assert infrastructure_error(outcome) is None
+
+
+def test_a_trial_reads_the_last_records_of_event_log_sources_only() -> None:
+    queries = [
+        {"name": "counts", "sources": [{"name": "clicks", "kind": "eventlog"}]},
+        {
+            "name": "joined",
+            "sources": [{"name": "clicks", "kind": "eventlog"}, {"name": "files", "kind": "file"}],
+        },
+        {"name": "renamed", "sources": [{"name": "taps", "kind": "eventlog"}]},
+        {"name": "idle", "sources": [{"name": "views", "kind": "eventlog"}]},
+    ]
+    positions = {"clicks": {"0": 1000, "1": 50}, "views": {"0": 0}}
+    trial = plan_trial(queries, positions)
+    # A file source has no cap; a source the old run did not read has no position; a log
+    # with nothing committed has nothing to read: none of those gets a trial.
+    assert trial == {
+        "counts": {
+            "clicks": {
+                "start": {"0": 1000 - TRIAL_RECORDS, "1": 0},
+                "end": {"0": 1000, "1": 50},
+            }
+        }
+    }

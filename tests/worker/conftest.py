@@ -94,6 +94,7 @@ class FakeBackend:
 
     def _write_dry_run_result(self, app: FakeApp) -> None:
         checked = json.loads(app.spec.conf["spark.tidegate.dry_run_queries"])
+        checked += list(json.loads(app.spec.conf.get("spark.tidegate.dry_run_trial") or "{}"))
         scripted = self.dry_run_outcomes.pop(0) if self.dry_run_outcomes else self.dry_run_outcome
         outcome = scripted or {q: {"ok": True} for q in checked}
         result = {"ok": all(o.get("ok") for o in outcome.values()), "queries": outcome}

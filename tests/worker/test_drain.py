@@ -293,13 +293,16 @@ def test_a_prewarmed_version_that_fails_before_go_leaves_the_old_run_running(
     assert "Nothing was stopped" in op.error, op.error
     run = _run(ctx, old)
     assert run.state == states.RUNNING and run.attempt == 0 and run.drain is None
-    assert [s["name"] for s in op.steps] == ["target", "standby"]
+    # No trial: the fake backend's old run committed nothing to read.
+    assert [s["name"] for s in op.steps] == ["target", "dry_run_prepare", "dry_run", "standby"]
     with ctx.factory() as session:
         assert session.get(Job, job_id).current_run_id == old  # type: ignore[union-attr]
 
 
 COLD_STEPS = [
     "target",
+    "dry_run_prepare",
+    "dry_run",
     "request_drain",
     "drained",
     "hand_off",
@@ -312,6 +315,8 @@ COLD_STEPS = [
 ]
 PREWARMED_STEPS = [
     "target",
+    "dry_run_prepare",
+    "dry_run",
     "standby",
     "standby_ready",
     "request_drain",
@@ -351,9 +356,9 @@ def test_update_by_drain_survives_the_worker_dying_after_every_step(
     assert fake.submits == 2 and len(fake.alive()) == 1  # one driver per intended run
 
 
-def test_a_stateless_update_starts_the_new_version_where_the_old_one_stopped(
-    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
-) -> None:
+def _stateless_old_run(ctx: WorkerContext) -> tuple[int, int]:
+    """(job id, run id) of a running version 1 without state whose checkpoint has batch 4
+    committed at {"0": 7, "1": 3} and batch 5 planned, not committed."""
     job_id = _job_with_two_versions(ctx)
     with transaction(ctx.factory) as session:  # version 1 without state this time
         v1 = session.scalar(
@@ -362,7 +367,6 @@ def test_a_stateless_update_starts_the_new_version_where_the_old_one_stopped(
         assert v1 is not None
         v1.queries = [_eventlog_query("windows")]
     old = _running(ctx, job_id)
-    # Its checkpoint: batch 4 committed at {"0": 7, "1": 3}, batch 5 planned, not committed.
     checkpoint = ctx.settings.resolved_checkpoint_root / "job" / str(old) / "windows"
     for batch, line in ((4, '{"0":7,"1":3}'), (5, '{"0":9,"1":3}')):
         (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
@@ -371,13 +375,53 @@ def test_a_stateless_update_starts_the_new_version_where_the_old_one_stopped(
         )
     (checkpoint / "commits").mkdir()
     (checkpoint / "commits" / "4").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    return job_id, old
+
+
+@pytest.mark.parametrize("prewarm", [False, True], ids=["cold", "prewarmed"])
+def test_a_version_that_fails_its_trial_is_refused_before_anything_stops(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime, prewarm: bool
+) -> None:
+    job_id, old = _stateless_old_run(ctx)
+    error = (
+        "An exception was thrown from the Python worker: Traceback (most recent call last):\n"
+        "ValueError: cannot parse amount 12,5\n"
+    )
+    fake.dry_run_outcome = {
+        "enriched": {"ok": False, "error_class": "PYTHON_EXCEPTION", "message": error}
+    }
+    params = {"version": 2, "strategy": "stateless", "verify_seconds": 0, "prewarm": prewarm}
+    op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
+    assert op.state == "failed" and op.error is not None, op.steps
+    assert "version 2 failed its trial" in op.error and "nothing was stopped" in op.error
+    assert "query 'enriched': ValueError: cannot parse amount 12,5" in op.error, op.error
+    names = [s["name"] for s in op.steps]
+    # Pre-warmed, the trial ran in the standby (released now); cold, in a driver of its own.
+    last = ["target", "dry_run_prepare"] + (
+        ["standby", "standby_ready"] if prewarm else ["dry_run_submit"]
+    )
+    assert names == last, names
+    assert _run(ctx, old).state == states.RUNNING and _run(ctx, old).drain is None
+
+
+def test_a_stateless_update_starts_the_new_version_where_the_old_one_stopped(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
+) -> None:
+    job_id, old = _stateless_old_run(ctx)
     params = {"version": 2, "strategy": "stateless", "verify_seconds": 0, "prewarm": False}
     op = _run_op(ctx, _enqueue(ctx, job_id, "update", params, old))
     assert op.state == "succeeded", op.error
     assert op.result is not None and op.result["end_offsets"] == {"clicks": {"0": 7, "1": 3}}
     assert _run(ctx, old).state == states.STOPPED and fake.kills == []
-    assert [s["name"] for s in op.steps][:6] == [
-        "target",
+    names = [s["name"] for s in op.steps]
+    # First its trial, a driver of its own (cold) over the last records before 7 and 3.
+    assert names[:4] == ["target", "dry_run_prepare", "dry_run_submit", "dry_run"], names
+    prepared = next(s["detail"] for s in op.steps if s["name"] == "dry_run_prepare")
+    assert prepared["trial"] == {
+        "enriched": {"clicks": {"start": {"0": 0, "1": 0}, "end": {"0": 7, "1": 3}}}
+    }, prepared
+    assert next(s["detail"] for s in op.steps if s["name"] == "dry_run")["trial"] is True
+    assert names[4:9] == [
         "request_stop",
         "graceful_stop",
         "kill",

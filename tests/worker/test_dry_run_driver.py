@@ -136,7 +136,7 @@ def update_op(ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch) -> tuple[Oper
     prepared: list[Path] = []
 
     def prepare(
-        ctx: WorkerContext, plan: Any, job: str, queries: Any, scratch: Path
+        ctx: WorkerContext, plan: Any, job: str, queries: Any, scratch: Path, positions: Any
     ) -> dict[str, Any]:
         scratch.mkdir(parents=True, exist_ok=True)
         prepared.append(scratch)

@@ -146,6 +146,7 @@ def standby_dry_run_conf(dry_run: dict[str, Any]) -> dict[str, str]:
     return {
         DRY_RUN_DIR_CONF: scratch,
         runtime_dryrun.CHECK_CONF: json.dumps(sorted(dry_run["check"])),
+        runtime_dryrun.TRIAL_CONF: json.dumps(dry_run.get("trial") or {}),
         runtime_dryrun.RESULT_CONF: f"{scratch}/{runtime_dryrun.RESULT_FILE}",
         runtime_dryrun.TIMEOUT_CONF: str(int(dry_run["timeout"])),
     }

@@ -1,8 +1,8 @@
 """The dry run's steps, before anything stops: per attempt a scratch copy
 (``dry_run_prepare``), a driver of its own (``dry_run_submit``) and its verdict (``dry_run``);
 an attempt that hit a Spark infrastructure error is followed by another (``dry_run_prepare_2``
-…), up to ``verdict.ATTEMPTS``. Skipped with ``dry_run: false`` or when no resumed query holds
-state."""
+…), up to ``verdict.ATTEMPTS``. Skipped with ``dry_run: false``, or when no resumed query
+holds state and (a version on fresh state) no query has a trial batch."""
 
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ def dry_run(
     version_number: int,
     plan: dict[str, Any],
     first_attempt: int = 1,
+    positions: dict[str, dict[str, int]] | None = None,
 ) -> None:
     """Run the new version's app on a scratch copy of the state it would resume
     (app/worker/dry_run/scratch_copy.py); OperationFailed naming query, operator and what
-    differs when Spark refuses it. Skipped with ``dry_run: false`` or when no resumed query
-    holds state."""
+    differs when Spark refuses it. With ``positions`` (the old run's committed offsets), the
+    version starts on fresh state and runs trial batches instead. Skipped with ``dry_run:
+    false`` or when there is nothing to check."""
 
     if op.params.get("dry_run") is False:
         steps.run("dry_run", lambda: {"skipped": "dry_run: false in the request"})
@@ -42,7 +44,9 @@ def dry_run(
     # failed for infrastructure reasons records that in its "dry_run" step and the next starts
     # from a fresh scratch copy.
     for attempt in range(first_attempt, verdict.ATTEMPTS + 1):
-        if _dry_run_attempt(ctx, op, steps, version_number, version, job_name, plan, attempt):
+        if _dry_run_attempt(
+            ctx, op, steps, version_number, version, job_name, plan, attempt, positions
+        ):
             return
 
 
@@ -63,6 +67,15 @@ def dry_run_checks(prepared: dict[str, Any]) -> dict[str, int]:
     return {q: int(b) for q, b in (prepared.get("check") or {}).items()}
 
 
+def dry_run_trial(prepared: dict[str, Any]) -> dict[str, Any]:
+    """What a ``dry_run_prepare`` step planned for a version on fresh state: each query's
+    trial batch (scratch_copy.plan_trial)."""
+    return dict(prepared.get("trial") or {})
+
+
+NOTHING_TO_CHECK = "no resumed query holds state, and no query has records for a trial"
+
+
 def _step(name: str, attempt: int) -> str:
     return name if attempt == 1 else f"{name}_{attempt}"
 
@@ -75,13 +88,16 @@ def prepare_dry_run(
     job_name: str,
     plan: dict[str, Any],
     attempt: int,
+    positions: dict[str, dict[str, int]] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """The attempt's scratch copy (step ``dry_run_prepare``): its root and what it checks."""
     scratch = scratch_copy.scratch_dir(ctx, job_name, op.id, attempt)
 
     def prepare() -> dict[str, Any]:
         try:
-            return scratch_copy.make_copy(ctx, plan, job_name, list(version.queries), scratch)
+            return scratch_copy.make_copy(
+                ctx, plan, job_name, list(version.queries), scratch, positions
+            )
         except SnapshotFailed as exc:
             raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
 
@@ -98,17 +114,18 @@ def _dry_run_attempt(
     job_name: str,
     plan: dict[str, Any],
     attempt: int,
+    positions: dict[str, dict[str, int]] | None = None,
 ) -> bool:
     """One attempt's steps: True when the dry run passed (or had nothing to check), False when
     its driver failed for infrastructure reasons and another attempt follows."""
-    scratch, prepared = prepare_dry_run(ctx, op, steps, version, job_name, plan, attempt)
-    check = dry_run_checks(prepared)
-    if not check:
-        steps.run(_step("dry_run", attempt), lambda: {"skipped": "no resumed query holds state"})
+    scratch, prepared = prepare_dry_run(ctx, op, steps, version, job_name, plan, attempt, positions)
+    check, trial = dry_run_checks(prepared), dry_run_trial(prepared)
+    if not check and not trial:
+        steps.run(_step("dry_run", attempt), lambda: {"skipped": NOTHING_TO_CHECK})
         return True
     steps.run(
         _step("dry_run_submit", attempt),
-        lambda: driver.submit(ctx, op.id, version, job_name, scratch, check, attempt),
+        lambda: driver.submit(ctx, op.id, version, job_name, scratch, check, attempt, trial),
     )
     submitted = detail(steps, _step("dry_run_submit", attempt))
 
@@ -144,9 +161,14 @@ def judge_dry_run(
     another attempt may get past ({"ok": False, "infrastructure_error": ...}). OperationFailed
     on a refusal (naming query, operator and what differs), or an infrastructure error at the
     last attempt."""
-    check = dry_run_checks(prepared)
+    check, trial = dry_run_checks(prepared), dry_run_trial(prepared)
     if result.get("ok"):
-        return {"ok": True, "checked": check, "queries": result.get("queries")}
+        return {
+            "ok": True,
+            "checked": check or dict.fromkeys(trial, 0),
+            "trial": bool(trial),
+            "queries": result.get("queries"),
+        }
     infrastructure = verdict.infrastructure_error(result)
     if infrastructure is not None:
         log.warning(
@@ -173,6 +195,14 @@ def judge_dry_run(
             {"dry_run": result, "infrastructure_errors": [*earlier, infrastructure]},
         )
     lines = verdict.problems(result, prepared.get("operators") or {})
+    if trial:
+        raise OperationFailed(
+            f"version {version_number} failed its trial on scratch checkpoints, reading the "
+            "last records the running version committed (nothing was stopped): "
+            + "; ".join(lines)
+            + ". Fix the version's code and update again.",
+            {"dry_run": result},
+        )
     raise OperationFailed(
         f"version {version_number} was refused by a dry run on a scratch copy of the "
         "state it would resume (nothing was stopped): "

@@ -35,6 +35,7 @@ def submit(
     scratch: Path,
     check: dict[str, int],
     attempt: int = 1,
+    trial: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Submit the dry-run driver of this attempt once: a worker resuming finds it by its tag."""
     backend = ctx.backend(version.cluster)
@@ -46,6 +47,7 @@ def submit(
         **version.conf,
         runtime_dryrun.DRY_RUN_CONF: "true",
         runtime_dryrun.CHECK_CONF: json.dumps(sorted(check)),
+        runtime_dryrun.TRIAL_CONF: json.dumps(trial or {}),
         runtime_dryrun.RESULT_CONF: str(scratch / runtime_dryrun.RESULT_FILE),
         runtime_dryrun.TIMEOUT_CONF: str(int(IN_DRIVER_TIMEOUT_SECONDS)),
         "spark.tidegate.job": job_name,

@@ -1,7 +1,9 @@
 """The dry run's scratch copy: each resumed query's checkpoint copied under the checkpoint
 root's ``.tidegate-dryrun/`` and one empty batch planned in each copy that holds state; also
 where the driver leaves its verdict. A spare's dry run (app/worker/reconcile/spare.py) uses
-the same copy."""
+the same copy. A version that starts on fresh state (an update by drain or stateless) gets a
+trial instead: its queries' scratch checkpoints start empty, and each reads the last
+``TRIAL_RECORDS`` records per partition that the old run committed (``plan_trial``)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_o
 from tidegate_runtime.files import write_atomic
 
 SCRATCH_DIR = ".tidegate-dryrun"
+# Per partition, the records a fresh version's trial batch reads: enough to run its code on
+# real input, few enough that the batch costs next to nothing at any backlog.
+TRIAL_RECORDS = 200
 
 
 def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int, attempt: int = 1) -> Path:
@@ -47,14 +52,46 @@ def plan_empty_batch(checkpoint: Path) -> int | None:
     return batch + 1
 
 
+def plan_trial(
+    queries: list[dict[str, Any]], positions: dict[str, dict[str, int]]
+) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
+    """Per query of a fresh version, where each source's trial batch starts and ends: the last
+    ``TRIAL_RECORDS`` records per partition before ``positions`` (the old run's committed
+    offsets, by eventlog source name). Only queries whose sources are all event logs the old
+    run read, and that have a record to read: another source has no cap to bound the batch."""
+    trial = {}
+    for query in queries:
+        names = [s["name"] for s in query["sources"]]
+        if not names or any(
+            s["kind"] != "eventlog" or s["name"] not in positions for s in query["sources"]
+        ):
+            continue
+        bounds = {}
+        for name in names:
+            end = {str(p): int(o) for p, o in positions[name].items()}
+            start = {p: max(0, o - TRIAL_RECORDS) for p, o in end.items()}
+            bounds[name] = {"start": start, "end": end}
+        if any(b["end"][p] > b["start"][p] for b in bounds.values() for p in b["end"]):
+            trial[query["name"]] = bounds
+    return trial
+
+
 def make_copy(
     ctx: WorkerContext,
     plan: dict[str, Any],
     job_name: str,
     queries: list[dict[str, Any]],
     scratch: Path,
+    positions: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """Fresh scratch copies of every resumed query; the queries to check and their batch."""
+    """Fresh scratch copies of every resumed query; the queries to check and their batch.
+    With ``positions`` (a version on fresh state), the queries' trial batches instead."""
+    if positions is not None:
+        trial = plan_trial(queries, positions)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if trial:  # the queries' checkpoints and the verdict go here
+            scratch.mkdir(parents=True)
+        return {"scratch": str(scratch), "check": {}, "trial": trial}
     resumed = [q for q in plan["queries"] if q.get("source") and "state" in q.get("parts", [])]
     if not resumed:
         return {"scratch": str(scratch), "check": {}}

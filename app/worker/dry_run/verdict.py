@@ -33,6 +33,9 @@ _OPERATOR = re.compile(r"OperatorId: (\d+) -> OperatorName: (\w+)")
 
 _SCHEMA = re.compile(r"Existing (\w+)_schema=(\S+) and new \w+_schema=(\S+?)\.?(?:\s|$)")
 
+# The error line a Python traceback ends with ("ValueError: cannot parse …").
+_PYTHON_ERROR = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\b.*)$", re.MULTILINE)
+
 
 def infrastructure_error(outcome: dict[str, Any]) -> str | None:
     """The first line of the error when a failed dry run failed for a known transient Spark
@@ -97,4 +100,9 @@ def _what_differs(error_class: str, message: str, operators: list[dict[str, Any]
             else "a stateful operator (Spark does not say which)"
         )
         return f"the state {part} schema of {where} changed: saved {had}, new {wants}"
+    if "Traceback (most recent call last)" in message:
+        # The app's own code failed (a trial batch on real records): its error, not the header.
+        raised = _PYTHON_ERROR.findall(message)
+        if raised:
+            return str(raised[-1]).strip()
     return message.splitlines()[0] if message else error_class

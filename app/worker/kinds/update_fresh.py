@@ -1,5 +1,8 @@
 """update with strategy ``drain`` or ``stateless``: the new version starts on fresh
-checkpoints at the old run's end offsets; on failure the old version starts again there."""
+checkpoints at the old run's end offsets; on failure the old version starts again there.
+Before anything stops, the new version runs a trial batch over the last records the old run
+committed (pre-warmed: in its standby), so a version whose code fails is refused while the old
+run still processes."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from app.runs.models import Run
 from app.startpoints import service as startpoints
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.dry_run.attempts import dry_run
 from app.worker.runs.control import (
     drain_run,
     new_run_of_a_failed_update,
@@ -28,6 +32,7 @@ from app.worker.runs.control import (
 from app.worker.runs.plan import fresh_plan
 from app.worker.runs.start import start_planned
 from app.worker.runs.verify import committed_batches, verify, verify_bounds
+from app.worker.standby import dry_run as standby_dry_run
 from app.worker.standby import standby
 from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
 
@@ -52,8 +57,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     old_run_id = int(detail(steps, "target")["run_id"])
     old_version = int(detail(steps, "target")["version"])
     new_version = int(op.params["version"])
-    # Pre-warmed: the new version's driver starts now, while the old run still processes.
-    standby_run = standby.ready_standby(ctx, op, steps, new_version) if standby.wanted(op) else None
+    standby_run = _trial_and_standby(ctx, op, steps, old_run_id, new_version)
     try:
         end_offsets = _end_old_run(ctx, op, steps, strategy, old_run_id, old_version, new_version)
         steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))
@@ -126,6 +130,21 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         "startpoints": detail(steps, "hand_off")["startpoints"],
         **detail(steps, "verify"),
     }
+
+
+def _trial_and_standby(
+    ctx: WorkerContext, op: Operation, steps: Steps, old_run_id: int, new_version: int
+) -> int | None:
+    """Before anything stops, the new version runs a trial batch on scratch checkpoints over
+    the last records the old run committed (app/worker/dry_run/scratch_copy.py::plan_trial);
+    pre-warmed, inside its standby, which then waits warm for go (its standby run id). A
+    version whose code fails there is refused while the old run still processes."""
+    prewarm = standby.wanted(op)
+    fresh, positions = fresh_plan(ctx, op, new_version), committed_positions(ctx, old_run_id)
+    if prewarm and op.params.get("dry_run") is not False:
+        return standby_dry_run.ready_after_dry_run(ctx, op, steps, new_version, fresh, positions)
+    dry_run(ctx, op, steps, new_version, fresh, positions=positions)
+    return standby.ready_standby(ctx, op, steps, new_version) if prewarm else None
 
 
 def _end_old_run(

@@ -1,8 +1,10 @@
-"""A pre-warmed update by snapshot runs its dry run inside its standby's driver, so one driver
-start serves both: the standby runs the new version's code on a scratch copy of the state it
-would resume (as a dry-run driver would, tidegate_runtime/dry_run.py), writes the verdict,
-and only then waits for go; at go the same session runs the job's code again, for real, its
-plan's code generated and its source planned already (tidegate_runtime/standby.py).
+"""A pre-warmed update runs its dry run inside its standby's driver, so one driver start
+serves both (an update by snapshot: on a scratch copy of the state; by drain or stateless: a
+trial batch on scratch checkpoints, app/worker/dry_run/scratch_copy.py::plan_trial). The
+standby runs the new version's code there (as a dry-run driver would,
+tidegate_runtime/dry_run.py), writes the verdict, and only then waits for go; at go the same
+session runs the job's code again, for real, its plan's code generated and its source planned
+already (tidegate_runtime/standby.py).
 
 Steps, before anything stops:
 1. ``dry_run_prepare``: the scratch copy, as a cold dry run's (app/worker/dry_run/attempts.py);
@@ -34,20 +36,29 @@ log = logging.getLogger(__name__)
 
 
 def ready_after_dry_run(
-    ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, plan: dict[str, Any]
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    plan: dict[str, Any],
+    positions: dict[str, dict[str, int]] | None = None,
 ) -> int:
     """The ready standby's run id once the dry run passed: the one that ran it, or a second
     one when its dry run was inconclusive (separate drivers retried it). OperationFailed on a
-    refusal, or when no standby became ready (nothing was stopped)."""
+    refusal, or when no standby became ready (nothing was stopped). ``positions``: the old
+    run's committed offsets, for a version that starts on fresh state (its trial)."""
     job_name, version = attempts.detached_version(ctx, op, version_number)
-    scratch, prepared = attempts.prepare_dry_run(ctx, op, steps, version, job_name, plan, 1)
-    check = attempts.dry_run_checks(prepared)
-    if not check:
-        steps.run("dry_run", lambda: {"skipped": "no resumed query holds state"})
+    scratch, prepared = attempts.prepare_dry_run(
+        ctx, op, steps, version, job_name, plan, 1, positions
+    )
+    check, trial = attempts.dry_run_checks(prepared), attempts.dry_run_trial(prepared)
+    if not check and not trial:
+        steps.run("dry_run", lambda: {"skipped": attempts.NOTHING_TO_CHECK})
         return standby.ready_standby(ctx, op, steps, version_number)
     wanted = {
         "scratch": str(scratch),
         "check": check,
+        "trial": trial,
         "timeout": driver.IN_DRIVER_TIMEOUT_SECONDS,
     }
     run_id = standby.start(ctx, op, steps, version_number, dry_run=wanted)
@@ -83,5 +94,5 @@ def ready_after_dry_run(
         },
     )
     standby.release(ctx, run_id, "its dry run hit a Spark infrastructure error")
-    attempts.dry_run(ctx, op, steps, version_number, plan, first_attempt=2)
+    attempts.dry_run(ctx, op, steps, version_number, plan, first_attempt=2, positions=positions)
     return standby.ready_standby(ctx, op, steps, version_number, "_2")
