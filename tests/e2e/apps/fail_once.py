@@ -41,14 +41,16 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     spark = SparkSession.builder.appName("fail_once").getOrCreate()
     runtime = Runtime.from_spark(spark)
-    counts = build_windowed_counts(read_events(spark, args.root, args.stream))
+    # reader_options: the drain's cap and marker (and startpoints) reach each reader.
+    events = read_events(spark, args.root, args.stream, **runtime.reader_options("windowed_counts"))
+    counts = build_windowed_counts(events)
     runtime.start(
         "windowed_counts",
         counts.writeStream.format("parquet").option("path", args.output),
         trigger="5 seconds",
         output_mode="append",
     )
-    events = read_events(spark, args.root, args.stream)
+    events = read_events(spark, args.root, args.stream, **runtime.reader_options("enrich"))
     enriched = build_enrich(events.where(_fails_once(args.fail_marker)(F.col("key"))))
     runtime.start(
         "enrich",
