@@ -80,6 +80,7 @@ class Runtime(Drainer, Restarter):
     _given_starting: dict[str, dict[int, int]] = field(default_factory=dict)
     _drain_state: DrainState = field(default_factory=DrainState)  # tidegate_runtime/drain.py
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
+    _controlled: set[str] = field(default_factory=set)
     _terminated: set[str] = field(default_factory=set)
     # A dry run (tidegate_runtime/dry_run.py): scratch checkpoints, noop sinks, no control
     # plane. None for a real run.
@@ -239,7 +240,14 @@ class Runtime(Drainer, Restarter):
         return self._kafka_resolvers[source]
 
     def control_file(self, source: str) -> str | None:
-        """Where the drain cap for an eventlog source is written (the source's controlFile)."""
+        """The ``controlFile`` option for an eventlog source's reader: where the runtime writes
+        a drain's cap and marker. A query whose readers all got theirs drains natively."""
+        path = self._control_path(source)
+        if path is not None:
+            self._controlled.add(source)
+        return path
+
+    def _control_path(self, source: str) -> str | None:
         if not self.managed or not self.checkpoint_dir:
             return None
         return f"{self.checkpoint_dir}/_control/{source}.json"

@@ -55,12 +55,13 @@ class Drainer:
     _drain_state: DrainState
     _writers: dict[str, DataStreamWriter]
     supervisor: Supervisor
+    _controlled: set[str]  # eventlog sources whose control file a reader was given
 
     if TYPE_CHECKING:  # Runtime's
 
         def checkpoint_for(self, name: str) -> str | None: ...
 
-        def control_file(self, source: str) -> str | None: ...
+        def _control_path(self, source: str) -> str | None: ...
 
         def stop_all(self, timeout: float = 120.0) -> None: ...
 
@@ -138,7 +139,13 @@ class Drainer:
         log.info("drain: complete at %s", state.end)
 
     def _native(self, name: str) -> bool:
-        return all(s.get("kind") == "eventlog" for s in self.declared[name].get("sources", []))
+        """Drained natively: every source is an event log whose reader was given its control
+        file (``Runtime.reader_options``/``control_file``). A reader without one never sees
+        the cap or the marker, so that query drains bounded instead of waiting for both."""
+        sources = self.declared[name].get("sources", [])
+        return all(
+            s.get("kind") == "eventlog" and str(s.get("name")) in self._controlled for s in sources
+        )
 
     def _drain_stage(self, names: list[str]) -> bool:
         """True once every query of the stage has drained and stopped."""
@@ -221,7 +228,7 @@ class Drainer:
 
     def _clear_controls(self) -> None:
         for source in self._eventlog_sources():
-            path = self.control_file(source)
+            path = self._control_path(source)
             if path is not None and os.path.exists(path):
                 os.remove(path)
                 log.info("removed the drain cap %s left by an earlier attempt", path)
@@ -234,7 +241,7 @@ class Drainer:
         boundary soon."""
         sources = self._drain_state.end if self._drain_state.end is not None else {}
         for source in set(self._eventlog_sources()) if names is None else names:
-            path = self.control_file(source)
+            path = self._control_path(source)
             if path is None:
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
