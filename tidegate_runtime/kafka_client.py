@@ -112,24 +112,25 @@ def _sasl(options: Mapping[str, Any]) -> dict[str, Any]:
 def _ssl(options: Mapping[str, Any]) -> dict[str, Any]:
     config: dict[str, Any] = {}
     if options.get("kafka.ssl.truststore.location"):
-        if str(options.get("kafka.ssl.truststore.type") or "JKS").upper() != "PEM":
-            raise KafkaClientError(
-                "tidegate's resolver reads a PEM trust store: set "
-                "'kafka.ssl.truststore.type' to PEM (a JKS store it cannot read)"
-            )
-        config["ssl_cafile"] = str(options["kafka.ssl.truststore.location"])
+        config["ssl_cafile"] = _pem_store(options, "truststore")
     if options.get("kafka.ssl.keystore.location"):
-        if str(options.get("kafka.ssl.keystore.type") or "JKS").upper() != "PEM":
-            raise KafkaClientError(
-                "tidegate's resolver reads a PEM key store: set 'kafka.ssl.keystore.type' to "
-                "PEM (a JKS store it cannot read)"
-            )
-        config["ssl_certfile"] = str(options["kafka.ssl.keystore.location"])
+        config["ssl_certfile"] = _pem_store(options, "keystore")
         if options.get("kafka.ssl.key.password"):
             config["ssl_password"] = str(options["kafka.ssl.key.password"])
     if options.get("kafka.ssl.endpoint.identification.algorithm") == "":
         config["ssl_check_hostname"] = False
     return config
+
+
+def _pem_store(options: Mapping[str, Any], store: str) -> str:
+    """The location of a trust or key store, which kafka-python reads only as PEM."""
+    if str(options.get(f"kafka.ssl.{store}.type") or "JKS").upper() != "PEM":
+        kind = "trust" if store == "truststore" else "key"
+        raise KafkaClientError(
+            f"tidegate's resolver reads a PEM {kind} store: set 'kafka.ssl.{store}.type' to "
+            "PEM (a JKS store it cannot read)"
+        )
+    return str(options[f"kafka.ssl.{store}.location"])
 
 
 class ClientResolver:
