@@ -15,6 +15,8 @@ new files and never rewrites one, so the copies never touch the seed):
   update-drain      the same by drain (the new version starts fresh at the drained offsets);
   update-snapshot-cold, update-drain-cold   the same, not pre-warmed (``prewarm: false``):
             the new driver is submitted after the old one ended;
+  update-drain-untried  update-drain without its trial (``dry_run: false``): the standby
+            waits cold, as before the rehearsal (the baseline for what the trial saves);
   restart   tidegate: POST /jobs/{job}/restart, pre-warmed (the run's spare takes over);
   crash-hotspare    the driver's JVM SIGKILLed, the job's hot spare takes over;
   flink     Flink 2.3 stop-with-savepoint + restore of ../shared/anchors/flink/sql_state_job.py
@@ -276,14 +278,19 @@ def _start_job(ctx: Context, seed: Seed, job: str, fields: dict[str, Any]) -> tu
     return int(op["run_id"]), checkpoint
 
 
-def _update(ctx: Context, seed: Seed, rep: int, strategy: str, prewarm: bool = True) -> Switch:
-    job = f"update-{strategy}{'' if prewarm else '-cold'}-{seed.mb}-{rep}"
+def _update(
+    ctx: Context, seed: Seed, rep: int, strategy: str, prewarm: bool = True, trial: bool = True
+) -> Switch:
+    variant = ("" if prewarm else "-cold") + ("" if trial else "-untried")
+    job = f"update-{strategy}{variant}-{seed.mb}-{rep}"
     run_id, checkpoint = _start_job(ctx, seed, job, {})
     out = ctx.tmp / "outputs" / (job if strategy == "snapshot" else f"{job}-v2")
     r = ctx.api.post(f"/jobs/{job}/versions", json=_version(ctx, seed, out, fixed=False, number=2))
     assert r.status_code == 201, r.text
     load, t0 = os.getloadavg()[0], time.time()
     body = {"version": 2, "strategy": strategy, "verify_seconds": 0, "prewarm": prewarm}
+    if not trial:
+        body["dry_run"] = False
     op = _operate(ctx, f"/jobs/{job}/update", body)
     # Cold, the new run is created once the old one ended; pre-warmed, its standby gets go.
     since = _at(next(s for s in op["steps"] if s["name"] in ("create_run", "go"))["at"])
@@ -310,6 +317,11 @@ def update_snapshot_cold(ctx: Context, seed: Seed, rep: int) -> Switch:
 
 def update_drain_cold(ctx: Context, seed: Seed, rep: int) -> Switch:
     return _update(ctx, seed, rep, "drain", prewarm=False)
+
+
+def update_drain_untried(ctx: Context, seed: Seed, rep: int) -> Switch:
+    """Pre-warmed by drain without the new version's trial: its standby never ran the plan."""
+    return _update(ctx, seed, rep, "drain", trial=False)
 
 
 def restart(ctx: Context, seed: Seed, rep: int) -> Switch:
@@ -373,6 +385,7 @@ STRATEGIES: dict[str, Strategy] = {
     "update-drain": update_drain,
     "update-snapshot-cold": update_snapshot_cold,
     "update-drain-cold": update_drain_cold,
+    "update-drain-untried": update_drain_untried,
     "restart": restart,
     "crash-hotspare": crash_hotspare,
     "flink": flink,

@@ -144,7 +144,13 @@ class UpdateBody(Body):
         description="Name of the snapshot the update saves; default update-v<old>-v<new>-<time>.",
     )
     dry_run: bool = Field(
-        True, description="strategy snapshot: before the old run is stopped, " + DRY_RUN
+        True,
+        description="strategy snapshot: before the old run is stopped, "
+        + DRY_RUN
+        + " Strategies drain and stateless: before the old run drains or stops, the new "
+        "version runs one trial batch over the last 200 records per partition the old run "
+        "committed (scratch checkpoints, noop sinks; pre-warmed, in its standby), so a version "
+        "whose code fails on real records is refused; false: skip it.",
     )
     dry_run_timeout_seconds: DryRunTimeout = None
     timeout_seconds: int | None = Field(

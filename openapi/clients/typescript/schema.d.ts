@@ -2569,7 +2569,7 @@ export interface components {
             snapshot_name?: string | null;
             /**
              * Dry Run
-             * @description strategy snapshot: before the old run is stopped, run the new version's app against a scratch copy of the state it would resume (noop sinks, one empty batch): Spark checks the state schemas and stateful operators as a real restart would, which catches app changes the declarations do not show (an avg for a sum, a session window for a tumbling one, another grouping key). Only when a resumed query holds state. false: skip it (the declared checks still apply).
+             * @description strategy snapshot: before the old run is stopped, run the new version's app against a scratch copy of the state it would resume (noop sinks, one empty batch): Spark checks the state schemas and stateful operators as a real restart would, which catches app changes the declarations do not show (an avg for a sum, a session window for a tumbling one, another grouping key). Only when a resumed query holds state. false: skip it (the declared checks still apply). Strategies drain and stateless: before the old run drains or stops, the new version runs one trial batch over the last 200 records per partition the old run committed (scratch checkpoints, noop sinks; pre-warmed, in its standby), so a version whose code fails on real records is refused; false: skip it.
              * @default true
              */
             dry_run: boolean;

@@ -28,7 +28,10 @@ class UpdateBody:
             scratch copy of the state it would resume (noop sinks, one empty batch): Spark checks the state schemas and
             stateful operators as a real restart would, which catches app changes the declarations do not show (an avg for a
             sum, a session window for a tumbling one, another grouping key). Only when a resumed query holds state. false:
-            skip it (the declared checks still apply). Default: True.
+            skip it (the declared checks still apply). Strategies drain and stateless: before the old run drains or stops,
+            the new version runs one trial batch over the last 200 records per partition the old run committed (scratch
+            checkpoints, noop sinks; pre-warmed, in its standby), so a version whose code fails on real records is refused;
+            false: skip it. Default: True.
         dry_run_timeout_seconds (int | None | Unset): How long the dry run may take, driver start included (default
             300); past it the request is refused and nothing was touched.
         timeout_seconds (int | None | Unset): snapshot, stateless: how long to wait for the old run's graceful stop
