@@ -341,6 +341,16 @@ class Runtime(Drainer, Restarter):
                     f"{', '.join(sorted(self.declared)) or 'none'}); add it to the version."
                 )
             spec = self.declared[name]
+            uncapped = self._uncapped(name)
+            if uncapped:
+                log.warning(
+                    "query %s reads %s without runtime.reader_options('%s'): a drain of it "
+                    "is bounded (its open windows stay in state), and neither a startpoint "
+                    "nor an update's trial can set where a fresh query of it starts",
+                    name,
+                    ", ".join(uncapped),
+                    name,
+                )
             if spec.get("sink"):  # before a dry run's noop: the dry run refuses it too
                 sinks.require_declared(name, writer, spec["sink"], self.sink_options.get(name))
             trigger = pstl_to_spark_interval(spec["trigger"]) if spec.get("trigger") else None

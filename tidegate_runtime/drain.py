@@ -143,9 +143,15 @@ class Drainer:
         file (``Runtime.reader_options``/``control_file``). A reader without one never sees
         the cap or the marker, so that query drains bounded instead of waiting for both."""
         sources = self.declared[name].get("sources", [])
-        return all(
-            s.get("kind") == "eventlog" and str(s.get("name")) in self._controlled for s in sources
-        )
+        return all(s.get("kind") == "eventlog" for s in sources) and not self._uncapped(name)
+
+    def _uncapped(self, name: str) -> list[str]:
+        """The query's event-log sources whose reader was not given its control file."""
+        return [
+            str(s["name"])
+            for s in self.declared[name].get("sources", [])
+            if s.get("kind") == "eventlog" and str(s["name"]) not in self._controlled
+        ]
 
     def _drain_stage(self, names: list[str]) -> bool:
         """True once every query of the stage has drained and stopped."""

@@ -29,10 +29,12 @@ def _runtime() -> Runtime:
 def test_a_query_drains_natively_once_its_readers_have_their_control_files() -> None:
     runtime = _runtime()
     assert not any(runtime._native(q) for q in DECLARED)  # no reader told: bounded
+    assert runtime._uncapped("joined") == ["clicks", "views"]  # what Runtime.start warns of
     options = runtime.reader_options("counts")
     assert options["controlFile"] == "/checkpoints/job/7/_control/clicks.json"
     assert runtime._native("counts")
     assert not runtime._native("joined")  # views' reader has no control file yet
+    assert runtime._uncapped("joined") == ["views"]
     assert runtime.control_file("views") == "/checkpoints/job/7/_control/views.json"
     assert runtime._native("joined")
     assert not runtime._native("files")  # not an event log: always bounded
