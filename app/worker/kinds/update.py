@@ -34,7 +34,6 @@ from app.snapshots.errors import SnapshotFailed
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
-from app.worker.dry_run.attempts import dry_run
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
 from app.worker.runs.control import (
@@ -146,11 +145,8 @@ def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | 
         ),
     )
     plan = detail(steps, "dry_run_plan")
-    if prewarm and op.params.get("dry_run") is not False:
-        # One driver start for both: the standby runs the dry run, then waits for go.
-        return standby_dry_run.ready_after_dry_run(ctx, op, steps, update.new_version, plan)
-    dry_run(ctx, op, steps, update.new_version, plan)
-    return standby.ready_standby(ctx, op, steps, update.new_version) if prewarm else None
+    # Pre-warmed, one driver start for both: the standby runs the dry run, then waits for go.
+    return standby_dry_run.dry_run_then_standby(ctx, op, steps, update.new_version, plan)
 
 
 def _stop_with_snapshot(

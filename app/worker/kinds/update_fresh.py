@@ -21,7 +21,6 @@ from app.runs.models import Run
 from app.startpoints import service as startpoints
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
-from app.worker.dry_run.attempts import dry_run
 from app.worker.runs.control import (
     drain_run,
     new_run_of_a_failed_update,
@@ -139,12 +138,8 @@ def _trial_and_standby(
     the last records the old run committed (app/worker/dry_run/scratch_copy.py::plan_trial);
     pre-warmed, inside its standby, which then waits warm for go (its standby run id). A
     version whose code fails there is refused while the old run still processes."""
-    prewarm = standby.wanted(op)
     fresh, positions = fresh_plan(ctx, op, new_version), committed_positions(ctx, old_run_id)
-    if prewarm and op.params.get("dry_run") is not False:
-        return standby_dry_run.ready_after_dry_run(ctx, op, steps, new_version, fresh, positions)
-    dry_run(ctx, op, steps, new_version, fresh, positions=positions)
-    return standby.ready_standby(ctx, op, steps, new_version) if prewarm else None
+    return standby_dry_run.dry_run_then_standby(ctx, op, steps, new_version, fresh, positions)
 
 
 def _end_old_run(

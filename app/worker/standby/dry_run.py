@@ -96,3 +96,21 @@ def ready_after_dry_run(
     standby.release(ctx, run_id, "its dry run hit a Spark infrastructure error")
     attempts.dry_run(ctx, op, steps, version_number, plan, first_attempt=2, positions=positions)
     return standby.ready_standby(ctx, op, steps, version_number, "_2")
+
+
+def dry_run_then_standby(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    version_number: int,
+    plan: dict[str, Any],
+    positions: dict[str, dict[str, int]] | None = None,
+) -> int | None:
+    """An update's dry run (``positions``: a version on fresh state, its trial), then,
+    pre-warmed, the ready standby's run id (None without prewarm): in one driver when the dry
+    run is wanted, else the dry run's own drivers and then the standby."""
+    prewarm = standby.wanted(op)
+    if prewarm and op.params.get("dry_run") is not False:
+        return ready_after_dry_run(ctx, op, steps, version_number, plan, positions)
+    attempts.dry_run(ctx, op, steps, version_number, plan, positions=positions)
+    return standby.ready_standby(ctx, op, steps, version_number) if prewarm else None
