@@ -29,7 +29,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import dry_run as dry
 from tidegate_runtime import sinks, standby
 from tidegate_runtime import startpoints as sp
@@ -43,24 +42,17 @@ from tidegate_runtime.channel_client import (
     pstl_to_spark_interval,
 )
 from tidegate_runtime.drain import Drainer, DrainState
-from tidegate_runtime.eventlog import format_offsets
 from tidegate_runtime.reporter import ProgressReporter
 from tidegate_runtime.restarting import Restarter
+from tidegate_runtime.starting import Starter
 from tidegate_runtime.stopping import fence, stop_at_batch_boundary
 from tidegate_runtime.supervision import RestartPolicy, Supervisor
 
 log = logging.getLogger("tidegate.runtime")
 
-_FRESH_FILE_SOURCE = (
-    "source '{source}' is a file source with a startpoint, but its query has no committed "
-    "batch yet: Spark's file source has no starting-offsets option (it would ignore "
-    '{{"logOffset": N}}), so the startpoint can only move a query that has a checkpoint. '
-    "Withdraw it and start the query, then set it again and restart"
-)
-
 
 @dataclass
-class Runtime(Drainer, Restarter):
+class Runtime(Drainer, Restarter, Starter):
     spark: SparkSession
     client: ControlClient | None = None
     attempt: int = 0
@@ -177,8 +169,7 @@ class Runtime(Drainer, Restarter):
         # The planned batch runs, and a trial reads up to its cap; nothing else reads data.
         caps = runtime.dry_run.caps
         runtime._write_controls(set(runtime._eventlog_sources()) - set(caps), hold=True)
-        runtime._drain_state.end = caps  # a cap without a drain: no marker, no request
-        runtime._write_controls(set(caps))
+        runtime._write_controls(set(caps), ends=caps)  # a cap without a drain: no marker
         log.info("dry run of %s on %s", runtime.dry_run.targets, checkpoint_dir)
         return runtime
 
@@ -191,53 +182,6 @@ class Runtime(Drainer, Restarter):
         if spec.get("checkpoint_location"):
             return str(spec["checkpoint_location"])
         return f"{self.checkpoint_dir}/{name}" if self.checkpoint_dir else None
-
-    def _points(self, source: str) -> list[sp.Startpoint]:
-        return [p for p in self.startpoints if p.source == source]
-
-    def starting_offsets(
-        self, source: str | None = None, *, query: str | None = None
-    ) -> str | None:
-        """Starting offsets for a source's reader when a startpoint must apply to a query
-        that has no committed batch yet (with one, the checkpoint is rewritten instead).
-        Pass the result as the reader's ``startingOffsets`` when it is not None. Name the
-        source, or the query when it reads a single source."""
-        if source is None:
-            declared = self.declared.get(query or "", {}).get("sources", [])
-            if len(declared) != 1:
-                return None
-            source = str(declared[0]["name"])
-        if self.dry_run is not None:  # a trial batch starts at the old run's last records
-            start = self.dry_run.starting.get(source)
-            return None if start is None else format_offsets({int(p): o for p, o in start.items()})
-        points = self._points(source)
-        if not points or source not in self.sources:
-            return None
-        readers = [
-            name
-            for name, spec in self.declared.items()
-            if any(s.get("name") == source for s in spec.get("sources", []))
-        ]
-        fresh = [
-            name for name in readers if cp.latest_commit_batch(self.checkpoint_for(name)) is None
-        ]
-        if not fresh:
-            return None
-        decl = self.sources[source]
-        if decl["kind"] == "file":
-            raise sp.StartpointError(_FRESH_FILE_SOURCE.format(source=source))
-        offsets = sp.resolve(decl["kind"], decl["options"], points, None, self._kafka(source, decl))
-        self._given_starting[source] = offsets
-        return sp.format_line(decl["kind"], offsets, decl["options"])
-
-    def _kafka(self, source: str, decl: dict[str, Any]) -> sp.KafkaResolver | None:
-        if decl["kind"] != "kafka" or self.kafka_resolver is not None:
-            return self.kafka_resolver
-        if source not in self._kafka_resolvers:
-            from tidegate_runtime.kafka_client import ClientResolver
-
-            self._kafka_resolvers[source] = ClientResolver(decl["options"])
-        return self._kafka_resolvers[source]
 
     def control_file(self, source: str) -> str | None:
         """The ``controlFile`` option for an eventlog source's reader: where the runtime writes
@@ -265,63 +209,6 @@ class Runtime(Drainer, Restarter):
             if control is not None:
                 out["controlFile"] = control
         return out
-
-    def _apply_startpoints(self, name: str) -> None:
-        """Rewrite each source's committed offsets before the query starts; report what
-        moved so the control plane can show it and undo it."""
-        assert self.client is not None
-        reports = []
-        for index, source in enumerate(self.declared[name].get("sources", [])):
-            points = self._points(source["name"])
-            if not points:
-                continue
-            checkpoint = self.checkpoint_for(name)
-            assert checkpoint is not None
-            committed = cp.latest_commit_batch(checkpoint) is not None
-            if not committed and source.get("kind") == "file":
-                raise TidegateRuntimeError(_FRESH_FILE_SOURCE.format(source=source["name"]))
-            if not committed and source["name"] not in self._given_starting:
-                raise TidegateRuntimeError(
-                    f"source '{source['name']}' of query '{name}' has startpoints but no "
-                    "checkpoint yet, and the job did not pass "
-                    f"runtime.starting_offsets('{source['name']}') to its reader"
-                )
-            decl = self.sources.get(source["name"], {"kind": source["kind"], "options": {}})
-            application = sp.apply_to_checkpoint(
-                checkpoint,
-                name,
-                source["name"],
-                index,
-                decl["kind"],
-                decl["options"],
-                points,
-                self._kafka(source["name"], decl),
-            )
-            if application.batch_id is None:
-                application.after = {
-                    str(p): o for p, o in self._given_starting[source["name"]].items()
-                }
-            log.info(
-                "startpoints for %s/%s: %s -> %s",
-                name,
-                source["name"],
-                application.before,
-                application.after,
-            )
-            reports.append(
-                {
-                    "query": application.query,
-                    "source": application.source,
-                    "startpoint_ids": application.startpoint_ids,
-                    "checkpoint": application.checkpoint,
-                    "batch_id": application.batch_id,
-                    "before": application.before,
-                    "after": application.after,
-                    "original_file": application.original_file,
-                }
-            )
-        if reports:
-            self.client.startpoints_applied(reports)
 
     def start(
         self,
@@ -424,6 +311,7 @@ class Runtime(Drainer, Restarter):
         # A failure since the last look is reported (or ends the driver) like any other.
         self._supervise()
         self._flush_progress()
+        self._close_resolvers()  # no query starts again
         for name, q in self.queries.items():
             # A query waiting for its restart when the stop came stays as its failure left
             # it (as after a crash: its next start re-runs the batch it failed in).

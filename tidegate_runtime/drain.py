@@ -240,12 +240,18 @@ class Drainer:
                 log.info("removed the drain cap %s left by an earlier attempt", path)
 
     def _write_controls(
-        self, names: set[str] | None = None, *, marker: bool = False, hold: bool = False
+        self,
+        names: set[str] | None = None,
+        *,
+        marker: bool = False,
+        hold: bool = False,
+        ends: dict[str, dict[str, int]] | None = None,
     ) -> None:
-        """Eventlog sources' control files (default: all of them): the drain's cap (and
-        marker), or ``hold``: no new data, so the query idles between batches and stops at a
-        boundary soon."""
-        sources = self._drain_state.end if self._drain_state.end is not None else {}
+        """Eventlog sources' control files (default: all of them): a cap (``ends``; by default
+        the drain's end offsets) and the drain's marker, or ``hold``: no new data, so the query
+        idles between batches and stops at a boundary soon."""
+        if ends is None:
+            ends = self._drain_state.end if self._drain_state.end is not None else {}
         for source in set(self._eventlog_sources()) if names is None else names:
             path = self._control_path(source)
             if path is None:
@@ -253,7 +259,7 @@ class Drainer:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path}.tmp"
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"end": sources.get(source), "marker": marker, "hold": hold}, f)
+                json.dump({"end": ends.get(source), "marker": marker, "hold": hold}, f)
             os.replace(tmp, path)
 
     def _committed_position(self, query: str, index: int) -> dict[str, Any] | None:
