@@ -55,9 +55,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.snapshots import store as store_module
-from app.snapshots.export import select_files
-from app.snapshots.store import PutResult, SnapshotStore, known_hashes
+from app.snapshots.checkpoint_files import select_files
+from app.snapshots.store import blobs as store_module
+from app.snapshots.store.blobs import PutResult, SnapshotStore, known_hashes
 from bench.common import save
 from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch
 

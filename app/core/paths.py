@@ -83,7 +83,7 @@ def refuse_links_below(root: Path, path: Path) -> Path:
     """``path`` if no component of it below ``root`` is a symbolic link. Driver code writes
     under the checkpoint root, so it could replace ``<job>/<run>`` with a link to another
     job's run; files are then opened without following links only from the checkpoint down
-    (app/snapshots/safe_files.py), so the folders above it are checked here. Names the
+    (app/snapshots/store/safe_files.py), so the folders above it are checked here. Names the
     relative path only, never where the link points. ``root`` itself is the admin's."""
     try:
         rel = path.relative_to(root)

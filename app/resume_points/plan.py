@@ -38,7 +38,7 @@ class SourceRef:
 
 @dataclass(frozen=True)
 class Source:
-    """A resolved reference and what its checkpoint recorded (see ``export.describe``)."""
+    """A resolved reference and what its checkpoint recorded (see ``app.snapshots.checkpoint_files.describe``)."""
 
     ref: SourceRef
     info: dict[str, Any]

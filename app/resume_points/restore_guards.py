@@ -18,7 +18,7 @@ from app.jobs.service import get_version
 from app.resume_points.compat import Problem
 from app.resume_points.plan import Plan, QueryPlan
 from app.runs.models import Run
-from app.snapshots.export import checkpoint_path
+from app.snapshots.checkpoint_files import checkpoint_path
 from app.snapshots.models import Snapshot
 
 

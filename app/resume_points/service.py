@@ -30,8 +30,8 @@ from app.resume_points.schemas import (
 )
 from app.resume_points.sources import ready_snapshot, resolve, run_source, snapshot_sources
 from app.runs.models import Run
+from app.snapshots.checkpoint_files import checkpoint_path, describe
 from app.snapshots.errors import ExportError
-from app.snapshots.export import checkpoint_path, describe
 from app.snapshots.schemas import Coordinates
 from tidegate_runtime.checkpoint import latest_commit_batch
 

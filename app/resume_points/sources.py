@@ -12,8 +12,8 @@ from app.core.errors import Conflict, NotFound, Unprocessable
 from app.jobs.service import get_job
 from app.resume_points.plan import Source, SourceRef
 from app.runs.models import Run
+from app.snapshots.checkpoint_files import checkpoint_path, describe
 from app.snapshots.errors import ExportError
-from app.snapshots.export import checkpoint_path, describe
 from app.snapshots.models import READY, Snapshot
 from tidegate_runtime.checkpoint import latest_commit_batch
 

@@ -1,202 +1,316 @@
-"""Which files of a checkpoint a snapshot needs, and what the checkpoint says about them.
+"""The worker's side of snapshots, exporting: a run's checkpoints into the store (restoring is
+``restore.py``, retention and garbage collection ``retention.py``). File IO happens between
+short transactions; every function is safe to run again after a crash (blobs are
+content-addressed, manifests appear by an atomic rename).
 
-A query restarts at committed batch N from: ``metadata``; ``offsets/N`` and ``commits/N``
-(and N-1 of both: Spark reads ``offsets/N-1`` on restart to seed its committed offsets);
-the ``sources/`` logs up to the batch; and, for every state store directory, the files that
-load state version N+1 (state version = batch id + 1): the latest base file at or below
-N+1 (``V.snapshot`` of the HDFS provider, ``V.zip`` of RocksDB) and the increments after it
-(``V.delta``, ``V.changelog``); with no base, every increment up to N+1. Unversioned files
-(schemas, operator metadata, RocksDB SSTs) are all taken. Hadoop ``.X.crc`` sidecars follow
-their file.
-
-Every selected file is immutable once batch N is committed, so exporting while the query
-runs copies a consistent committed prefix: later batches only add files we do not select.
-Standard library only (plus the runtime's checkpoint reader): the worker and the benchmark
-use it without a database.
+Garbage collection must not delete a blob an export has just written but not yet named in a
+manifest: exports hold a shared PostgreSQL advisory lock while they write, and gc runs only
+when it gets the exclusive one (otherwise the next export's gc collects).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-from dataclasses import dataclass
+import logging
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
-from app.snapshots.errors import ExportError, UnsafeFileError
-from tidegate_runtime.checkpoint import (
-    CheckpointError,
-    read_commit,
-    read_offsets,
-    state_operators,
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.core.config import Settings
+from app.core.db import transaction, utcnow
+from app.core.paths import PathOutsideRoot, refuse_links_below
+from app.runs.models import Run
+from app.snapshots.checkpoint_files import (
+    RESTORED_HINTS,
+    checkpoint_path,
+    describe,
+    select_files,
 )
+from app.snapshots.errors import SnapshotFailed, StoreError
+from app.snapshots.models import FAILED, READY, Snapshot
+from app.snapshots.store.access import store_for, store_lock
+from app.snapshots.store.blobs import FileKey, SnapshotStore, known_hashes
+from tidegate_runtime.checkpoint import latest_commit_batch
 
-# "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
-VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
-BASE_KINDS = frozenset({"snapshot", "zip"})
-METADATA_LOG = re.compile(r"^(\d+)(\.compact)?$")
-# Written by materialisation: hashes of restored files, so the next export skips rereading them.
-RESTORED_HINTS = ".tidegate-restored.json"
+log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class Selection:
-    """The files that restart a checkpoint at ``batch_id`` (relative POSIX paths)."""
-
-    checkpoint: Path
-    batch_id: int
-    files: tuple[str, ...]
+ERROR_LIMIT = 4000
+# An export reports its interim figures (bytes and files copied so far) at most this often.
+PROGRESS_SECONDS = 0.5
 
 
-def _with_sidecar(checkpoint: Path, rel: str, out: list[str]) -> None:
-    out.append(rel)
-    parent, _, name = rel.rpartition("/")
-    crc = f"{parent}/.{name}.crc" if parent else f".{name}.crc"
-    if (checkpoint / crc).exists():
-        out.append(crc)
+def snapshot_for_operation(factory: sessionmaker[Session], op_id: int) -> int:
+    with factory() as session:
+        snapshot_id = session.scalar(select(Snapshot.id).where(Snapshot.operation_id == op_id))
+    if snapshot_id is None:
+        raise SnapshotFailed(f"operation {op_id} has no snapshot (was it deleted?)")
+    return snapshot_id
 
 
-def _source_limits(checkpoint: Path, batch: int) -> dict[int, int]:
-    """Per source index, the highest ``sources/<i>/`` log entry batch N may reference: a file
-    source's ``logOffset`` from ``offsets/N``, else the batch id itself."""
-    _, lines = read_offsets(checkpoint, batch)
-    limits = {}
-    for index, line in enumerate(lines):
-        limit = batch
-        if line is not None:
+def mark_failed(factory: sessionmaker[Session], snapshot_id: int, error: str) -> None:
+    with transaction(factory) as session:
+        snapshot = session.get(Snapshot, snapshot_id, with_for_update=True)
+        if snapshot is not None and snapshot.state != READY:
+            snapshot.state, snapshot.error = FAILED, error[-ERROR_LIMIT:]
+            snapshot.completed_at = utcnow()
+
+
+def _previous_hashes(
+    session: Session, store: SnapshotStore, snapshot: Snapshot
+) -> dict[FileKey, str]:
+    """File hashes the job's latest ready snapshot recorded, and this snapshot's own pre-copy:
+    unchanged files of the same checkpoints need not be read again."""
+    previous = session.scalar(
+        select(Snapshot)
+        .where(Snapshot.job_id == snapshot.job_id, Snapshot.state == READY)
+        .order_by(Snapshot.id.desc())
+        .limit(1)
+    )
+    known = _manifest_hashes(store, previous) if previous is not None else {}
+    return {**known, **_manifest_hashes(store, snapshot, pre_copy=True)}
+
+
+def _manifest_hashes(
+    store: SnapshotStore, snapshot: Snapshot, *, pre_copy: bool = False
+) -> dict[FileKey, str]:
+    """The file hashes ``snapshot``'s manifest names (``pre_copy``: only if it is a pre-copy's,
+    written before the stop)."""
+    try:
+        manifest = store.read_manifest(snapshot.job.name, snapshot.name) or {}
+    except (StoreError, OSError, ValueError):
+        return {}
+    if pre_copy and not manifest.get("pre_copy"):
+        return {}
+    known: dict[FileKey, str] = {}
+    for query in (manifest.get("queries") or {}).values():
+        if query.get("checkpoint"):
+            known.update(known_hashes(Path(query["checkpoint"]), query.get("files") or {}))
+    return known
+
+
+def _restored_hashes(checkpoint: Path) -> dict[FileKey, str]:
+    try:
+        hints = json.loads((checkpoint / RESTORED_HINTS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return known_hashes(checkpoint, hints)
+
+
+class ExportProgress:
+    """An export's running figures, handed to ``report`` as it copies: once at the start,
+    then at most every ``interval`` seconds (default ``PROGRESS_SECONDS``), and once at the
+    end. Reporting is best effort: a failed report never fails the export."""
+
+    def __init__(
+        self,
+        report: Callable[[dict[str, Any]], None] | None,
+        *,
+        interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        phases: tuple[str, str] = ("exporting", "exported"),
+    ) -> None:
+        self.report = report
+        self.phases = phases
+        self.interval = PROGRESS_SECONDS if interval is None else interval
+        self.clock = clock
+        self.bytes_total = self.files_total = self.bytes_copied = self.files_copied = 0
+        self.done = False
+        self._last: float | None = None
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "phase": self.phases[1] if self.done else self.phases[0],
+            "bytes_total": self.bytes_total,
+            "bytes_copied": self.bytes_copied,
+            "files_total": self.files_total,
+            "files_copied": self.files_copied,
+        }
+
+    def mark(self) -> tuple[int, int]:
+        return self.bytes_copied, self.files_copied
+
+    def rewind(self, mark: tuple[int, int]) -> None:
+        """Forget what an attempt that failed had counted (it is copied again)."""
+        self.bytes_copied, self.files_copied = mark
+
+    def file_done(self, _rel: str, size: int) -> None:
+        self.bytes_copied += size
+        self.files_copied += 1
+        self.emit()
+
+    def finish(self) -> None:
+        self.done = True
+        self.emit(force=True)
+
+    def emit(self, *, force: bool = False) -> None:
+        if self.report is None:
+            return
+        now = self.clock()
+        if not force and self._last is not None and now - self._last < self.interval:
+            return
+        self._last = now
+        try:
+            self.report(self.figures())
+        except Exception as exc:  # progress is best effort; the export goes on
+            log.warning("could not report export progress: %s", exc)
+
+
+def _select(checkpoint: Path, batch: int) -> tuple[tuple[str, ...], int]:
+    """The files restarting ``checkpoint`` at ``batch`` and their total size."""
+    for attempt in range(3):
+        try:
+            files = select_files(checkpoint, batch).files
+            return files, sum((checkpoint / f).lstat().st_size for f in files)
+        except FileNotFoundError:
+            # Spark's maintenance removed an old file between listing and reading: list again
+            # (the files batch N needs are never among those removed).
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def export(
+    factory: sessionmaker[Session],
+    settings: Settings,
+    snapshot_id: int,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    pre_copy: bool = False,
+) -> dict[str, Any]:
+    """Copy every query's committed prefix into the store, write the manifest, mark ready.
+    ``progress`` receives the interim figures (see ``ExportProgress``) while it copies.
+
+    ``pre_copy``: the same copy while the run still processes, before a snapshot that stops
+    it: the manifest it writes is marked as a pre-copy and the snapshot stays unready (it
+    is never restored from), but its blobs are in the store and its hashes known, so the
+    export after the stop hashes and writes only what the last batches added. The snapshot
+    is not failed, so garbage collection keeps what it names."""
+    store = store_for(settings)
+    with factory() as session:
+        snapshot = session.get(Snapshot, snapshot_id)
+        if snapshot is None:
+            raise SnapshotFailed(f"snapshot {snapshot_id} was deleted during its export")
+        if snapshot.state == READY:
+            return {"size_bytes": snapshot.size_bytes, "bytes_written": snapshot.bytes_written}
+        run = session.get(Run, snapshot.run_id) if snapshot.run_id else None
+        if run is None:
+            raise SnapshotFailed("the run to export no longer exists")
+        job_name, name, run_id = snapshot.job.name, snapshot.name, run.id
+        specs = list(run.version.queries)
+        version_number = run.version.number
+        known = _previous_hashes(session, store, snapshot)
+
+    queries: dict[str, Any] = {}
+    manifest_queries: dict[str, Any] = {}
+    totals = {"size_bytes": 0, "bytes_written": 0, "files": 0, "files_written": 0, "hashed": 0}
+    figures = ExportProgress(
+        progress, phases=("pre-copying", "pre-copied") if pre_copy else ("exporting", "exported")
+    )
+    with store_lock(factory, exclusive=False):
+        # First what there is to copy (so the figures have a total), then the copying.
+        planned: list[tuple[dict[str, Any], Path, int, tuple[str, ...], int]] = []
+        for spec in specs:
+            root = settings.resolved_checkpoint_root
+            checkpoint = checkpoint_path(root, job_name, run_id, spec)
             try:
-                parsed = json.loads(line)
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, dict) and isinstance(parsed.get("logOffset"), int):
-                limit = parsed["logOffset"]
-        limits[index] = limit
-    return limits
-
-
-def _select_state_dir(names: list[str], target: int) -> set[str]:
-    versioned: dict[str, tuple[int, str]] = {}
-    chosen = set()
-    for name in names:
-        if name.startswith("."):
-            continue
-        match = VERSIONED.match(name)
-        if match:
-            versioned[name] = (int(match.group(1)), match.group(2))
-        elif not name.endswith(".tmp"):
-            chosen.add(name)  # schemas, metadata, SSTs: small or shared, always needed
-    bases = [v for v, kind in versioned.values() if kind in BASE_KINDS and v <= target]
-    base = max(bases) if bases else None
-    for name, (version, kind) in versioned.items():
-        if (base is not None and version == base and kind in BASE_KINDS) or (
-            kind not in BASE_KINDS and (base is None or version > base) and version <= target
-        ):
-            chosen.add(name)
-    return chosen
-
-
-def _refuse_linked_dirs(dirpath: str, rel_dir: str, dirs: list[str]) -> None:
-    # os.walk lists a linked directory but does not enter it: its files would be missing from
-    # the snapshot without a word. (Linked files are refused when they are opened.)
-    for name in dirs:
-        if os.path.islink(os.path.join(dirpath, name)):
-            raise UnsafeFileError(f"{rel_dir}/{name}")
-
-
-def select_files(checkpoint: Path, batch_id: int) -> Selection:
-    """The files that restart ``checkpoint`` at committed ``batch_id`` (see the module doc)."""
-    if not (checkpoint / "commits" / str(batch_id)).exists():
-        raise ExportError(f"batch {batch_id} of {checkpoint} is not committed")
-    out: list[str] = []
-    if (checkpoint / "metadata").exists():
-        _with_sidecar(checkpoint, "metadata", out)
-    for batch in (batch_id - 1, batch_id):
-        for log in ("offsets", "commits"):
-            if batch >= 0 and (checkpoint / log / str(batch)).exists():
-                _with_sidecar(checkpoint, f"{log}/{batch}", out)
-
-    sources = checkpoint / "sources"
-    if sources.is_dir():
-        limits = _source_limits(checkpoint, batch_id)
-        for dirpath, dirs, names in os.walk(sources):
-            rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
-            _refuse_linked_dirs(dirpath, rel_dir, dirs)
-            parts = rel_dir.split("/")
-            index = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
-            for name in sorted(names):
-                if name.startswith(".") or name.endswith(".tmp"):
-                    continue
-                match = METADATA_LOG.match(name)
-                if (
-                    match
-                    and index is not None
-                    and int(match.group(1)) > limits.get(index, batch_id)
-                ):
-                    continue
-                _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
-
-    state = checkpoint / "state"
-    if state.is_dir():
-        for dirpath, dirs, names in os.walk(state):
-            rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
-            _refuse_linked_dirs(dirpath, rel_dir, dirs)
-            for name in sorted(_select_state_dir(names, batch_id + 1)):
-                _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
-    return Selection(checkpoint, batch_id, tuple(sorted(set(out))))
-
-
-def _offset(line: str | None) -> Any:
-    if line is None:
-        return None
-    try:
-        return json.loads(line)
-    except ValueError:
-        return line
-
-
-def describe(checkpoint: Path, batch_id: int, query: dict[str, Any]) -> dict[str, Any]:
-    """What a snapshot records of one query at ``batch_id``: source offsets by declared source
-    name, watermark, the conf Spark pinned in the checkpoint, and the stateful operators with
-    their schemas, next to what the version declared."""
-    try:
-        metadata, lines = read_offsets(checkpoint, batch_id)
-        commit = read_commit(checkpoint, batch_id)
-        operators = state_operators(checkpoint)
-    except (CheckpointError, OSError, ValueError) as exc:
-        raise ExportError(f"cannot read {checkpoint} at batch {batch_id}: {exc}") from exc
-    declared = query.get("sources") or []
+                refuse_links_below(root, checkpoint)
+            except PathOutsideRoot as exc:
+                raise SnapshotFailed(f"query '{spec['name']}': {exc}") from None
+            batch = latest_commit_batch(checkpoint, planned=True)
+            if batch is None:
+                queries[spec["name"]] = {"batch_id": None, "checkpoint": str(checkpoint)}
+                continue
+            files, size = _select(checkpoint, batch)
+            planned.append((spec, checkpoint, batch, files, size))
+            figures.bytes_total += size
+            figures.files_total += len(files)
+        figures.emit(force=True)
+        for spec, checkpoint, batch, files, size in planned:
+            cache = {**known, **_restored_hashes(checkpoint)}
+            for attempt in range(3):
+                mark = figures.mark()
+                try:
+                    if attempt:
+                        again, new_size = _select(checkpoint, batch)
+                        figures.bytes_total += new_size - size
+                        figures.files_total += len(again) - len(files)
+                        files, size = again, new_size
+                    put = store.put_files(checkpoint, files, cache, on_file=figures.file_done)
+                    info = describe(checkpoint, batch, spec)
+                    break
+                except FileNotFoundError:
+                    # Spark's maintenance removed an old file between listing and copying:
+                    # list again (the files batch N needs are never among those removed).
+                    figures.rewind(mark)
+                    if attempt == 2:
+                        raise
+            queries[spec["name"]] = {
+                **info,
+                "files": len(put.entries),
+                "size_bytes": put.bytes_referenced,
+            }
+            manifest_queries[spec["name"]] = {
+                "batch_id": batch,
+                "checkpoint": str(checkpoint),
+                "files": put.entries,
+            }
+            totals["size_bytes"] += put.bytes_referenced
+            totals["bytes_written"] += put.bytes_written
+            totals["files"] += len(put.entries)
+            totals["files_written"] += put.files_written
+            totals["hashed"] += put.files_hashed
+        if not manifest_queries:
+            raise SnapshotFailed(
+                f"no query of run {run_id} has committed a batch yet: there is no state to "
+                "export; wait for the first batch to complete"
+            )
+        figures.finish()
+        manifest = store.write_manifest(
+            job_name,
+            name,
+            {
+                "job": job_name,
+                "name": name,
+                "snapshot_id": snapshot_id,
+                "run_id": run_id,
+                "version": version_number,
+                "created_at": utcnow().isoformat(),
+                "queries": manifest_queries,
+                **({"pre_copy": True} if pre_copy else {}),
+            },
+        )
+    if pre_copy:
+        log.info(
+            "snapshot %s/%s pre-copied: %d files, %d bytes (%d written)",
+            job_name,
+            name,
+            totals["files"],
+            totals["size_bytes"],
+            totals["bytes_written"],
+        )
+        return {**totals, "batches": {q: i.get("batch_id") for q, i in queries.items()}}
+    with transaction(factory) as session:
+        snapshot = session.get(Snapshot, snapshot_id, with_for_update=True)
+        if snapshot is None:
+            raise SnapshotFailed(f"snapshot {snapshot_id} was deleted during its export")
+        snapshot.state, snapshot.error, snapshot.completed_at = READY, None, utcnow()
+        snapshot.queries = queries
+        snapshot.size_bytes, snapshot.bytes_written = totals["size_bytes"], totals["bytes_written"]
+        snapshot.file_count, snapshot.manifest = totals["files"], manifest
+    log.info(
+        "snapshot %s/%s: %d files, %d bytes (%d written)",
+        job_name,
+        name,
+        totals["files"],
+        totals["size_bytes"],
+        totals["bytes_written"],
+    )
     return {
-        "batch_id": batch_id,
-        "checkpoint": str(checkpoint),
-        "sources": [
-            {
-                "name": declared[i]["name"] if i < len(declared) else f"source-{i}",
-                "offset": _offset(line),
-            }
-            for i, line in enumerate(lines)
-        ],
-        "watermark_ms": metadata.get("batchWatermarkMs"),
-        "next_watermark_ms": commit.get("nextBatchWatermarkMs"),
-        "batch_timestamp_ms": metadata.get("batchTimestampMs"),
-        "conf": dict(metadata.get("conf") or {}),
-        # Spark wrote state for this query, declared or not (the version may not say so).
-        "state_dir": (checkpoint / "state").is_dir(),
-        "operators": [
-            {
-                "id": op.operator_id,
-                "name": op.operator_name,
-                "partitions": op.num_partitions,
-                "stores": list(op.store_names),
-                "key_schema": op.key_schema,
-                "value_schema": op.value_schema,
-            }
-            for op in operators
-        ],
-        "declared": {
-            "stateful_operators": query.get("stateful_operators") or [],
-            "sources": [s["name"] for s in declared],
-            "output_mode": query.get("output_mode"),
-        },
+        **totals,
+        "batches": {q: i.get("batch_id") for q, i in queries.items()},
+        "manifest": manifest,
     }

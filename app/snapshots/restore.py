@@ -16,11 +16,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
 from app.core.paths import PathOutsideRoot, refuse_links_below
+from app.snapshots.checkpoint_files import RESTORED_HINTS, checkpoint_path, select_files
 from app.snapshots.errors import SnapshotError, SnapshotFailed
-from app.snapshots.export import RESTORED_HINTS, checkpoint_path, select_files
 from app.snapshots.models import READY, Snapshot, SnapshotUse
-from app.snapshots.store import SnapshotStore, copy_tree_files
-from app.snapshots.store_access import store_for
+from app.snapshots.store.access import store_for
+from app.snapshots.store.blobs import SnapshotStore, copy_tree_files
 from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
 from tidegate_runtime.files import write_atomic
 

@@ -20,7 +20,7 @@ from app.core.db import transaction
 from app.jobs.models import Job
 from app.snapshots import service
 from app.snapshots.models import FAILED, Snapshot, SnapshotRetention
-from app.snapshots.store_access import LOCK_NAMESPACE, RETENTION_LOCK, store_for, store_lock
+from app.snapshots.store.access import LOCK_NAMESPACE, RETENTION_LOCK, store_for, store_lock
 
 log = logging.getLogger(__name__)
 

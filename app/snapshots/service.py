@@ -1,6 +1,6 @@
 """The snapshot catalog: names, listing, deletion (never while in use), retention, and the
 latest coordinates of a job. Services take the session first and never commit; the export
-itself (long file IO between short transactions) is in ``snapshots.transfer``."""
+itself (long file IO between short transactions) is in ``snapshots.export``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import current_run
-from app.snapshots.export import checkpoint_path
+from app.snapshots.checkpoint_files import checkpoint_path
 from app.snapshots.models import CREATING, FAILED, READY, Snapshot, SnapshotRetention, SnapshotUse
 from app.snapshots.pins import pin, pinned_by
 from app.snapshots.schemas import (

@@ -15,7 +15,7 @@ import pytest
 from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
-from app.snapshots.export import checkpoint_path
+from app.snapshots.checkpoint_files import checkpoint_path
 from app.snapshots.models import Snapshot
 from app.startpoints.models import StartpointApplication
 from tests.cli.conftest import Cli, Live

@@ -29,7 +29,7 @@ from app.core import migrate
 from app.core.config import Settings
 from app.core.db import make_engine
 from app.devtools.spark_local import find_free_port
-from app.snapshots.store import SnapshotStore
+from app.snapshots.store.blobs import SnapshotStore
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
 from tests.snapshots.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
 from tests.waiting import wait_for

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.core.config import Settings
 from app.snapshots.errors import StoreError
-from app.snapshots.store import SnapshotStore
+from app.snapshots.store.blobs import SnapshotStore
 from tests.api.conftest import version_body
 
 

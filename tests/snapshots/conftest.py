@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from app.core.config import Settings
 from app.core.db import make_sessionmaker
-from app.snapshots.store import SnapshotStore
+from app.snapshots.store.blobs import SnapshotStore
 from app.worker.core.context import WorkerContext
 from tests.api.conftest import client, cluster, settings  # noqa: F401  (fixtures)
 from tests.snapshots.s3 import S3Store, create_bucket, fault_proxy, moto_server

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from app.snapshots.checkpoint_files import describe, select_files
 from app.snapshots.errors import ExportError
-from app.snapshots.export import describe, select_files
 from tests.snapshots.conftest import FakeCheckpoint
 from tidegate_runtime.checkpoint import latest_commit_batch
 

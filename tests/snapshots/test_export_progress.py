@@ -14,8 +14,9 @@ from rich.console import Console
 
 from app.client.wait import progress_fields, render
 from app.core.config import Settings
-from app.snapshots import store as store_module
-from app.snapshots import transfer
+from app.snapshots import export as snapshot_export
+from app.snapshots.export import ExportProgress
+from app.snapshots.store import blobs as store_module
 from app.worker import execute as ops
 from app.worker.core.context import WorkerContext
 from app.worker.kinds import snapshot as snapshot_kind
@@ -48,7 +49,7 @@ def test_export_reports_progress_while_it_copies(
         return real_hash(fd)
 
     monkeypatch.setattr(store_module, "_hash_fd", slow_hash)
-    monkeypatch.setattr(transfer, "PROGRESS_SECONDS", 0.05)
+    monkeypatch.setattr(snapshot_export, "PROGRESS_SECONDS", 0.05)
     reports: list[dict[str, Any]] = []
     real_set = snapshot_kind.set_result
 
@@ -112,7 +113,7 @@ def test_export_reports_progress_while_it_copies(
 def test_export_progress_is_throttled() -> None:
     now = [0.0]
     reports: list[dict[str, Any]] = []
-    figures = transfer.ExportProgress(reports.append, interval=0.5, clock=lambda: now[0])
+    figures = ExportProgress(reports.append, interval=0.5, clock=lambda: now[0])
     figures.bytes_total, figures.files_total = 1000, 100
     figures.emit(force=True)
     for i in range(100):
@@ -125,6 +126,6 @@ def test_export_progress_is_throttled() -> None:
     def broken(_: dict[str, Any]) -> None:
         raise RuntimeError("database away")
 
-    quiet = transfer.ExportProgress(broken, interval=0.0)
+    quiet = ExportProgress(broken, interval=0.0)
     quiet.file_done("f", 1)  # a failing report does not fail the export
     assert quiet.bytes_copied == 1

@@ -11,7 +11,7 @@ from sqlalchemy import update
 from app.core.config import Settings
 from app.core.db import transaction, utcnow
 from app.snapshots.models import Snapshot
-from app.snapshots.store import SnapshotStore
+from app.snapshots.store.blobs import SnapshotStore
 from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
 from tests.snapshots.test_snapshots_api import API, _operate, _running_job

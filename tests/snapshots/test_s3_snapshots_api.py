@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from app.core.config import Settings
 from app.snapshots import retention
-from app.snapshots.export import select_files
-from app.snapshots.store import SnapshotStore
+from app.snapshots.checkpoint_files import select_files
+from app.snapshots.store.blobs import SnapshotStore
 from app.worker.core.context import WorkerContext
 from tests.api.conftest import ADMIN_TOKEN
 from tests.snapshots.s3 import ACCESS_KEY, SECRET_KEY, S3Store

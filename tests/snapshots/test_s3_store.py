@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from app.core.config import Settings
+from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import StoreError
-from app.snapshots.export import select_files
-from app.snapshots.store import SnapshotStore
+from app.snapshots.store.blobs import SnapshotStore
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.snapshots.s3 import ACCESS_KEY, SECRET_KEY, S3Store
 

@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 from app.backends.base import AppState, AppStatus
 from app.core.config import Settings
 from app.operations.models import Operation
-from app.snapshots.export import RESTORED_HINTS, select_files
+from app.snapshots.checkpoint_files import RESTORED_HINTS, select_files
 from app.snapshots.retention import collect_garbage
-from app.snapshots.store import SnapshotStore
-from app.snapshots.store_access import store_for
+from app.snapshots.store.access import store_for
+from app.snapshots.store.blobs import SnapshotStore
 from app.worker import execute as ops
 from app.worker.core.context import WorkerContext
 from app.worker.kinds import snapshot as snapshot_kind

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import StoreError
-from app.snapshots.export import select_files
-from app.snapshots.store import SnapshotStore, known_hashes
+from app.snapshots.store.blobs import SnapshotStore, known_hashes
 from tests.snapshots.conftest import FakeCheckpoint
 
 

@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.config import Settings
+from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import UnsafeFileError
-from app.snapshots.export import select_files
-from app.snapshots.store import SnapshotStore, copy_tree_files
+from app.snapshots.store.blobs import SnapshotStore, copy_tree_files
 from app.worker.core.context import WorkerContext
 from tests.snapshots.conftest import FakeCheckpoint
 from tests.snapshots.test_snapshots_api import API, _operate, _running_job

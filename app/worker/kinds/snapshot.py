@@ -11,8 +11,8 @@ from app.core.errors import TidegateError
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.snapshots import retention as snapshot_retention
-from app.snapshots import transfer
-from app.snapshots.errors import ExportError, SnapshotFailed, StoreError
+from app.snapshots.errors import SnapshotError, SnapshotFailed
+from app.snapshots.export import export, mark_failed, snapshot_for_operation
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
@@ -24,14 +24,8 @@ from tidegate_runtime.checkpoint import CheckpointError
 log = logging.getLogger(__name__)
 
 
-SNAPSHOT_ERRORS = (
-    SnapshotFailed,
-    ExportError,
-    StoreError,
-    CheckpointError,
-    OSError,
-    ValueError,
-)
+# The snapshot family, and what reading a checkpoint or a file may raise on the way there.
+SNAPSHOT_ERRORS = (SnapshotError, CheckpointError, OSError, ValueError)
 
 
 def snapshot_failed(exc: Exception) -> OperationFailed:
@@ -62,7 +56,7 @@ def save_snapshot(
         # after the stop, the export copies only what the last batches added. Best effort:
         # if it fails, the export after the stop copies everything, as it would without.
         try:
-            return transfer.export(ctx.factory, ctx.settings, snapshot_id, progress, pre_copy=True)
+            return export(ctx.factory, ctx.settings, snapshot_id, progress, pre_copy=True)
         except SNAPSHOT_ERRORS as exc:
             log.warning("snapshot %s: pre-copy failed (the export copies all): %s", name, exc)
             return {"error": str(exc)}
@@ -73,9 +67,9 @@ def save_snapshot(
     if stop and (run_state in states.ACTIVE or stopping):
         run_state = stop_run(ctx, run_id, "snapshot", steps, timeout).state
 
-    def export() -> dict[str, Any]:
+    def export_after_the_stop() -> dict[str, Any]:
         try:
-            return transfer.export(ctx.factory, ctx.settings, snapshot_id, progress)
+            return export(ctx.factory, ctx.settings, snapshot_id, progress)
         except SNAPSHOT_ERRORS as exc:
             raise snapshot_failed(exc) from exc
 
@@ -88,14 +82,14 @@ def save_snapshot(
             log.warning("snapshot retention/gc failed: %s", exc)
             return {"error": str(exc)}
 
-    steps.run("export", export)
+    steps.run("export", export_after_the_stop)
     steps.run("retention", retention)
     return {"snapshot": name, "run_id": run_id, "run_state": run_state, **detail(steps, "export")}
 
 
 def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     try:
-        snapshot_id = transfer.snapshot_for_operation(ctx.factory, op.id)
+        snapshot_id = snapshot_for_operation(ctx.factory, op.id)
     except SnapshotFailed as exc:
         raise OperationFailed(str(exc)) from None
     try:
@@ -107,5 +101,5 @@ def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, An
             timeout=float(op.params.get("timeout_seconds", 120)),
         )
     except OperationFailed as exc:
-        transfer.mark_failed(ctx.factory, snapshot_id, str(exc))
+        mark_failed(ctx.factory, snapshot_id, str(exc))
         raise

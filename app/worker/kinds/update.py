@@ -29,8 +29,8 @@ from app.core import run_states as states
 from app.operations.models import Operation
 from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.runs.models import Run
-from app.snapshots import transfer
 from app.snapshots.errors import SnapshotFailed
+from app.snapshots.export import mark_failed, snapshot_for_operation
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
@@ -64,11 +64,16 @@ class Update:
 def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     if op.params.get("strategy") in ("drain", "stateless"):
         return update_on_fresh_state(ctx, op, steps)
+    return update_by_snapshot(ctx, op, steps)
+
+
+def update_by_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
+    """The steps of the module's docstring, in order."""
     update = _update(ctx, op)
     try:
         standby_run = _before_the_stop(ctx, steps, update)
     except OperationFailed as exc:
-        transfer.mark_failed(ctx.factory, update.snapshot_id, str(exc))
+        mark_failed(ctx.factory, update.snapshot_id, str(exc))
         raise
     saved = _stop_with_snapshot(ctx, steps, update, standby_run)
     try:
@@ -103,7 +108,7 @@ def _update(ctx: WorkerContext, op: Operation) -> Update:
     """The snapshot this update saves (named when the operation was accepted) and the run it
     stops."""
     try:
-        snapshot_id = transfer.snapshot_for_operation(ctx.factory, op.id)
+        snapshot_id = snapshot_for_operation(ctx.factory, op.id)
     except SnapshotFailed as exc:
         raise OperationFailed(str(exc)) from None
     with ctx.factory() as session:
@@ -165,7 +170,7 @@ def _stop_with_snapshot(
             timeout=float(op.params.get("timeout_seconds", 120)),
         )
     except OperationFailed as exc:
-        transfer.mark_failed(ctx.factory, update.snapshot_id, str(exc))
+        mark_failed(ctx.factory, update.snapshot_id, str(exc))
         standby.release(ctx, standby_run, "the snapshot that stops the old run failed")
         if _cancelled(ctx, update.old_run_id):
             raise

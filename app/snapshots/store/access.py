@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.core.config import Settings
 from app.core.db import advisory_lock
 from app.snapshots.errors import SnapshotFailed, StoreError
-from app.snapshots.store import SnapshotStore
+from app.snapshots.store.blobs import SnapshotStore
 
 LOCK_NAMESPACE, STORE_LOCK, RETENTION_LOCK = 7306, 1, 2
 

@@ -9,7 +9,7 @@ Layout::
 A snapshot exists once its manifest does; the manifest is written after every blob it names,
 atomically (rename on a local root, a single PUT on object stores: S3 shows an object only
 once its PUT, or a multipart upload's completion, succeeded; a failed multipart upload is
-aborted, see ``app.snapshots.remote``). State files are immutable,
+aborted, see ``app.snapshots.store.remote``). State files are immutable,
 so the second snapshot of a job mostly references blobs the first one wrote: only new files
 cost a write. ``gc`` deletes manifests no catalog row knows and then blobs no manifest names;
 callers keep it from running while an export is in flight (see ``snapshots.service``).
@@ -33,8 +33,8 @@ from typing import Any, TypeVar
 import fsspec
 
 from app.snapshots.errors import StoreError
-from app.snapshots.remote import is_local, open_remote
-from app.snapshots.safe_files import copy_fd, create_regular, link_regular, open_regular
+from app.snapshots.store.remote import is_local, open_remote
+from app.snapshots.store.safe_files import copy_fd, create_regular, link_regular, open_regular
 
 CHUNK = 4 * 1024 * 1024
 HASH_CHUNK = 1024 * 1024

@@ -1,0 +1,202 @@
+"""Which files of a checkpoint a snapshot needs, and what the checkpoint says about them.
+
+A query restarts at committed batch N from: ``metadata``; ``offsets/N`` and ``commits/N``
+(and N-1 of both: Spark reads ``offsets/N-1`` on restart to seed its committed offsets);
+the ``sources/`` logs up to the batch; and, for every state store directory, the files that
+load state version N+1 (state version = batch id + 1): the latest base file at or below
+N+1 (``V.snapshot`` of the HDFS provider, ``V.zip`` of RocksDB) and the increments after it
+(``V.delta``, ``V.changelog``); with no base, every increment up to N+1. Unversioned files
+(schemas, operator metadata, RocksDB SSTs) are all taken. Hadoop ``.X.crc`` sidecars follow
+their file.
+
+Every selected file is immutable once batch N is committed, so exporting while the query
+runs copies a consistent committed prefix: later batches only add files we do not select.
+Standard library only (plus the runtime's checkpoint reader): the worker and the benchmark
+use it without a database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
+from app.snapshots.errors import ExportError, UnsafeFileError
+from tidegate_runtime.checkpoint import (
+    CheckpointError,
+    read_commit,
+    read_offsets,
+    state_operators,
+)
+
+# "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
+VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
+BASE_KINDS = frozenset({"snapshot", "zip"})
+METADATA_LOG = re.compile(r"^(\d+)(\.compact)?$")
+# Written by materialisation: hashes of restored files, so the next export skips rereading them.
+RESTORED_HINTS = ".tidegate-restored.json"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The files that restart a checkpoint at ``batch_id`` (relative POSIX paths)."""
+
+    checkpoint: Path
+    batch_id: int
+    files: tuple[str, ...]
+
+
+def _with_sidecar(checkpoint: Path, rel: str, out: list[str]) -> None:
+    out.append(rel)
+    parent, _, name = rel.rpartition("/")
+    crc = f"{parent}/.{name}.crc" if parent else f".{name}.crc"
+    if (checkpoint / crc).exists():
+        out.append(crc)
+
+
+def _source_limits(checkpoint: Path, batch: int) -> dict[int, int]:
+    """Per source index, the highest ``sources/<i>/`` log entry batch N may reference: a file
+    source's ``logOffset`` from ``offsets/N``, else the batch id itself."""
+    _, lines = read_offsets(checkpoint, batch)
+    limits = {}
+    for index, line in enumerate(lines):
+        limit = batch
+        if line is not None:
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict) and isinstance(parsed.get("logOffset"), int):
+                limit = parsed["logOffset"]
+        limits[index] = limit
+    return limits
+
+
+def _select_state_dir(names: list[str], target: int) -> set[str]:
+    versioned: dict[str, tuple[int, str]] = {}
+    chosen = set()
+    for name in names:
+        if name.startswith("."):
+            continue
+        match = VERSIONED.match(name)
+        if match:
+            versioned[name] = (int(match.group(1)), match.group(2))
+        elif not name.endswith(".tmp"):
+            chosen.add(name)  # schemas, metadata, SSTs: small or shared, always needed
+    bases = [v for v, kind in versioned.values() if kind in BASE_KINDS and v <= target]
+    base = max(bases) if bases else None
+    for name, (version, kind) in versioned.items():
+        if (base is not None and version == base and kind in BASE_KINDS) or (
+            kind not in BASE_KINDS and (base is None or version > base) and version <= target
+        ):
+            chosen.add(name)
+    return chosen
+
+
+def _refuse_linked_dirs(dirpath: str, rel_dir: str, dirs: list[str]) -> None:
+    # os.walk lists a linked directory but does not enter it: its files would be missing from
+    # the snapshot without a word. (Linked files are refused when they are opened.)
+    for name in dirs:
+        if os.path.islink(os.path.join(dirpath, name)):
+            raise UnsafeFileError(f"{rel_dir}/{name}")
+
+
+def select_files(checkpoint: Path, batch_id: int) -> Selection:
+    """The files that restart ``checkpoint`` at committed ``batch_id`` (see the module doc)."""
+    if not (checkpoint / "commits" / str(batch_id)).exists():
+        raise ExportError(f"batch {batch_id} of {checkpoint} is not committed")
+    out: list[str] = []
+    if (checkpoint / "metadata").exists():
+        _with_sidecar(checkpoint, "metadata", out)
+    for batch in (batch_id - 1, batch_id):
+        for log in ("offsets", "commits"):
+            if batch >= 0 and (checkpoint / log / str(batch)).exists():
+                _with_sidecar(checkpoint, f"{log}/{batch}", out)
+
+    sources = checkpoint / "sources"
+    if sources.is_dir():
+        limits = _source_limits(checkpoint, batch_id)
+        for dirpath, dirs, names in os.walk(sources):
+            rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
+            _refuse_linked_dirs(dirpath, rel_dir, dirs)
+            parts = rel_dir.split("/")
+            index = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            for name in sorted(names):
+                if name.startswith(".") or name.endswith(".tmp"):
+                    continue
+                match = METADATA_LOG.match(name)
+                if (
+                    match
+                    and index is not None
+                    and int(match.group(1)) > limits.get(index, batch_id)
+                ):
+                    continue
+                _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
+
+    state = checkpoint / "state"
+    if state.is_dir():
+        for dirpath, dirs, names in os.walk(state):
+            rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
+            _refuse_linked_dirs(dirpath, rel_dir, dirs)
+            for name in sorted(_select_state_dir(names, batch_id + 1)):
+                _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
+    return Selection(checkpoint, batch_id, tuple(sorted(set(out))))
+
+
+def _offset(line: str | None) -> Any:
+    if line is None:
+        return None
+    try:
+        return json.loads(line)
+    except ValueError:
+        return line
+
+
+def describe(checkpoint: Path, batch_id: int, query: dict[str, Any]) -> dict[str, Any]:
+    """What a snapshot records of one query at ``batch_id``: source offsets by declared source
+    name, watermark, the conf Spark pinned in the checkpoint, and the stateful operators with
+    their schemas, next to what the version declared."""
+    try:
+        metadata, lines = read_offsets(checkpoint, batch_id)
+        commit = read_commit(checkpoint, batch_id)
+        operators = state_operators(checkpoint)
+    except (CheckpointError, OSError, ValueError) as exc:
+        raise ExportError(f"cannot read {checkpoint} at batch {batch_id}: {exc}") from exc
+    declared = query.get("sources") or []
+    return {
+        "batch_id": batch_id,
+        "checkpoint": str(checkpoint),
+        "sources": [
+            {
+                "name": declared[i]["name"] if i < len(declared) else f"source-{i}",
+                "offset": _offset(line),
+            }
+            for i, line in enumerate(lines)
+        ],
+        "watermark_ms": metadata.get("batchWatermarkMs"),
+        "next_watermark_ms": commit.get("nextBatchWatermarkMs"),
+        "batch_timestamp_ms": metadata.get("batchTimestampMs"),
+        "conf": dict(metadata.get("conf") or {}),
+        # Spark wrote state for this query, declared or not (the version may not say so).
+        "state_dir": (checkpoint / "state").is_dir(),
+        "operators": [
+            {
+                "id": op.operator_id,
+                "name": op.operator_name,
+                "partitions": op.num_partitions,
+                "stores": list(op.store_names),
+                "key_schema": op.key_schema,
+                "value_schema": op.value_schema,
+            }
+            for op in operators
+        ],
+        "declared": {
+            "stateful_operators": query.get("stateful_operators") or [],
+            "sources": [s["name"] for s in declared],
+            "output_mode": query.get("output_mode"),
+        },
+    }
