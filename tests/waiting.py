@@ -4,6 +4,7 @@ a deadline passes; never read once, never waited for with a fixed sleep."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -67,3 +68,14 @@ def served(app: Any, *, lifespan: str = "on") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def stop_process(proc: subprocess.Popen[Any], grace: float = 20.0) -> None:
+    """End a process the test started: SIGTERM, ``grace`` seconds to exit, then SIGKILL."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)

@@ -23,7 +23,7 @@ from tests.chaos.harness import Chaos, kill_active_runs
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e.fixtures import runner_cluster
 from tests.e2e.stack import ROOT, Stack, fresh_database
-from tests.waiting import wait_for
+from tests.waiting import stop_process, wait_for
 
 
 @dataclass
@@ -119,13 +119,7 @@ def _up(api: Api) -> bool:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+    stop_process(proc, grace=30)
 
 
 @contextmanager

@@ -47,6 +47,7 @@ from tests.e2e.fixtures import (
 )
 from tests.e2e.stack import Stack, running_stack, wait_until
 from tests.e2e.test_tidegate import _windowed_version
+from tests.waiting import stop_process
 from tidegate_runtime.channel_client import BOOTSTRAP_ENV, ControlClient
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.produce import produce
@@ -141,12 +142,7 @@ def prometheus(tmp: Path, target: str) -> Iterator[str]:
         wait_until(lambda: _ready(url, proc), bool, 60, 0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc)
         log.close()
 
 

@@ -25,6 +25,7 @@ from app.backends.registry import backend_for
 from app.clusters.models import Cluster
 from app.devtools.spark_local import HOST, find_free_port, spark_env, spark_home
 from tests.e2e.fixtures import app_path
+from tests.waiting import stop_process
 
 pytestmark = pytest.mark.e2e
 
@@ -114,12 +115,7 @@ def guarded_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guarded
             time.sleep(0.5)
         yield master
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
 
 
 def _cluster(master: GuardedMaster, authorization: str | None) -> Cluster:

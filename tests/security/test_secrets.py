@@ -26,6 +26,7 @@ from app.devtools.spark_local import find_free_port
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
 from tests.e2e.fixtures import RUNNER_AUTH, SPARK_TEST_CONF, spark_submit_processes
 from tests.e2e.stack import ROOT, wait_until
+from tests.waiting import stop_process
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.produce import produce
 
@@ -64,12 +65,7 @@ def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+    stop_process(proc, grace=30)
 
 
 def test_no_secret_in_logs_responses_errors_or_audit(

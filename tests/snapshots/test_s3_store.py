@@ -37,9 +37,16 @@ def test_a_store_failing_mid_export_leaves_nothing_listed(
     # A short read timeout for the hang (a request that passes takes milliseconds).
     store = SnapshotStore(s3.url, s3.options(read_timeout=2))
     s3.proxy.arm(mode, after=3)  # three blobs land, then the store fails
+    asked_before = len(s3.proxy.requests)
     with pytest.raises(StoreError) as failed:
         store.put_files(ck.root, files)
     message = str(failed.value)
+    # The export stops at the blob that failed: none after it is begun (a hang would cost
+    # another full timeout each).
+    puts = [i for i, (method, _) in enumerate(s3.proxy.requests) if method == "PUT"]
+    after_landed = s3.proxy.requests[puts[2] + 1 :] if len(puts) >= 3 else []
+    assert len(s3.proxy.requests) > asked_before
+    assert len({path for _, path in after_landed}) == 1, after_landed
     _assert_actionable(message, s3)
     assert "/blobs/" in message  # the upload, or the existence check of the next blob
     cause = "Internal" if mode == "error" else "timeout"  # the server's 500, the read timeout

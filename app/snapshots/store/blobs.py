@@ -97,6 +97,12 @@ class SnapshotStore:
     def _each(self, work: Callable[[Any], _T], items: list[Any]) -> Generator[_T, None, None]:
         """``work(item)`` for each item, ``self.threads`` at a time, results in the items'
         order. On a failure (or a caller that stops reading), items not yet begun are not."""
+        if self.threads == 1:
+            # In the caller's thread: a pool's worker would begin the next item before the
+            # caller saw the failure, and a hanging store would then hold the export for a
+            # second full timeout.
+            yield from map(work, items)
+            return
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="snapshot-files")
         try:
             yield from pool.map(work, items)
