@@ -14,6 +14,7 @@ from app.audit import service as audit
 from app.auth.service import Principal
 from app.core.errors import Conflict, NotFound, Unprocessable
 from app.core.pagination import keyset_page
+from app.core.plans import StoredPlan
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.operations.models import ACTIVE_OPERATION_STATES, Operation
@@ -70,7 +71,7 @@ def enqueue(
     actor: Principal,
     idempotency_key: str | None,
     run_id: int | None = None,
-    plan: dict[str, Any] | None = None,
+    plan: StoredPlan | None = None,
 ) -> tuple[Operation, bool]:
     """Record the operation (with the plan the caller checked, if it starts a version) and wake
     a worker. Returns (operation, created). The same Idempotency-Key returns the same

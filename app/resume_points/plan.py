@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from app.core.plans import PlannedQuery, PlannedSource, StoredPlan
 from app.resume_points.compat import Problem
 from app.resume_points.schemas import CompatibilityResponse, ProblemResponse, QueryOutcome
 
@@ -38,7 +39,8 @@ class SourceRef:
 
 @dataclass(frozen=True)
 class Source:
-    """A resolved reference and what its checkpoint recorded (see ``app.snapshots.checkpoint_files.describe``)."""
+    """A resolved reference and what its checkpoint recorded (see
+    ``app.snapshots.checkpoint_files.describe``)."""
 
     ref: SourceRef
     info: dict[str, Any]
@@ -101,13 +103,13 @@ class Plan:
             for q in self.queries
         }
 
-    def stored(self, origin: dict[str, Any]) -> dict[str, Any]:
+    def stored(self, origin: dict[str, Any]) -> StoredPlan:
         """What the API keeps on the operation (``operations.plan``): the JSON form below plus
         where it was planned from, ``{"kind": "snapshot" | "resume_point" | "run" | "fresh",
         ...}``. The worker binds and re-validates it (service.revalidate); it never re-plans."""
         return {**self.to_json(), "origin": origin}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StoredPlan:
         """What the worker needs to materialise the run's checkpoints."""
         return {
             "version": self.version,
@@ -118,19 +120,22 @@ class Plan:
                     "fresh_id": q.fresh_id,
                     "source": None
                     if q.source is None
-                    else {
-                        **q.source.ref.entry(),
-                        "snapshot_id": q.source.snapshot_id,
-                        "checkpoint": q.source.info.get("checkpoint"),
-                        "batch_id": q.source.info.get("batch_id"),
-                    },
+                    else cast(
+                        PlannedSource,
+                        {
+                            **q.source.ref.entry(),
+                            "snapshot_id": q.source.snapshot_id,
+                            "checkpoint": q.source.info.get("checkpoint"),
+                            "batch_id": q.source.info.get("batch_id"),
+                        },
+                    ),
                 }
                 for q in self.queries
             ],
         }
 
 
-def fresh(version: int, queries: list[str]) -> dict[str, Any]:
+def fresh(version: int, queries: list[str]) -> StoredPlan:
     """The stored form of a plan where every query starts on a new, empty checkpoint (an update
     by drain or stateless: the startpoints carry the hand-off, not a checkpoint)."""
     return {
@@ -140,7 +145,7 @@ def fresh(version: int, queries: list[str]) -> dict[str, Any]:
     }
 
 
-def bind_to_latest(stored: dict[str, Any], run_id: int) -> dict[str, Any]:
+def bind_to_latest(stored: StoredPlan, run_id: int) -> StoredPlan:
     """The stored plan with every source from run ``run_id`` moved to that run's latest
     committed batch (the dry run of an update: the run went on committing since the API
     planned)."""
@@ -153,23 +158,31 @@ def bind_to_latest(stored: dict[str, Any], run_id: int) -> dict[str, Any]:
     return {**stored, "queries": queries}
 
 
-def bind_to_snapshot(
-    stored: dict[str, Any], run_id: int, snapshot: str, held: set[str]
-) -> dict[str, Any]:
+def bind_to_snapshot(stored: StoredPlan, run_id: int, snapshot: str, held: set[str]) -> StoredPlan:
     """The stored plan with every source from run ``run_id`` moved to the same query of
     ``snapshot``, the snapshot the update saved of that run (``held``: the queries it holds).
     A plan by name means "resume what the source holds": a query it initialized only because
     the run had not committed it yet resumes too once the snapshot holds it."""
     by_name = stored.get("origin", {}).get("kind") == "run"
-    queries = []
+    queries: list[PlannedQuery] = []
     for q in stored["queries"]:
         source = q.get("source")
         if source is not None and source.get("run") == run_id:
-            source = {"mode": "resume", "job": source["job"], "query": source["query"]}
-            q = {**q, "source": {**source, "snapshot": snapshot}}
+            moved: PlannedSource = {
+                "mode": "resume",
+                "job": source["job"],
+                "query": source["query"],
+                "snapshot": snapshot,
+            }
+            q = {**q, "source": moved}
         elif source is None and by_name and q["query"] in held:
             job = stored["origin"]["job"]
-            resumed = {"mode": "resume", "job": job, "query": q["query"], "snapshot": snapshot}
+            resumed: PlannedSource = {
+                "mode": "resume",
+                "job": job,
+                "query": q["query"],
+                "snapshot": snapshot,
+            }
             q = {**q, "parts": [OFFSETS, STATE], "source": resumed}
         queries.append(q)
     return {**stored, "queries": queries}

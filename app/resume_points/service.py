@@ -6,12 +6,12 @@ the worker, which materialises it. Services take the session first and never com
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
+from app.core.plans import StoredPlan
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job, get_version
 from app.resume_points import compat
@@ -243,7 +243,7 @@ def plan_for_request(
 
 
 def revalidate(
-    session: Session, settings: Settings, version: JobVersion, stored: dict[str, Any]
+    session: Session, settings: Settings, version: JobVersion, stored: StoredPlan
 ) -> Plan:
     """A stored plan (Plan.stored(), bound by plan.bind_to_*) checked again on the worker:
     each source is resolved again (the snapshot still ready, the run's batch still in its

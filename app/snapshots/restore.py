@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
 from app.core.paths import PathOutsideRoot, refuse_links_below
+from app.core.plans import PlannedSource, StoredPlan
 from app.snapshots.checkpoint_files import RESTORED_HINTS, checkpoint_path, select_files
 from app.snapshots.errors import SnapshotError, SnapshotFailed
 from app.snapshots.models import READY, Snapshot, SnapshotUse
@@ -35,7 +36,7 @@ def _fresh_query_id(directory: Path) -> None:
 def materialise(
     factory: sessionmaker[Session],
     settings: Settings,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     job_name: str,
     run_id: int,
     queries: list[dict[str, Any]],
@@ -63,8 +64,8 @@ def materialise(
         )
         try:  # never written through, nor read through, a link planted above a checkpoint
             refuse_links_below(settings.resolved_checkpoint_root, dest)
-            if source.get("checkpoint"):
-                refuse_links_below(settings.resolved_checkpoint_root, Path(source["checkpoint"]))
+            if source_checkpoint := source.get("checkpoint"):
+                refuse_links_below(settings.resolved_checkpoint_root, Path(source_checkpoint))
         except PathOutsideRoot as exc:
             raise SnapshotFailed(f"query '{item['query']}': {exc}") from None
         if dest.exists() and any(dest.iterdir()):
@@ -90,8 +91,14 @@ def materialise(
                     files = {k: v for k, v in files.items() if not k.startswith("state/")}
                 hints = store.restore(files, staging, link=settings.snapshot_restore_links)
             else:
-                checkpoint = Path(source["checkpoint"])
-                selected = select_files(checkpoint, int(source["batch_id"])).files
+                at, batch = source.get("checkpoint"), source.get("batch_id")
+                if at is None or batch is None:  # a plan revalidated names both
+                    raise SnapshotFailed(
+                        f"query '{item['query']}': its plan names no checkpoint and batch of "
+                        f"run {source.get('run')} to start from"
+                    )
+                checkpoint = Path(at)
+                selected = select_files(checkpoint, batch).files
                 files_list = [f for f in selected if with_state or not f.startswith("state/")]
                 copy_tree_files(checkpoint, files_list, staging)
                 hints = {}
@@ -124,7 +131,7 @@ def materialise(
 
 
 def _snapshot_files(
-    factory: sessionmaker[Session], store: SnapshotStore, source: dict[str, Any]
+    factory: sessionmaker[Session], store: SnapshotStore, source: PlannedSource
 ) -> dict[str, Any]:
     with factory() as session:
         snapshot = session.get(Snapshot, source.get("snapshot_id"))
@@ -145,7 +152,7 @@ def _snapshot_files(
     return files
 
 
-def record_uses(session: Session, run_id: int, plan: dict[str, Any]) -> None:
+def record_uses(session: Session, run_id: int, plan: StoredPlan) -> None:
     """Which snapshots this run started from (protects them while it is active)."""
     for item in plan["queries"]:
         source = item.get("source") or {}

@@ -4,12 +4,13 @@ operation where it stopped. Also what a step may raise and how an operation show
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from sqlalchemy import update
 
 from app.core.db import transaction, utcnow
+from app.core.plans import StoredPlan
 from app.operations.models import RUNNING, Operation
 from app.worker.core.context import WorkerContext, fault_point
 
@@ -38,7 +39,7 @@ class Steps:
             session.expunge(op)
             return op
 
-    def run(self, name: str, fn: Callable[[], dict[str, Any] | None]) -> None:
+    def run(self, name: str, fn: Callable[[], Mapping[str, Any] | None]) -> None:
         if self.load().step_done(name):
             return
         detail = fn()
@@ -56,6 +57,11 @@ def detail(steps: Steps, name: str) -> dict[str, Any]:
         if step["name"] == name:
             return dict(step.get("detail") or {})
     raise KeyError(name)
+
+
+def planned(steps: Steps, name: str) -> StoredPlan:
+    """The plan a step recorded (``plan``, ``dry_run_plan``, ``rollback_plan``…)."""
+    return cast(StoredPlan, detail(steps, name))
 
 
 def set_result(ctx: WorkerContext, op_id: int, result: dict[str, Any]) -> None:

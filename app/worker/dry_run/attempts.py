@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from app.core.plans import StoredPlan
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_version
 from app.operations.models import Operation
@@ -26,7 +27,7 @@ def dry_run(
     op: Operation,
     steps: Steps,
     version_number: int,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     first_attempt: int = 1,
     positions: dict[str, dict[str, int]] | None = None,
 ) -> None:
@@ -86,7 +87,7 @@ def prepare_dry_run(
     steps: Steps,
     version: JobVersion,
     job_name: str,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     attempt: int,
     positions: dict[str, dict[str, int]] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
@@ -112,7 +113,7 @@ def _dry_run_attempt(
     version_number: int,
     version: JobVersion,
     job_name: str,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     attempt: int,
     positions: dict[str, dict[str, int]] | None = None,
 ) -> bool:

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from app.core.plans import StoredPlan
 from app.snapshots import restore
 from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
@@ -78,7 +79,7 @@ def plan_trial(
 
 def make_copy(
     ctx: WorkerContext,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     job_name: str,
     queries: list[dict[str, Any]],
     scratch: Path,
@@ -95,7 +96,7 @@ def make_copy(
     resumed = [q for q in plan["queries"] if q.get("source") and "state" in q.get("parts", [])]
     if not resumed:
         return {"scratch": str(scratch), "check": {}}
-    scratch_plan = {**plan, "queries": resumed}
+    scratch_plan: StoredPlan = {**plan, "queries": resumed}
     for attempt in range(3):
         shutil.rmtree(scratch, ignore_errors=True)
         try:

@@ -10,7 +10,7 @@ from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
 from app.worker.core.context import WorkerContext
-from app.worker.core.steps import Steps, detail
+from app.worker.core.steps import Steps, planned
 from app.worker.dry_run.attempts import dry_run
 from app.worker.runs.control import (
     await_started,
@@ -71,7 +71,7 @@ def submit_from_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dic
             )
         ),
     )
-    plan = detail(steps, "plan")
+    plan = planned(steps, "plan")
     # Before the new run exists: nothing is running for this job (submit refuses otherwise).
     dry_run(ctx, op, steps, version_number, plan)
     started = start_planned(ctx, op, steps, plan, version_number)

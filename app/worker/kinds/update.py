@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.core import run_states as states
+from app.core.plans import StoredPlan
 from app.operations.models import Operation
 from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.runs.models import Run
@@ -33,7 +34,7 @@ from app.snapshots.errors import SnapshotFailed
 from app.snapshots.export import mark_failed, snapshot_for_operation
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
-from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.core.steps import OperationFailed, Steps, detail, planned
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
 from app.worker.runs.control import (
@@ -80,7 +81,7 @@ def update_by_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[
         steps.run("plan", lambda: _plan_from_snapshot(ctx, update))
     except OperationFailed as exc:
         raise _rollback(ctx, steps, update, str(exc), standby_run) from None
-    plan = detail(steps, "plan")
+    plan = planned(steps, "plan")
     try:
         started = (
             standby.take_over(ctx, op, steps, plan, update.new_version, standby_run)
@@ -149,7 +150,7 @@ def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | 
             or live_plan(ctx, op, update.new_version, update.old_run_id)
         ),
     )
-    plan = detail(steps, "dry_run_plan")
+    plan = planned(steps, "dry_run_plan")
     # Pre-warmed, one driver start for both: the standby runs the dry run, then waits for go.
     return standby_dry_run.dry_run_then_standby(ctx, op, steps, update.new_version, plan)
 
@@ -188,10 +189,10 @@ def _stop_with_snapshot(
     return saved
 
 
-def _plan_from_snapshot(ctx: WorkerContext, update: Update) -> dict[str, Any]:
+def _plan_from_snapshot(ctx: WorkerContext, update: Update) -> StoredPlan:
     """The stored plan bound to the saved snapshot (the queries it holds a batch of)."""
 
-    def bind(session: Session, stored: dict[str, Any]) -> dict[str, Any]:
+    def bind(session: Session, stored: StoredPlan) -> StoredPlan:
         return bind_to_snapshot(
             stored,
             update.old_run_id,
@@ -223,7 +224,7 @@ def _rollback(
         # name, the old version from its own snapshot.
         steps.run("rollback_plan", lambda: replan(ctx, update.op, old_version, snapshot=name))
         back = start_planned(
-            ctx, update.op, steps, detail(steps, "rollback_plan"), old_version, "rollback_"
+            ctx, update.op, steps, planned(steps, "rollback_plan"), old_version, "rollback_"
         )
     except OperationFailed as again:
         return OperationFailed(

@@ -20,7 +20,7 @@ from app.operations.models import Operation
 from app.runs.models import Run
 from app.startpoints import service as startpoints
 from app.worker.core.context import WorkerContext
-from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.core.steps import OperationFailed, Steps, detail, planned
 from app.worker.runs.control import (
     drain_run,
     new_run_of_a_failed_update,
@@ -69,7 +69,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         # sources); the way back to the old version is planned here.
         stored = op.plan if not prefix and op.plan is not None else None
         steps.run(f"{prefix}plan", lambda: stored or fresh_plan(ctx, op, version_number))
-        plan = detail(steps, f"{prefix}plan")
+        plan = planned(steps, f"{prefix}plan")
         started = (
             standby.take_over(ctx, op, steps, plan, version_number, standby_run)
             if standby_run is not None and not prefix

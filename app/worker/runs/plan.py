@@ -5,11 +5,12 @@ planned (a rollback's way back, an operation stored before plans were, a fresh s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
 from app.core.errors import TidegateError
+from app.core.plans import StoredPlan
 from app.jobs.models import Job
 from app.jobs.service import get_version
 from app.operations.models import Operation
@@ -26,8 +27,8 @@ def checked_plan(
     op: Operation,
     version_number: int,
     what: str,
-    bind: Callable[[Session, dict[str, Any]], dict[str, Any]] | None = None,
-) -> dict[str, Any] | None:
+    bind: Callable[[Session, StoredPlan], StoredPlan] | None = None,
+) -> StoredPlan | None:
     """The plan the API computed and stored on the operation, bound to the checkpoints it will
     use now (resume_points.plan.bind_to_*) and re-validated: every source resolved again and
     the version checked against it, without re-deciding which query resumes from what.
@@ -39,7 +40,9 @@ def checked_plan(
         assert job is not None
         try:
             version = get_version(session, job.name, version_number)
-            stored = bind(session, op.plan) if bind is not None else op.plan
+            stored = cast(StoredPlan, op.plan)
+            if bind is not None:
+                stored = bind(session, stored)
             plan = resume_points.revalidate(session, ctx.settings, version, stored)
             resume_points.require_compatible(plan, what)
         except TidegateError as exc:
@@ -55,7 +58,7 @@ def replan(
     snapshot: str | None = None,
     snapshot_job: str | None = None,
     resume_point: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> StoredPlan:
     """A plan computed on the worker: for a rollback (the API never planned the old version's
     return) and for operations stored before plans were (checked_plan returns None)."""
 
@@ -81,9 +84,7 @@ def replan(
         return plan.to_json()
 
 
-def live_plan(
-    ctx: WorkerContext, op: Operation, version_number: int, run_id: int
-) -> dict[str, Any]:
+def live_plan(ctx: WorkerContext, op: Operation, version_number: int, run_id: int) -> StoredPlan:
     """The plan by name from a run's live checkpoints (its latest committed batches), for an
     update stored before plans were (checked_plan returns None)."""
 
@@ -100,7 +101,7 @@ def live_plan(
         return plan.to_json()
 
 
-def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> dict[str, Any]:
+def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> StoredPlan:
     """Every query of ``version_number`` starts with a new, empty checkpoint (the API's own
     fresh plan, app/resume_points/plan.py::fresh, for a version it did not plan)."""
 
@@ -111,11 +112,11 @@ def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> dict[s
         return resume_plan.fresh(version_number, [q["name"] for q in version.queries])
 
 
-def sources(plan: dict[str, Any]) -> dict[str, Any]:
+def sources(plan: StoredPlan) -> dict[str, Any]:
     return {
         q["query"]: (
-            {k: v for k, v in q["source"].items() if k not in ("snapshot_id", "checkpoint")}
-            if q.get("source")
+            {k: v for k, v in source.items() if k not in ("snapshot_id", "checkpoint")}
+            if (source := q.get("source"))
             else {"mode": "initialize"}
         )
         for q in plan["queries"]

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import text
 
 from app.core.db import transaction
+from app.core.plans import StoredPlan
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_version
 from app.operations import state as op_state
@@ -27,7 +28,7 @@ def start_planned(
     ctx: WorkerContext,
     op: Operation,
     steps: Steps,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     version_number: int,
     prefix: str = "",
 ) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def materialise(
     ctx: WorkerContext,
     op: Operation,
     steps: Steps,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     version_number: int,
     run_id: int,
     prefix: str = "",
@@ -80,7 +81,7 @@ def started(ctx: WorkerContext, op: Operation, run_id: int) -> dict[str, Any]:
 
 
 def create_planned_run(
-    ctx: WorkerContext, op: Operation, run_id: int, version_number: int, plan: dict[str, Any]
+    ctx: WorkerContext, op: Operation, run_id: int, version_number: int, plan: StoredPlan
 ) -> dict[str, Any]:
 
     with transaction(ctx.factory) as session:

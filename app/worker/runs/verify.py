@@ -10,6 +10,7 @@ from typing import Any
 
 from app.core import run_states as states
 from app.core.paths import checkpoint_path
+from app.core.plans import StoredPlan
 from app.operations.models import Operation
 from app.resume_points.restore_guards import compact_interval, sink_missing_for_compaction
 from app.runs.models import Run
@@ -44,7 +45,7 @@ def committed_batches(ctx: WorkerContext, run_id: int) -> dict[str, int | None]:
 
 
 def verify(
-    ctx: WorkerContext, run_id: int, plan: dict[str, Any], seconds: float, first_batch: float
+    ctx: WorkerContext, run_id: int, plan: StoredPlan, seconds: float, first_batch: float
 ) -> dict[str, Any]:
     """The new run is verified once every query has committed its first batch past the one
     it was restored at (a fresh query: its batch 0) or, with no new input, reported itself
@@ -54,12 +55,10 @@ def verify(
     caller rolls back. ``seconds`` = 0: only that it started (no batch is awaited)."""
     if seconds <= 0:
         return {"verified": "not verified (verify_seconds = 0)"}
-    restored: dict[str, int] = {
-        q["query"]: int(q["source"]["batch_id"])
-        if q.get("source") and q["source"].get("batch_id") is not None
-        else -1
-        for q in plan["queries"]
-    }
+    restored: dict[str, int] = {}
+    for q in plan["queries"]:
+        batch = (q["source"] or {}).get("batch_id")
+        restored[q["query"]] = int(batch) if batch is not None else -1
     with ctx.factory() as session:
         started = session.get(Run, run_id)
         assert started is not None

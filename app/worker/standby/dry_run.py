@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from app.core.plans import StoredPlan
 from app.operations.models import Operation
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
@@ -40,7 +41,7 @@ def ready_after_dry_run(
     op: Operation,
     steps: Steps,
     version_number: int,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     positions: dict[str, dict[str, int]] | None = None,
 ) -> int:
     """The ready standby's run id once the dry run passed: the one that ran it, or a second
@@ -103,7 +104,7 @@ def dry_run_then_standby(
     op: Operation,
     steps: Steps,
     version_number: int,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     positions: dict[str, dict[str, int]] | None = None,
 ) -> int | None:
     """An update's dry run (``positions``: a version on fresh state, its trial), then,

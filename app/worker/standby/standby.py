@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
+from app.core.plans import StoredPlan
 from app.jobs.models import Job
 from app.jobs.service import get_version
 from app.operations import state as op_state
@@ -139,7 +140,7 @@ def await_ready(
     steps.run(f"standby_ready{suffix}", ready)
 
 
-def go(ctx: WorkerContext, op: Operation, run_id: int, plan: dict[str, Any]) -> dict[str, Any]:
+def go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
     """The step after the new checkpoints are materialised: the standby starts its queries
     and becomes the job's current run. Refused while the run it replaces may still run."""
     with transaction(ctx.factory) as session:
@@ -266,7 +267,7 @@ def take_over(
     ctx: WorkerContext,
     op: Operation,
     steps: Steps,
-    plan: dict[str, Any],
+    plan: StoredPlan,
     version_number: int,
     run_id: int,
 ) -> dict[str, Any]:
