@@ -25,7 +25,11 @@ new files and never rewrites one, so the copies never touch the seed):
 
 The figure is the time the output stood still: from the old driver's last committed batch to
 the new driver's first (the first ``commits/N`` written after the new driver was told to go);
-for Flink, from the stop call to the restored job's first output. Input keeps arriving
+for Flink, from the stop call to the restored job's first output. Beside it, the old run's
+*steady batch* (the median gap between its commits before the switch, its first batch after
+the start left out): a pipeline whose every batch reads its whole state (the deduplication's
+eviction scans every id) waits that long between two outputs anyway, so "beyond it" is the
+pause the switch adds. Input keeps arriving
 throughout. Each tidegate switch also prints when each step ended: where the seconds go.
 
     python bench/statesize.py                       # 10 MB and 100 MB, 2 rounds (~30 min)
@@ -47,6 +51,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +104,9 @@ MEASURED_SEEDS = (
     (5_100, 110_000_000),  # not kept: the first 1 GB attempt, older versions included
 )
 STEADY_SECONDS = 3.0
+# Commits of a started run before its switch: the gaps after its first one (which loads the
+# state) are its steady batch, what a reader of the output waits between batches anyway.
+STEADY_COMMITS = 4
 SPARK_CONF = {**CONF, **ROCKSDB_CONF, "spark.driver.memory": "1g"}
 BATCH_LIMIT = "200000"  # records per batch, so that a driver catching up commits early
 
@@ -197,6 +205,32 @@ def _seed_child(log_root: str, stream: str, base: str) -> None:
     spark.stop()
 
 
+def _commits_between(checkpoint: Path, since: float, until: float) -> list[float]:
+    commits = checkpoint / "commits"
+    if not commits.is_dir():
+        return []
+    times = (p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit())
+    return sorted(t for t in times if since < t < until)
+
+
+def _steady(checkpoint: Path, since: float, what: str) -> None:
+    """Until the run started at ``since`` has committed STEADY_COMMITS batches."""
+    _wait(
+        lambda: len(_commits_between(checkpoint, since, math.inf)) >= STEADY_COMMITS or None,
+        900,
+        f"{what}: {STEADY_COMMITS} commits",
+    )
+    time.sleep(STEADY_SECONDS)
+
+
+def steady_batch(checkpoint: Path, since: float, until: float) -> float | None:
+    """The median gap between the commits of the run started at ``since``, before ``until``,
+    its first (the state's load) left out."""
+    times = _commits_between(checkpoint, since, until)[1:]
+    gaps = [b - a for a, b in pairwise(times)]
+    return median(gaps) if gaps else None
+
+
 def _copy(seed: Seed, checkpoint: Path, output: Path) -> None:
     for src, dest in ((seed.checkpoint, checkpoint), (seed.output, output)):
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -235,8 +269,9 @@ def bare(ctx: Context, seed: Seed, rep: int) -> Switch:
     driver, since = _bare_submit(ctx, seed, f"bare-{seed.mb}-{rep}-a", checkpoint, out)
     ctx.state["bare"] = driver
     _wait(lambda: first_commit_after(checkpoint, since), 600, "bare first commit")
-    time.sleep(STEADY_SECONDS)
+    _steady(checkpoint, since, "bare")
     load, t0 = os.getloadavg()[0], time.time()
+    steady = steady_batch(checkpoint, since, t0)
     ctx.backend.kill(driver)
     _wait(lambda: ctx.backend.status(driver).state.terminal, 120, "bare kill")
     gone = time.time()
@@ -244,7 +279,9 @@ def bare(ctx: Context, seed: Seed, rep: int) -> Switch:
     ctx.state["bare"] = driver
     committed = _wait(lambda: first_commit_after(checkpoint, since), 600, "bare new commit")
     last = last_commit_before(checkpoint, since) or t0
-    return Switch(committed - t0, committed - last, {"old driver gone": gone - t0}, load)
+    return Switch(
+        committed - t0, committed - last, {"old driver gone": gone - t0}, load, steady=steady
+    )
 
 
 # ---- tidegate ---------------------------------------------------------------------------------
@@ -261,8 +298,11 @@ def _version(ctx: Context, seed: Seed, out: Path, *, fixed: bool, number: int) -
     return body
 
 
-def _start_job(ctx: Context, seed: Seed, job: str, fields: dict[str, Any]) -> tuple[int, Path]:
-    """A job whose version 1 goes on from a copy of the seed; running, a few batches done."""
+def _start_job(
+    ctx: Context, seed: Seed, job: str, fields: dict[str, Any]
+) -> tuple[int, Path, float]:
+    """A job whose version 1 goes on from a copy of the seed; running, a few batches done;
+    its run, checkpoint and when it was submitted."""
     base = ctx.tmp / "checkpoints" / job
     checkpoint, out = base / "seed" / QUERY, ctx.tmp / "outputs" / job
     _copy(seed, checkpoint, out)
@@ -274,8 +314,8 @@ def _start_job(ctx: Context, seed: Seed, job: str, fields: dict[str, Any]) -> tu
     op = _operate(ctx, f"/jobs/{job}/submit", {"version": 1})
     _wait(lambda: first_commit_after(checkpoint, since), 600, f"{job} first commit")
     ctx.state["job"] = job
-    time.sleep(STEADY_SECONDS)
-    return int(op["run_id"]), checkpoint
+    _steady(checkpoint, since, job)
+    return int(op["run_id"]), checkpoint, since
 
 
 def _update(
@@ -283,7 +323,7 @@ def _update(
 ) -> Switch:
     variant = ("" if prewarm else "-cold") + ("" if trial else "-untried")
     job = f"update-{strategy}{variant}-{seed.mb}-{rep}"
-    run_id, checkpoint = _start_job(ctx, seed, job, {})
+    run_id, checkpoint, started = _start_job(ctx, seed, job, {})
     out = ctx.tmp / "outputs" / (job if strategy == "snapshot" else f"{job}-v2")
     r = ctx.api.post(f"/jobs/{job}/versions", json=_version(ctx, seed, out, fixed=False, number=2))
     assert r.status_code == 201, r.text
@@ -299,7 +339,10 @@ def _update(
     committed = _wait(lambda: first_commit_after(new_checkpoint, since), 600, f"{job} commit")
     last = last_commit_before(checkpoint, committed) or t0
     phases = _phases(ctx, op, t0, [run_id, new_run])
-    return Switch(committed - t0, committed - last, phases, load, first_batch(ctx, new_run, since))
+    steady = steady_batch(checkpoint, started, t0)
+    return Switch(
+        committed - t0, committed - last, phases, load, first_batch(ctx, new_run, since), steady
+    )
 
 
 def update_snapshot(ctx: Context, seed: Seed, rep: int) -> Switch:
@@ -326,20 +369,26 @@ def update_drain_untried(ctx: Context, seed: Seed, rep: int) -> Switch:
 
 def restart(ctx: Context, seed: Seed, rep: int) -> Switch:
     job = f"restart-{seed.mb}-{rep}"
-    run_id, checkpoint = _start_job(ctx, seed, job, {})
+    run_id, checkpoint, started = _start_job(ctx, seed, job, {})
     load, t0 = os.getloadavg()[0], time.time()
+    steady = steady_batch(checkpoint, started, t0)
     op = _operate(ctx, f"/jobs/{job}/restart", {"prewarm": True})
     since = _new_attempt_at(ctx, run_id, t0)
     committed = _wait(lambda: first_commit_after(checkpoint, since), 600, f"{job} commit")
     last = last_commit_before(checkpoint, since) or t0
     phases = _phases(ctx, op, t0, [run_id])
-    return Switch(committed - t0, committed - last, phases, load, first_batch(ctx, run_id, since))
+    return Switch(
+        committed - t0, committed - last, phases, load, first_batch(ctx, run_id, since), steady
+    )
 
 
 def crash_hotspare(ctx: Context, seed: Seed, rep: int) -> Switch:
     job = f"crash-hotspare-{seed.mb}-{rep}"
-    run_id, checkpoint = _start_job(ctx, seed, job, {"hot_spare": True})
-    return measure_crash(ctx, job, run_id, checkpoint, hot_spare=True, timeout=600)
+    run_id, checkpoint, started = _start_job(ctx, seed, job, {"hot_spare": True})
+    steady = steady_batch(checkpoint, started, time.time())
+    switch = measure_crash(ctx, job, run_id, checkpoint, hot_spare=True, timeout=600)
+    switch.steady = steady
+    return switch
 
 
 def flink(ctx: Context, seed: Seed, rep: int) -> Switch:
@@ -547,6 +596,8 @@ def _report(
     reps: int,
 ) -> None:
     print("\noutput stood still, medians of the rounds (min-max); ratios in the same run")
+    print("(steady batch: the old run's median gap between commits before the switch; beyond it:")
+    print(" the pause a reader of the output sees on top of the wait between two batches)")
     rows = []
     smallest = seeds[0].mb
     for seed in seeds:
@@ -558,6 +609,8 @@ def _report(
             base = [s.stood_still for s in switches.get((seed.mb, "bare"), [])]
             fl = [s.stood_still for s in switches.get((seed.mb, "flink"), [])]
             small = [s.stood_still for s in switches.get((smallest, strategy), [])]
+            done = switches.get((seed.mb, strategy), [])
+            steady = [s.steady for s in done if s.steady is not None]
             rows.append(
                 [
                     f"{seed.state_bytes / 1e6:.0f} MB",
@@ -567,6 +620,8 @@ def _report(
                     ratio(m, median(base)) if base else "n/a",
                     ratio(m, median(fl)) if fl else "n/a",
                     ratio(m, median(small)) if small else "n/a",
+                    f"{median(steady):.1f} s" if steady else "n/a",
+                    f"{m - median(steady):.1f} s" if steady else "n/a",
                     f"{median([s.load for s in switches[(seed.mb, strategy)]]):.1f}",
                 ]
             )
@@ -581,6 +636,8 @@ def _report(
                 "vs bare",
                 "vs flink",
                 f"vs {smallest} MB",
+                "steady batch",
+                "beyond it",
                 "load",
             ],
         )
@@ -616,6 +673,7 @@ def _report(
                         "load": x.load,
                         "phases_s": x.phases,
                         "first_batch": x.first_batch,
+                        "steady_batch_s": x.steady,
                     }
                     for x in values
                 ]

@@ -133,6 +133,9 @@ class Switch:
     phases: dict[str, float] = field(default_factory=dict)  # what happened when, since t0
     load: float = 0.0  # 1-minute load average when the switch began
     first_batch: dict[str, float] = field(default_factory=dict)  # see first_batch()
+    # The old run's steady batch before the switch: the median gap between its commits (the
+    # least a reader of the output waits between two batches anyway), if measured.
+    steady: float | None = None
 
 
 def last_commit_before(checkpoint: Path, until: float) -> float | None:
