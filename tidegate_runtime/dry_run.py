@@ -30,9 +30,9 @@ re-running batch N would need state version N (a snapshot holds what loads N+1; 
 file at N+1 the older deltas are not in it) and batch N's input still readable.
 
 An update that starts the new version on **fresh** state (by drain, or stateless) has no state
-to check, so its dry run is a *trial* instead (``spark.tidegate.dry_run_trial``): each query whose sources
-are all event logs the old run reads starts on an empty scratch checkpoint at its sources'
-``start`` offsets (the last records the old run committed) and runs one batch up to
+to check, so its dry run is a *trial* instead (``spark.tidegate.dry_run_trial``): each query
+whose sources are all event logs the old run reads starts on an empty scratch checkpoint at its
+sources' ``start`` offsets (the last records the old run committed) and runs one batch up to
 ``end`` (its committed offsets, written as the sources' cap) into the noop sink, so the new
 code plans, runs and writes through its operators on real records before anything stops; in a
 standby, that batch also leaves the plan's code generated for the real start after go.
