@@ -311,7 +311,6 @@ class Runtime(Drainer, Restarter, Starter):
         # A failure since the last look is reported (or ends the driver) like any other.
         self._supervise()
         self._flush_progress()
-        self._close_resolvers()  # no query starts again
         for name, q in self.queries.items():
             # A query waiting for its restart when the stop came stays as its failure left
             # it (as after a crash: its next start re-runs the batch it failed in).
@@ -319,6 +318,7 @@ class Runtime(Drainer, Restarter, Starter):
                 raise q.exception()  # type: ignore[misc]
         if self.client is not None and (self._stop.is_set() or self._drain_state.done):
             fence(self.spark, self.client, self.attempt)
+        self._close_resolvers()  # no query starts again; after the fence, which must come first
 
     def stop_all(self, timeout: float = 120.0) -> None:
         """Stop each query between batches, never in the middle of one, so offsets/N and

@@ -148,8 +148,11 @@ class Starter:
 
     def _close_resolvers(self) -> None:
         """tidegate's Kafka consumers, once no query will start again."""
-        for resolver in self._kafka_resolvers.values():
+        for source, resolver in self._kafka_resolvers.items():
             close = getattr(resolver, "close", None)
-            if close is not None:
-                close()
+            try:
+                if close is not None:
+                    close()
+            except Exception as exc:  # an idle consumer left open costs less than a failure
+                log.warning("could not close the Kafka consumer of %s: %s", source, exc)
         self._kafka_resolvers.clear()

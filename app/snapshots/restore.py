@@ -98,7 +98,7 @@ def materialise(
                         f"run {source.get('run')} to start from"
                     )
                 checkpoint = Path(at)
-                selected = select_files(checkpoint, batch).files
+                selected = select_files(checkpoint, int(batch)).files
                 files_list = [f for f in selected if with_state or not f.startswith("state/")]
                 copy_tree_files(checkpoint, files_list, staging)
                 hints = {}

@@ -35,7 +35,6 @@ import fsspec
 from app.snapshots.errors import StoreError
 from app.snapshots.store.remote import is_local, open_remote
 from app.snapshots.store.safe_files import copy_fd, create_regular, link_regular, open_regular
-from tidegate_runtime.files import write_atomic
 
 CHUNK = 4 * 1024 * 1024
 HASH_CHUNK = 1024 * 1024
@@ -216,7 +215,13 @@ class SnapshotStore:
         if self.local:
             final = Path(target)
             final.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(final, data)  # the commit point: a rename, made durable
+            # A name no other writer has, even in another container sharing this store.
+            tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, final)  # the commit point
         else:
             self.fs.pipe_file(target, data)  # the commit point: one PUT, after every blob
             return str(self.fs.unstrip_protocol(target))
