@@ -43,7 +43,7 @@ clients-check: $(STAMP)
 	VENV=$(VENV) scripts/gen-clients.sh --check
 # ---------------------------------------------------------------------------------------------
 
-# ---- proof under load, faults and bad input (bench/, tests/chaos, tests/fuzz, tests/security) --
+# ---- proof under load, faults and bad input (bench/; tests marked chaos, fuzz and e2e) -------
 # `make test` runs the chaos, fuzz and security suites at smoke size (plain pytest collection),
 # with one seeded real-SIGKILL scenario (submit, seed 1414) and one with two API processes and
 # two workers, the one running an update by snapshot SIGKILLed (seed 1414).
@@ -54,7 +54,7 @@ clients-check: $(STAMP)
 # running an update (by snapshot, by drain) SIGKILLed after a random step; PostgreSQL crashed
 # during an update by drain and by snapshot; three PostgreSQL crashes under API load, three
 # driver kills, 150 schemathesis examples per operation; and every end-to-end scenario on both
-# backends (CI runs each on one, tests/e2e/backends.py::CI_BACKEND; the RocksDB one, a million
+# backends (CI runs each on one, tests/support/backends.py::CI_BACKEND; the RocksDB one, a million
 # events at this size, under make bench). Add -s to see seeds, kills
 # and samples.
 # `make bench` runs every benchmark at its default (modest) size; each prints medians and
@@ -62,8 +62,8 @@ clients-check: $(STAMP)
 # RocksDB lifecycle on a million events, every one checked against its ground truth.
 .PHONY: bench chaos
 chaos: $(STAMP)
-	TIDEGATE_SUITE=full $(PY) -m pytest -q -rs tests/chaos tests/fuzz tests/security tests/e2e \
-		--ignore tests/e2e/test_rocksdb.py
+	TIDEGATE_SUITE=full $(PY) -m pytest -q -rs -m "chaos or fuzz or e2e" \
+		--ignore tests/operations/test_lifecycle_rocksdb.py
 
 bench: $(STAMP)
 	$(PY) bench/api.py
@@ -73,7 +73,7 @@ bench: $(STAMP)
 	$(PY) bench/metrics.py
 	$(PY) bench/fleet.py
 	$(PY) bench/statesize.py
-	TIDEGATE_SUITE=full $(PY) -m pytest -q -s tests/e2e/test_rocksdb.py
+	TIDEGATE_SUITE=full $(PY) -m pytest -q -s tests/operations/test_lifecycle_rocksdb.py
 	@for extra in bench/snapshots.py bench/drain.py; do \
 		if [ -f $$extra ]; then echo "== $$extra"; $(PY) $$extra || exit 1; fi; \
 	done

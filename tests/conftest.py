@@ -20,9 +20,21 @@ from app.core.db import make_engine
 
 ADMIN_TOKEN = "tg_test_admin_token_0123456789abcdef"
 
-# Session-wide Spark fixtures (standalone cluster, local runner, the e2e stack): one of each
-# per test session, whichever suite asks first.
-pytest_plugins = ["tests.e2e.fixtures", "tests.e2e.backends"]
+# Tests live by domain, as app/ does (tests/jobs, tests/snapshots, tests/worker, ...); what
+# kind of test each is (e2e, spark, chaos, fuzz) is a marker. The fixtures they share are
+# plugins in tests/support: the in-process API, a worker on a scripted backend, synthetic
+# checkpoints and snapshot stores, a local SparkSession, and the session-wide real Spark
+# (standalone cluster, local runner, the e2e stack: one of each per session, whichever test
+# asks first) with the chaos stacks on it.
+pytest_plugins = [
+    "tests.support.api",
+    "tests.support.worker",
+    "tests.support.checkpoints",
+    "tests.support.spark",
+    "tests.support.e2e",
+    "tests.support.backends",
+    "tests.support.chaos.fixtures",
+]
 
 
 def _server_url(tmp_root: Path) -> str:

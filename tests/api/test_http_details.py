@@ -10,7 +10,7 @@ import pytest
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
-from tests.api.conftest import version_body
+from tests.support.api import version_body
 
 
 def test_405_allow_lists_every_method_routed_for_the_path(client: TestClient) -> None:

@@ -27,7 +27,7 @@ from app.core.db import make_sessionmaker, transaction
 from app.jobs.models import Job
 from app.runs.models import Run
 from tests.conftest import ADMIN_TOKEN
-from tests.waiting import served
+from tests.support.waiting import served
 
 
 @dataclass

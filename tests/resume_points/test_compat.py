@@ -14,7 +14,7 @@ from app.resume_points.compat import (
     provider_name,
 )
 from app.resume_points.state_schema import from_spark_json, parse_ddl, render, types_only
-from tests.snapshots.conftest import KEY_SCHEMA, VALUE_SCHEMA
+from tests.support.checkpoints import KEY_SCHEMA, VALUE_SCHEMA
 
 KEY_DDL = "window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, key STRING"
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.support.spark import fill
 from tidegate_runtime.checkpoint import (
     CheckpointError,
     hadoop_crc,
@@ -23,8 +24,6 @@ from tidegate_runtime.checkpoint import (
 )
 from tidegate_runtime.eventlog import EventLog, format_offsets
 from tidegate_runtime.source import read_events
-
-from .conftest import fill
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
 

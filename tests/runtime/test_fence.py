@@ -2,7 +2,7 @@
 Runtime.await_termination), against a scripted session and channel: a driver stopped by
 tidegate, or drained, stops its Spark session before it says it is fenced, and says nothing
 when the session would not stop or when tidegate did not stop it. (On real Spark, both
-backends: tests/e2e/stack.py::assert_switch.)"""
+backends: tests/support/stack.py::assert_switch.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """tidegate_runtime runs inside Spark drivers and executors: it may import only the stdlib,
 pyspark and pyarrow, and kafka-python (``kafka``), which the runtime zip carries with it
-(app/worker/core/runtime_bundle.py; tests/unit/test_runtime_bundle.py imports it from there)."""
+(app/worker/core/runtime_bundle.py; tests/worker/test_runtime_bundle.py imports it from there)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.e2e.stack import running_stack
+from tests.support.stack import running_stack
 from tidegate_runtime.control import BOOTSTRAP_ENV, TOKEN_ENV, ControlPlaneRefused, Runtime
 
 pytestmark = pytest.mark.spark
@@ -70,7 +70,7 @@ def test_an_idle_query_says_so_through_the_api(
     from app.core.db import make_engine, make_sessionmaker, transaction
     from app.jobs.models import Job
     from app.runs.models import Run
-    from tests.e2e.stack import wait_until
+    from tests.support.stack import wait_until
     from tidegate_runtime.eventlog import EventLog
     from tidegate_runtime.source import read_events
 

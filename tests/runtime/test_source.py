@@ -10,12 +10,11 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from tests.waiting import wait_for
+from tests.support.spark import fill
+from tests.support.waiting import wait_for
 from tidegate_runtime.checkpoint import latest_offsets_batch, read_offsets
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.source import MARKER_PARTITION, EventLogStreamReader, read_events, split_limit
-
-from .conftest import fill
 
 
 def events(spark: SparkSession, log: EventLog, **options: str) -> DataFrame:

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from pipelines.windowed_counts import build_windowed_counts
-from tests.runtime.conftest import fill
+from tests.support.spark import fill
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import dry_run as dry
 from tidegate_runtime.control import Runtime

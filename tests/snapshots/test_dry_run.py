@@ -1,6 +1,6 @@
 """The dry run's pieces without Spark: planning the empty batch in a scratch copy, reading
 Spark's errors, and saying which query, operator and state differ. (On real Spark:
-tests/e2e/test_snapshots.py.)"""
+tests/snapshots/test_snapshots_e2e.py.)"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.snapshots.checkpoint_files import describe, select_files
 from app.snapshots.errors import ExportError
-from tests.snapshots.conftest import FakeCheckpoint
+from tests.support.checkpoints import FakeCheckpoint
 from tidegate_runtime.checkpoint import latest_commit_batch
 
 

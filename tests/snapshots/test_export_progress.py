@@ -21,7 +21,7 @@ from app.worker import execute as ops
 from app.worker.core.context import WorkerContext
 from app.worker.kinds import snapshot as snapshot_kind
 from app.worker.loop import Worker
-from tests.snapshots.test_snapshots_api import API, _running_job, _snapshot
+from tests.support.flows import API, get_snapshot, running_job
 
 
 def test_export_reports_progress_while_it_copies(
@@ -31,7 +31,7 @@ def test_export_reports_progress_while_it_copies(
     settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _, ck = _running_job(client, ctx, settings, batches=0)
+    _, ck = running_job(client, ctx, settings, batches=0)
     ck.delta_bytes = 128 * 1024
     for _ in range(20):  # 2 partitions x 20 deltas (+ crc files, logs): ~90 files, ~5 MiB
         ck.batch()
@@ -80,7 +80,7 @@ def test_export_reports_progress_while_it_copies(
 
     final = client.get(f"{API}/operations/{op_id}").json()
     assert final["state"] == "succeeded", final
-    snapshot = _snapshot(client, "j", "big")
+    snapshot = get_snapshot(client, "j", "big")
     total, files = snapshot["size_bytes"], final["result"]["files"]
     assert total > 40 * 128 * 1024
 

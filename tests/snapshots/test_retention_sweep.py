@@ -14,7 +14,7 @@ from app.snapshots.models import Snapshot
 from app.snapshots.store.blobs import SnapshotStore
 from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
-from tests.snapshots.test_snapshots_api import API, _operate, _running_job
+from tests.support.flows import API, operate, running_job
 
 
 def _age(ctx: WorkerContext, name: str, days: int) -> None:
@@ -33,10 +33,10 @@ def _names(client: TestClient) -> list[str]:
 def test_max_age_is_applied_by_the_worker_loop_between_exports(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
-    _, ck = _running_job(client, ctx, settings)
+    _, ck = running_job(client, ctx, settings)
     for name in ("old", "new"):
         ck.batch()
-        assert _operate(client, ctx, "j", "snapshots", {"name": name})["state"] == "succeeded"
+        assert operate(client, ctx, "j", "snapshots", {"name": name})["state"] == "succeeded"
     r = client.put(f"{API}/jobs/j/snapshot-retention", json={"max_age": "2d"})
     assert r.status_code == 200, r.text
     worker = Worker(ctx, concurrency=1, retention_every=3600)
@@ -56,24 +56,24 @@ def test_max_age_is_applied_by_the_worker_loop_between_exports(
 def test_retention_sweep_never_deletes_a_snapshot_in_use(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
-    _, ck = _running_job(client, ctx, settings)
+    _, ck = running_job(client, ctx, settings)
     for name in ("used", "unused"):
         ck.batch()
-        assert _operate(client, ctx, "j", "snapshots", {"name": name})["state"] == "succeeded"
-    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
-    started = _operate(client, ctx, "j", "submit", {"version": 1, "snapshot": "used"})
+        assert operate(client, ctx, "j", "snapshots", {"name": name})["state"] == "succeeded"
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    started = operate(client, ctx, "j", "submit", {"version": 1, "snapshot": "used"})
     assert started["state"] == "succeeded", started
     _age(ctx, "used", 10)
     _age(ctx, "unused", 10)
     r = client.put(f"{API}/jobs/j/snapshot-retention", json={"max_age": "1d", "keep_last": 1})
     assert r.status_code == 200, r.text
     # A newer snapshot that keep_last keeps; both old ones are past max_age.
-    newest = _operate(client, ctx, "j", "snapshots", {"name": "newest"})
+    newest = operate(client, ctx, "j", "snapshots", {"name": "newest"})
     assert newest["state"] == "succeeded", newest
     # The export applied retention too, but only now is its own snapshot the newest.
     Worker(ctx, concurrency=1, retention_every=3600).retention(force=True)
     assert _names(client) == ["newest", "used"]  # in use by the running run: kept
     assert client.get(f"{API}/runs/{started['run_id']}").json()["state"] == "running"
-    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
     Worker(ctx, concurrency=1, retention_every=3600).retention(force=True)
     assert _names(client) == ["newest"]  # no longer in use: expired

@@ -15,18 +15,18 @@ from app.snapshots import retention
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.store.blobs import SnapshotStore
 from app.worker.core.context import WorkerContext
-from tests.api.conftest import ADMIN_TOKEN
-from tests.snapshots.s3 import ACCESS_KEY, SECRET_KEY, S3Store
-from tests.snapshots.test_snapshots_api import (
+from tests.support.api import ADMIN_TOKEN
+from tests.support.flows import (
     API,
     COUNTS,
     ENRICH,
-    _checkpoint,
-    _operate,
-    _running_job,
-    _snapshot,
-    _version,
+    checkpoint_dir,
+    get_snapshot,
+    make_version,
+    operate,
+    running_job,
 )
+from tests.support.s3 import ACCESS_KEY, SECRET_KEY, S3Store
 
 
 @pytest.fixture
@@ -59,10 +59,10 @@ def _named(store: SnapshotStore, job: str, name: str) -> set[str]:
 def test_export_dedup_retention_restore_and_delete_in_s3(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, s3: S3Store
 ) -> None:
-    _, ck = _running_job(client, ctx, settings, batches=2)
-    first = _operate(client, ctx, "j", "snapshots", {"name": "s1"})
+    _, ck = running_job(client, ctx, settings, batches=2)
+    first = operate(client, ctx, "j", "snapshots", {"name": "s1"})
     assert first["state"] == "succeeded", first
-    s1 = _snapshot(client, "j", "s1")
+    s1 = get_snapshot(client, "j", "s1")
     assert s1["state"] == "ready" and s1["manifest"] == f"{s3.url}/manifests/j/s1.json"
 
     # Keep only the newest: s2's export applies retention, deletes s1 and collects the blobs
@@ -70,9 +70,9 @@ def test_export_dedup_retention_restore_and_delete_in_s3(
     r = client.put(f"{API}/jobs/j/snapshot-retention", json={"keep_last": 1})
     assert r.status_code == 200, r.text
     ck.batch()
-    second = _operate(client, ctx, "j", "snapshots", {"name": "s2"})
+    second = operate(client, ctx, "j", "snapshots", {"name": "s2"})
     assert second["state"] == "succeeded", second
-    s2 = _snapshot(client, "j", "s2")
+    s2 = get_snapshot(client, "j", "s2")
     assert s2["bytes_written"] < s1["bytes_written"] < s2["size_bytes"]
     puts = s3.proxy.puts()
     assert len(puts) == len(set(puts))
@@ -83,16 +83,16 @@ def test_export_dedup_retention_restore_and_delete_in_s3(
     assert _blob_names(store) == _named(store, "j", "s2")
 
     # Restore s2 into a new run of a new version: byte for byte what the checkpoint held.
-    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
-    v2 = _version(client, "j", COUNTS, ENRICH)
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    v2 = make_version(client, "j", COUNTS, ENRICH)
     body = {"version": v2, "snapshot": "s2", "dry_run": False}
-    op = _operate(client, ctx, "j", "submit", body)
+    op = operate(client, ctx, "j", "submit", body)
     assert op["state"] == "succeeded", op
-    restored = _checkpoint(settings, "j", op["run_id"])
+    restored = checkpoint_dir(settings, "j", op["run_id"])
     for rel in select_files(ck.root, ck.batches).files:
         assert (restored / rel).read_bytes() == (ck.root / rel).read_bytes(), rel
 
-    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
     assert client.delete(f"{API}/jobs/j/snapshots/s2").status_code == 204
     assert store.manifests() == [] and store.total_blob_bytes() == 0  # collected
 
@@ -100,11 +100,11 @@ def test_export_dedup_retention_restore_and_delete_in_s3(
 def test_a_store_failing_mid_export_fails_the_snapshot(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, s3: S3Store
 ) -> None:
-    _running_job(client, ctx, settings, batches=2)
+    running_job(client, ctx, settings, batches=2)
     s3.proxy.arm("error", after=2)
-    op = _operate(client, ctx, "j", "snapshots", {"name": "broken"})
+    op = operate(client, ctx, "j", "snapshots", {"name": "broken"})
     assert op["state"] == "failed" and op["steps"] == []
-    snapshot = _snapshot(client, "j", "broken")
+    snapshot = get_snapshot(client, "j", "broken")
     assert snapshot["state"] == "failed" and snapshot["manifest"] is None
     for error in (op["error"], snapshot["error"]):
         assert f"snapshot store {s3.url}" in error and "check that the worker reaches" in error
@@ -121,7 +121,7 @@ def test_a_store_failing_mid_export_fails_the_snapshot(
     assert store.manifests() == [] and store.total_blob_bytes() == 0
 
     # The name can be taken again.
-    op = _operate(client, ctx, "j", "snapshots", {"name": "broken"})
+    op = operate(client, ctx, "j", "snapshots", {"name": "broken"})
     assert op["state"] == "succeeded", op
-    assert _snapshot(client, "j", "broken")["state"] == "ready"
+    assert get_snapshot(client, "j", "broken")["state"] == "ready"
     assert _blob_names(store) == _named(store, "j", "broken")

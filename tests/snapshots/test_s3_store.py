@@ -12,8 +12,8 @@ from app.core.config import Settings
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import StoreError
 from app.snapshots.store.blobs import SnapshotStore
-from tests.snapshots.conftest import FakeCheckpoint
-from tests.snapshots.s3 import ACCESS_KEY, SECRET_KEY, S3Store
+from tests.support.checkpoints import FakeCheckpoint
+from tests.support.s3 import ACCESS_KEY, SECRET_KEY, S3Store
 
 
 def _checkpoint(tmp_path: Path, batches: int = 2) -> tuple[FakeCheckpoint, tuple[str, ...]]:

@@ -19,7 +19,7 @@ from app.runs.models import Run
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed
 from app.worker.runs.verify import verify
-from tests.snapshots.test_snapshots_api import API, COUNTS, _operate, _running_job, _version
+from tests.support.flows import API, COUNTS, make_version, operate, running_job
 
 
 def _file_sink(ctx: WorkerContext, run_id: int, out: Path, batches: int) -> None:
@@ -35,14 +35,14 @@ def _file_sink(ctx: WorkerContext, run_id: int, out: Path, batches: int) -> None
 def test_an_older_snapshot_onto_a_file_sink_ahead_of_it_is_refused(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, tmp_path: Path
 ) -> None:
-    run_id, ck = _running_job(client, ctx, settings)  # batches 0..2 committed
-    assert _operate(client, ctx, "j", "snapshots", {"name": "old"})["state"] == "succeeded"
+    run_id, ck = running_job(client, ctx, settings)  # batches 0..2 committed
+    assert operate(client, ctx, "j", "snapshots", {"name": "old"})["state"] == "succeeded"
     for _ in range(3):
         ck.batch()  # 3..5: the job goes on after the snapshot, its sink too
     out = tmp_path / "out"
     _file_sink(ctx, run_id, out, 6)
-    assert _operate(client, ctx, "j", "snapshots", {"name": "new"})["state"] == "succeeded"
-    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    assert operate(client, ctx, "j", "snapshots", {"name": "new"})["state"] == "succeeded"
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
 
     r = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "old"})
     assert r.status_code == 409, r.text
@@ -91,7 +91,7 @@ def test_verify_refuses_a_resumed_query_whose_new_sink_cannot_compact(
 ) -> None:
     """The update's new run resumed at batch 3 but writes to an empty directory: it would
     run fine until its batch 9 and fail there, so verify fails now and the update rolls back."""
-    run_id, _ck = _running_job(client, ctx, settings)
+    run_id, _ck = running_job(client, ctx, settings)
     out = tmp_path / "elsewhere"
     (out / "_spark_metadata").mkdir(parents=True)
     (out / "_spark_metadata" / "3").write_text("v1\n")
@@ -120,8 +120,8 @@ def test_a_declared_file_sink_is_checked_before_anything_stops(
     the request comes: an empty new output folder (its log cannot compact) or a folder ahead
     of the snapshot is a 409 and the running job is not touched; the folder it wrote before
     passes."""
-    run_id, _ck = _running_job(client, ctx, settings)  # batches 0..2 committed
-    assert _operate(client, ctx, "j", "snapshots", {"name": "s", "stop": False})["state"] == (
+    run_id, _ck = running_job(client, ctx, settings)  # batches 0..2 committed
+    assert operate(client, ctx, "j", "snapshots", {"name": "s", "stop": False})["state"] == (
         "succeeded"
     )
     root = settings.resolved_sink_roots[0]
@@ -129,7 +129,9 @@ def test_a_declared_file_sink_is_checked_before_anything_stops(
     empty = root / "out-new"
 
     def declaring(path: Path) -> int:
-        return _version(client, "j", {**COUNTS, "sink": {"format": "parquet", "path": str(path)}})
+        return make_version(
+            client, "j", {**COUNTS, "sink": {"format": "parquet", "path": str(path)}}
+        )
 
     v_empty, v_same = declaring(empty), declaring(written)
     compat = client.post(f"{API}/jobs/j/compatibility", json={"version": v_empty, "snapshot": "s"})
@@ -175,13 +177,15 @@ def test_a_declared_sink_outside_the_sink_roots_is_not_read(
 ) -> None:
     """The API lists a declared sink's log only inside TIDEGATE_SINK_ROOTS: a version names
     any folder it likes, and the server reads none of them for it."""
-    _running_job(client, ctx, settings)
-    assert _operate(client, ctx, "j", "snapshots", {"name": "s", "stop": False})["state"] == (
+    running_job(client, ctx, settings)
+    assert operate(client, ctx, "j", "snapshots", {"name": "s", "stop": False})["state"] == (
         "succeeded"
     )
     outside = Path("/proc/self")
     assert not any(outside.is_relative_to(r) for r in settings.resolved_sink_roots)
-    version = _version(client, "j", {**COUNTS, "sink": {"format": "parquet", "path": str(outside)}})
+    version = make_version(
+        client, "j", {**COUNTS, "sink": {"format": "parquet", "path": str(outside)}}
+    )
     r = client.post(f"{API}/jobs/j/compatibility", json={"version": version, "snapshot": "s"})
     assert r.json()["compatible"] and r.json()["problems"] == [], r.json()
 
@@ -223,10 +227,10 @@ def test_a_fresh_query_onto_a_file_sink_that_holds_batches_is_refused(
     """A query on a new checkpoint counts its batches from 0, and Spark's file sink skips
     every batch id its log holds: a plain submit, or an update by drain, onto a declared sink
     folder with a log would lose that many batches of output. Refused at the request."""
-    run_id, _ck = _running_job(client, ctx, settings)
+    run_id, _ck = running_job(client, ctx, settings)
     written = _logged(settings.resolved_sink_roots[0] / "out-v1", range(4))
     sink = {"format": "parquet", "path": str(written)}
-    version = _version(client, "j", {**COUNTS, "sink": sink})
+    version = make_version(client, "j", {**COUNTS, "sink": sink})
     r = client.post(f"{API}/jobs/j/update", json={"version": version, "strategy": "drain"})
     assert r.status_code == 409, r.text
     (problem,) = r.json()["problems"]
@@ -234,10 +238,10 @@ def test_a_fresh_query_onto_a_file_sink_that_holds_batches_is_refused(
     assert "batches 0..3 of the new query would be lost" in problem["detail"]
     assert client.get(f"{API}/runs/{run_id}").json()["state"] == "running"
 
-    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
     r = client.post(f"{API}/jobs/j/submit", json={"version": version})
     assert r.status_code == 409 and "fresh checkpoints" in r.json()["detail"], r.text
-    empty = _version(
+    empty = make_version(
         client, "j", {**COUNTS, "sink": {**sink, "path": str(written.parent / "out-v2")}}
     )
     assert client.post(f"{API}/jobs/j/submit", json={"version": empty}).status_code == 202

@@ -12,7 +12,7 @@ import pytest
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import StoreError
 from app.snapshots.store.blobs import SnapshotStore, known_hashes
-from tests.snapshots.conftest import FakeCheckpoint
+from tests.support.checkpoints import FakeCheckpoint
 
 
 def _export(store: SnapshotStore, ck: FakeCheckpoint, name: str, known=None):  # type: ignore[no-untyped-def]

@@ -16,14 +16,14 @@ from app.snapshots.models import Snapshot
 from app.snapshots.pins import pinned_by
 from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
-from tests.snapshots.test_snapshots_api import (
+from tests.support.flows import (
     API,
     COUNTS,
     ENRICH,
-    _operate,
-    _running_job,
-    _version,
-    _work,
+    make_version,
+    operate,
+    running_job,
+    work,
 )
 
 
@@ -42,8 +42,8 @@ def _pending_submit_from_a_snapshot(
     client: TestClient, ctx: WorkerContext, settings: Settings
 ) -> Any:
     """Job j ran, stopped with snapshot s1; a submit from s1 is accepted, not carried out."""
-    _running_job(client, ctx, settings)
-    assert _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": True})["state"] == (
+    running_job(client, ctx, settings)
+    assert operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": True})["state"] == (
         "succeeded"
     )
     r = client.post(f"{API}/jobs/j/submit", json={"version": 1, "snapshot": "s1"})
@@ -54,8 +54,8 @@ def _pending_submit_from_a_snapshot(
 def test_an_update_stores_its_plan_and_the_worker_binds_it_to_the_live_batch_then_the_snapshot(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
-    old_run, ck = _running_job(client, ctx, settings)  # committed batches 0..2
-    v2 = _version(client, "j", COUNTS, ENRICH)
+    old_run, ck = running_job(client, ctx, settings)  # committed batches 0..2
+    v2 = make_version(client, "j", COUNTS, ENRICH)
     r = client.post(f"{API}/jobs/j/update", json={"version": v2, "verify_seconds": 0})
     assert r.status_code == 202, r.text
     op_id = r.json()["id"]
@@ -71,7 +71,7 @@ def test_an_update_stores_its_plan_and_the_worker_binds_it_to_the_live_batch_the
 
     ck.batch()
     ck.batch()  # the run goes on: batches 3 and 4 commit after the API planned
-    done = _work(ctx, op_id)
+    done = work(ctx, op_id)
     assert done["state"] == "succeeded", done
     _, steps = _stored(ctx, op_id)
     dry = _by_query(steps["dry_run_plan"])
@@ -89,9 +89,9 @@ def test_a_stateless_update_stores_the_fresh_plan_and_starts_from_it(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
     assert client.post(f"{API}/jobs", json={"name": "s"}).status_code == 201
-    v1 = _version(client, "s", ENRICH)
-    assert _operate(client, ctx, "s", "submit", {"version": v1})["state"] == "succeeded"
-    v2 = _version(client, "s", ENRICH, **{"spark.sql.shuffle.partitions": 3})
+    v1 = make_version(client, "s", ENRICH)
+    assert operate(client, ctx, "s", "submit", {"version": v1})["state"] == "succeeded"
+    v2 = make_version(client, "s", ENRICH, **{"spark.sql.shuffle.partitions": 3})
     r = client.post(
         f"{API}/jobs/s/update", json={"version": v2, "strategy": "stateless", "verify_seconds": 0}
     )
@@ -102,7 +102,7 @@ def test_a_stateless_update_stores_the_fresh_plan_and_starts_from_it(
         "queries": [{"query": "enrich", "parts": [], "fresh_id": False, "source": None}],
         "origin": {"kind": "fresh"},
     }
-    done = _work(ctx, r.json()["id"])
+    done = work(ctx, r.json()["id"])
     assert done["state"] == "succeeded", done
     _, steps = _stored(ctx, r.json()["id"])
     assert steps["plan"] == stored
@@ -119,7 +119,7 @@ def test_a_submit_whose_snapshot_was_deleted_after_the_api_checked_it_fails_clea
     assert _by_query(stored)["counts"]["source"]["snapshot"] == "s1"
     with ctx.factory.begin() as session:  # gone after the API checked it (e.g. retention)
         session.execute(update(Snapshot).values(state="failed", error="expired"))
-    done = _work(ctx, op_id)
+    done = work(ctx, op_id)
     assert done["state"] == "failed" and "Snapshot 's1' of job 'j' is failed" in done["error"]
     assert "create_run" not in done["steps"]
 
@@ -132,7 +132,7 @@ def test_a_submit_whose_snapshot_no_longer_fits_the_version_is_refused_by_the_wo
         snapshot = session.query(Snapshot).filter_by(name="s1").one()
         queries = {q: {**info, "sources": []} for q, info in snapshot.queries.items()}
         session.execute(update(Snapshot).values(queries=queries))
-    done = _work(ctx, r.json()["id"])
+    done = work(ctx, r.json()["id"])
     assert done["state"] == "failed", done
     assert (
         "cannot start from snapshot 's1'" in done["error"] and "read 0 source(s)" in done["error"]
@@ -197,18 +197,18 @@ def test_a_pending_submit_pins_its_snapshot_until_it_ends(
     assert f"about to be used by operation(s) {op_id}" in refused.json()["detail"]
     with ctx.factory() as session:
         assert pinned_by(session, _snapshot_id(ctx, "s1")) == [op_id]
-    assert _work(ctx, op_id)["state"] == "succeeded"
+    assert work(ctx, op_id)["state"] == "succeeded"
     with ctx.factory() as session:  # released when it ended; the new run's use protects it now
         assert pinned_by(session, _snapshot_id(ctx, "s1")) == []
-    assert _operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
     assert client.delete(f"{API}/jobs/j/snapshots/s1").status_code == 204
 
 
 def test_an_update_pins_the_snapshot_it_saves_while_it_runs(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
 ) -> None:
-    _running_job(client, ctx, settings)
-    v2 = _version(client, "j", COUNTS, ENRICH)
+    running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
     r = client.post(f"{API}/jobs/j/update", json={"version": v2, "snapshot_name": "u1"})
     assert r.status_code == 202, r.text
     op_id = r.json()["id"]

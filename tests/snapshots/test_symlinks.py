@@ -16,8 +16,8 @@ from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import UnsafeFileError
 from app.snapshots.store.blobs import SnapshotStore, copy_tree_files
 from app.worker.core.context import WorkerContext
-from tests.snapshots.conftest import FakeCheckpoint
-from tests.snapshots.test_snapshots_api import API, _operate, _running_job
+from tests.support.checkpoints import FakeCheckpoint
+from tests.support.flows import API, operate, running_job
 
 SECRET = "TIDEGATE_ADMIN_TOKEN=tg_do_not_leak_0123456789abcdef"
 
@@ -65,13 +65,13 @@ def test_export_refuses_what_is_not_a_regular_file(
     tmp_path: Path,
     plant: str,
 ) -> None:
-    _, ck = _running_job(client, ctx, settings, batches=3)
+    _, ck = running_job(client, ctx, settings, batches=3)
     secret = tmp_path / "outside" / "environ"
     secret.parent.mkdir()
     secret.write_text(SECRET)
     rel = PLANTS[plant](ck.root, secret)
 
-    op = _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": False})
+    op = operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": False})
 
     assert op["state"] == "failed", op
     assert rel in op["error"] and "regular file" in op["error"]
@@ -128,14 +128,14 @@ def test_export_refuses_a_link_above_the_checkpoint(
     """Issue 26, #6: ``CHECKPOINT_ROOT/<job>/<run>`` replaced by a link to another job's run
     made the export read that job's state (files are opened without following links only
     from the checkpoint down)."""
-    _, ck = _running_job(client, ctx, settings, batches=3)
+    _, ck = running_job(client, ctx, settings, batches=3)
     run_folder = ck.root.parent  # CHECKPOINT_ROOT/j/<run>
     other = settings.resolved_checkpoint_root / "other-job" / run_folder.name
     other.parent.mkdir(parents=True)
     shutil.move(run_folder, other)  # the other job's state, now reached only through a link
     run_folder.symlink_to(other)
 
-    op = _operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": False})
+    op = operate(client, ctx, "j", "snapshots", {"name": "s1", "stop": False})
 
     assert op["state"] == "failed", op
     assert "symbolic link" in op["error"] and "other-job" not in op["error"]

@@ -1,9 +1,9 @@
 """Kafka startpoints through tidegate's resolver (tidegate_runtime/kafka_client.py) against a
-real Kafka-protocol broker (tansu, tests/kafka_broker.py), on Kafka-shaped checkpoint files.
+real Kafka-protocol broker (tansu, tests/support/kafka_broker.py), on Kafka-shaped checkpoint files.
 
 Spark's Kafka connector cannot be fetched on this machine, so no Spark query reads Kafka
 here: what is proven is the resolver against a broker and the checkpoint rewrite Spark
-follows (the same rewrite tests/e2e proves on the event log)."""
+follows (the same rewrite tests/startpoints/test_startpoints_e2e.py proves on the event log)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any, cast
 
 import pytest
 
-from tests.kafka_broker import create_topic, produce, tansu
 from tests.startpoints.test_resolve import T0, P, write_checkpoint
+from tests.support.kafka_broker import create_topic, produce, tansu
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.control import Runtime

@@ -1,5 +1,6 @@
 """Resolving and applying startpoints on real checkpoint files (no Spark needed: the files
-are written in Spark's format; tests/e2e proves Spark follows them)."""
+are written in Spark's format; tests/startpoints/test_startpoints_e2e.py proves Spark follows
+them)."""
 
 from __future__ import annotations
 

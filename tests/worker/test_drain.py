@@ -1,6 +1,6 @@
 """Drain and update-by-drain, worker logic, against a real PostgreSQL and a scripted backend
 whose "runtime" answers the control plane the way tidegate_runtime/control.py does. The same
-scenarios run on real Spark in tests/e2e/test_drain.py."""
+scenarios run on real Spark in tests/worker/test_drain_e2e.py."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from app.startpoints.models import Startpoint
 from app.worker import execute as ops
 from app.worker.core.context import WorkerContext
 from app.worker.loop import Worker
-from tests.waiting import wait_for
-from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
+from tests.support.waiting import wait_for
+from tests.support.worker import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
 
 END = {"clicks": {"0": 40, "1": 25}}

@@ -17,7 +17,7 @@ from app.operations.models import Operation
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps
 from app.worker.dry_run import attempts, driver, scratch_copy, verdict
-from tests.worker.conftest import FakeBackend, make_job
+from tests.support.worker import FakeBackend, make_job
 from tidegate_runtime import dry_run as runtime_dryrun
 
 VERSION = SimpleNamespace(

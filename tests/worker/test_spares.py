@@ -1,6 +1,6 @@
 """Spares (app/runs/spares.py, app/worker/reconcile/spare.py): a run's next attempt started
 ahead — for a pre-warmed restart, and as a job's hot spare after a crash — against a real
-PostgreSQL and a scripted backend. The same on real Spark: tests/e2e/test_spares.py."""
+PostgreSQL and a scripted backend. The same on real Spark: tests/runs/test_supervised_restart.py."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from app.runs.models import Run, RunTransition
 from app.worker.core.context import WorkerContext
 from app.worker.reconcile.run import reconcile_run
 from app.worker.reconcile.spare import DRY_RUN_WAIT
-from tests.snapshots.conftest import FakeCheckpoint
-from tests.worker.conftest import FakeBackend, die_after_step_then_resume, make_job
+from tests.support.checkpoints import FakeCheckpoint
+from tests.support.worker import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
 from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF
 

@@ -27,8 +27,8 @@ from app.worker.loop import Worker
 from app.worker.reconcile import run as rec
 from app.worker.reconcile.run import reconcile_run
 from app.worker.runs import verify
-from tests.waiting import wait_for
-from tests.worker.conftest import (
+from tests.support.waiting import wait_for
+from tests.support.worker import (
     FakeBackend,
     die_after_step_then_resume,
     make_job,

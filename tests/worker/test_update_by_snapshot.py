@@ -1,0 +1,261 @@
+"""An update by snapshot, carried out by the worker: refused before anything stops when the
+new version does not fit the state, the state carried over, the dry run inside a pre-warmed
+standby (and its refusal, and its retry), cold unless asked, a rollback from the same
+snapshot (a scripted backend stands in for Spark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.backends.base import AppState, AppStatus
+from app.core.config import Settings
+from app.worker.core.context import WorkerContext
+from tests.support.flows import (
+    API,
+    COUNTS,
+    ENRICH,
+    checkpoint_dir,
+    get_snapshot,
+    make_version,
+    operate,
+    running_job,
+)
+from tests.support.worker import FakeBackend
+from tidegate_runtime.standby import DRY_RUN_DIR_CONF
+
+
+@pytest.mark.parametrize(
+    ("change", "kind"),
+    [
+        ({"conf": {"spark.sql.shuffle.partitions": 4}}, "state_partitions"),
+        ({"queries": [{**COUNTS, "name": "counts_v2"}]}, "renamed"),
+        (
+            {"queries": [{**COUNTS, "stateful_operators": [{"kind": "session_window"}]}]},
+            "operator_kind",
+        ),
+        (
+            {
+                "queries": [
+                    {
+                        **COUNTS,
+                        "stateful_operators": [
+                            {
+                                "kind": "tumbling_window",
+                                "value_schema": "count BIGINT, avg DOUBLE, n BIGINT",
+                            }
+                        ],
+                    }
+                ]
+            },
+            "value_schema",
+        ),
+    ],
+)
+def test_incompatible_version_is_refused_before_anything_stops(
+    client: TestClient,
+    cluster: str,
+    ctx: WorkerContext,
+    settings: Settings,
+    change: dict[str, Any],
+    kind: str,
+) -> None:
+    run_id, _ = running_job(client, ctx, settings)
+    assert operate(client, ctx, "j", "snapshots", {"name": "s1"})["state"] == "succeeded"
+    queries = change.get("queries", [COUNTS])
+    bad = make_version(client, "j", *queries, **change.get("conf", {}))
+
+    compat = client.post(f"{API}/jobs/j/compatibility", json={"version": bad, "snapshot": "s1"})
+    body = compat.json()
+    assert compat.status_code == 200 and body["compatible"] is False
+    assert [p["kind"] for p in body["problems"]] == [kind]
+    problem = body["problems"][0]
+    assert problem["query"] and problem["detail"]
+
+    update = client.post(f"{API}/jobs/j/update", json={"version": bad})
+    assert update.status_code == 409, update.text
+    assert [p["kind"] for p in update.json()["problems"]] == [kind]
+    assert client.get(f"{API}/runs/{run_id}").json()["state"] == "running"  # untouched
+    kinds = [o["kind"] for o in client.get(f"{API}/jobs/j/operations").json()["items"]]
+    assert kinds == ["snapshot", "submit"]
+
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    submit = client.post(f"{API}/jobs/j/submit", json={"version": bad, "snapshot": "s1"})
+    assert submit.status_code == 409 and submit.json()["problems"][0]["kind"] == kind
+
+
+def test_update_carries_state_over(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    old_run, _ = running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    op = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    result = op["result"]
+    assert result["previous_run_id"] == old_run and result["run_id"] != old_run
+    assert client.get(f"{API}/runs/{old_run}").json()["state"] == "stopped"
+    new = client.get(f"{API}/runs/{result['run_id']}").json()
+    assert new["state"] == "running" and new["version"] == v2
+    assert client.get(f"{API}/jobs/j").json()["current_run_id"] == new["id"]
+    snapshot = get_snapshot(client, "j", result["snapshot"])
+    assert snapshot["stop"] and snapshot["started_runs"][0]["run_id"] == new["id"]
+    assert (checkpoint_dir(settings, "j", new["id"]) / "commits" / "2").exists()
+    assert (
+        client.post(
+            f"{API}/jobs/j/update", json={"version": v2, "strategy": "stateless"}
+        ).status_code
+        == 422
+    )
+
+
+def test_a_prewarmed_update_runs_its_dry_run_inside_the_standby(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
+) -> None:
+    """One driver start serves the dry run and the switch: the standby's driver is submitted
+    with the scratch copy to check, and no dry-run driver of its own is."""
+    old_run, _ = running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    op = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    names = op["steps"]
+    assert "dry_run_submit" not in names, names
+    order = ["dry_run_prepare", "standby", "standby_ready", "dry_run", "request_stop", "go"]
+    assert [n for n in names if n in order] == order, names
+    standbys = [a.spec for a in fake.apps.values() if a.spec.conf.get(DRY_RUN_DIR_CONF)]
+    (spec,) = standbys  # the standby's, the one driver of v2
+    assert spec.tag == f"tidegate-run-{op['run_id']}-a0"
+    scratch = Path(spec.conf[DRY_RUN_DIR_CONF])
+    assert json.loads(spec.conf["spark.tidegate.dry_run_queries"]) == ["counts"]
+    assert spec.conf["spark.tidegate.dry_run_result"] == f"{scratch}/_dryrun.json"
+    # Its own checkpoint stays its run's; the scratch copy is gone once judged.
+    assert spec.conf["spark.tidegate.checkpoint_dir"].endswith(f"/j/{op['run_id']}")
+    assert "spark.tidegate.dry_run" not in spec.conf and not scratch.exists()
+    assert client.get(f"{API}/runs/{old_run}").json()["state"] == "stopped"
+
+
+def test_a_prewarmed_update_refused_by_its_dry_run_releases_the_standby(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
+) -> None:
+    """The dry run runs inside the standby; its refusal releases the standby and leaves the
+    old run, never asked to stop, running."""
+    old_run, _ = running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    fake.dry_run_outcome = {
+        "counts": {"ok": False, "error_class": "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"}
+    }
+    op = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "failed" and "refused by a dry run" in op["error"], op
+    names = op["steps"]
+    # (the refusing dry_run step is not recorded: the operation failed in it)
+    assert names[-3:] == ["dry_run_prepare", "standby", "standby_ready"], names
+    assert "request_stop" not in names
+    runs = client.get(f"{API}/jobs/j/runs").json()["items"]
+    by_id = {r["id"]: r for r in runs}
+    assert by_id[old_run]["state"] == "running"
+    (released,) = [r for r in runs if r["id"] != old_run]
+    assert released["state"] == "stopped" and released["stop_reason"] == "released", released
+    assert released["go_at"] is None
+    assert client.get(f"{API}/jobs/j").json()["current_run_id"] == old_run
+    assert fake.alive() == [by_id[old_run]["backend_id"]]
+
+
+def test_a_standby_dry_run_hit_by_spark_infrastructure_is_retried_by_its_own_driver(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
+) -> None:
+    """A "Python worker failed to connect back" proves nothing: the standby is released, a
+    dry-run driver of its own tries again, and a second standby takes the switch."""
+    old_run, _ = running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    infra = {
+        "counts": {
+            "ok": False,
+            "error_class": "StreamingQueryException",
+            "message": "Python worker failed to connect back.",
+        }
+    }
+    fake.dry_run_outcomes = [infra, None]
+    op = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    names = op["steps"]
+    retried = ["dry_run", "cold_dry_run", "dry_run_prepare_2", "dry_run_submit_2", "dry_run_2"]
+    assert [n for n in names if n in retried] == retried, names
+    after = ["dry_run_2", "standby_2", "standby_ready_2", "request_stop", "go"]
+    assert [n for n in names if n in after] == after, names
+    assert "create_run" not in names, names
+    runs = client.get(f"{API}/jobs/j/runs").json()["items"]
+    released = [r for r in runs if r["stop_reason"] == "released"]
+    assert len(released) == 1 and released[0]["go_at"] is None, runs
+    assert op["run_id"] not in (old_run, released[0]["id"])
+    new = client.get(f"{API}/runs/{op['run_id']}").json()
+    assert new["state"] == "running" and new["go_at"] is not None
+
+
+def test_a_job_without_prewarm_updates_cold_unless_the_request_says_otherwise(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    old_run, _ = running_job(client, ctx, settings)
+    patched = client.patch(f"{API}/jobs/j", json={"prewarm": False})
+    assert patched.status_code == 200 and patched.json()["prewarm"] is False, patched.text
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    cold = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert cold["state"] == "succeeded", cold
+    assert "standby" not in cold["steps"] and "create_run" in cold["steps"]
+    stated = client.get(f"{API}/operations/{_last_op(ctx)}").json()["params"]
+    assert stated["prewarm"] is False  # the operation says what the worker did
+    warm = operate(client, ctx, "j", "update", {"version": 1, "verify_seconds": 0, "prewarm": True})
+    assert warm["state"] == "succeeded", warm
+    assert "standby" in warm["steps"] and "go" in warm["steps"] and old_run != warm["run_id"]
+
+
+def _last_op(ctx: WorkerContext) -> int:
+    from app.operations.models import Operation
+
+    with ctx.factory() as session:
+        return int(session.query(Operation.id).order_by(Operation.id.desc()).limit(1).scalar())
+
+
+def test_failed_update_rolls_back_from_the_same_snapshot(
+    client: TestClient,
+    cluster: str,
+    ctx: WorkerContext,
+    settings: Settings,
+    fake: FakeBackend,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    status = fake.status
+
+    def failing_v2(backend_id: str) -> AppStatus:
+        app = fake.apps.get(backend_id)
+        if app is not None and app.spec.conf["spark.tidegate.version"] == str(v2):
+            if not app.state.terminal:
+                app.state = AppState.FAILED
+            return AppStatus(backend_id, AppState.FAILED, "FAILED", "boom: v2 cannot start")
+        return status(backend_id)
+
+    monkeypatch.setattr(fake, "status", failing_v2)
+    # (dry_run false: a dry run would refuse this v2 before anything stops; the rollback is
+    # what is tested here.)
+    op = operate(
+        client,
+        ctx,
+        "j",
+        "update",
+        {"version": v2, "verify_seconds": 0, "dry_run": False, "prewarm": False},
+    )
+    assert op["state"] == "failed", op
+    assert "Rolled back: version 1 runs again from snapshot" in op["error"], op["error"]
+    result = op["result"]
+    assert result["rolled_back"] is True and result["version"] == 1
+    assert "rollback_materialise" in op["steps"] and "rollback_stopped" in op["steps"]
+    failed = client.get(f"{API}/runs/{result['failed_run_id']}").json()
+    assert failed["state"] == "stopped" and failed["version"] == v2
+    back = client.get(f"{API}/runs/{result['run_id']}").json()
+    assert back["state"] == "running" and back["version"] == 1
+    assert client.get(f"{API}/jobs/j").json()["current_run_id"] == back["id"]
+    assert (checkpoint_dir(settings, "j", back["id"]) / "commits" / "2").exists()
