@@ -84,6 +84,7 @@ from bench.upgrade import (
     _operate,
     _phases,
     _wait,
+    commit_times,
     first_batch,
     first_commit_after,
     last_commit_before,
@@ -205,18 +206,10 @@ def _seed_child(log_root: str, stream: str, base: str) -> None:
     spark.stop()
 
 
-def _commits_between(checkpoint: Path, since: float, until: float) -> list[float]:
-    commits = checkpoint / "commits"
-    if not commits.is_dir():
-        return []
-    times = (p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit())
-    return sorted(t for t in times if since < t < until)
-
-
 def _steady(checkpoint: Path, since: float, what: str) -> None:
     """Until the run started at ``since`` has committed STEADY_COMMITS batches."""
     _wait(
-        lambda: len(_commits_between(checkpoint, since, math.inf)) >= STEADY_COMMITS or None,
+        lambda: len(commit_times(checkpoint, since)) >= STEADY_COMMITS or None,
         900,
         f"{what}: {STEADY_COMMITS} commits",
     )
@@ -226,7 +219,7 @@ def _steady(checkpoint: Path, since: float, what: str) -> None:
 def steady_batch(checkpoint: Path, since: float, until: float) -> float | None:
     """The median gap between the commits of the run started at ``since``, before ``until``,
     its first (the state's load) left out."""
-    times = _commits_between(checkpoint, since, until)[1:]
+    times = commit_times(checkpoint, since, until)[1:]
     gaps = [b - a for a, b in pairwise(times)]
     return median(gaps) if gaps else None
 

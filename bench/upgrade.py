@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -107,14 +108,21 @@ def _wait(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) 
         time.sleep(every)
 
 
-def first_commit_after(checkpoint: Path, since: float) -> float | None:
-    """mtime of the earliest ``commits/N`` written after ``since`` (wall clock), if any."""
+def commit_times(
+    checkpoint: Path, since: float = -math.inf, until: float = math.inf
+) -> list[float]:
+    """The mtimes (wall clock) of the ``commits/N`` written after ``since`` and before
+    ``until``, in order."""
     commits = checkpoint / "commits"
     if not commits.is_dir():
-        return None
-    times = [p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit()]
-    later = [t for t in times if t > since]
-    return min(later) if later else None
+        return []
+    times = (p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit())
+    return sorted(t for t in times if since < t < until)
+
+
+def first_commit_after(checkpoint: Path, since: float) -> float | None:
+    """mtime of the earliest ``commits/N`` written after ``since``, if any."""
+    return next(iter(commit_times(checkpoint, since=since)), None)
 
 
 def _args(ctx: Context, out: str, checkpoint: str | None = None) -> list[str]:
@@ -139,11 +147,8 @@ class Switch:
 
 
 def last_commit_before(checkpoint: Path, until: float) -> float | None:
-    """mtime of the latest ``commits/N`` written before ``until``."""
-    commits = checkpoint / "commits"
-    times = [p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit()]
-    earlier = [t for t in times if t < until]
-    return max(earlier) if earlier else None
+    """mtime of the latest ``commits/N`` written before ``until``, if any."""
+    return next(reversed(commit_times(checkpoint, until=until)), None)
 
 
 def _at(stamp: str) -> float:

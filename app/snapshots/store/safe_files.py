@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from app.snapshots.errors import UnsafeFileError
@@ -55,19 +56,27 @@ def _walk_to_parent(base: Path, rel: str, *, create: bool) -> tuple[int, str]:
     return fd, parts[-1]
 
 
-def open_regular(base: Path, rel: str) -> int:
-    """A read-only fd of the regular file ``base/rel``; ``UnsafeFileError`` for anything else."""
-    parent, name = _walk_to_parent(base, rel, create=False)
+@contextlib.contextmanager
+def _at_file(base: Path, rel: str, *, create: bool) -> Iterator[tuple[int, str]]:
+    """The directory holding ``base/rel`` (reached with no link on the way) and the file's name
+    in it, closed after; a link at the file itself (``O_NOFOLLOW``'s ``ELOOP``) is refused."""
+    parent, name = _walk_to_parent(base, rel, create=create)
     try:
-        # O_NONBLOCK: opening a FIFO must not hang until a writer shows up.
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        fd = os.open(name, flags, dir_fd=parent)
+        yield parent, name
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafeFileError(rel) from None
         raise
     finally:
         os.close(parent)
+
+
+def open_regular(base: Path, rel: str) -> int:
+    """A read-only fd of the regular file ``base/rel``; ``UnsafeFileError`` for anything else."""
+    with _at_file(base, rel, create=False) as (parent, name):
+        # O_NONBLOCK: opening a FIFO must not hang until a writer shows up.
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = os.open(name, flags, dir_fd=parent)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise UnsafeFileError(rel)
@@ -78,20 +87,9 @@ def open_regular(base: Path, rel: str) -> int:
 def create_regular(base: Path, rel: str) -> int:
     """A write-only fd of ``base/rel``, created or truncated, with its directories made; a
     link on the way (or at the file) is refused, so a write never lands outside ``base``."""
-    parent, name = _walk_to_parent(base, rel, create=True)
-    try:
-        return os.open(
-            name,
-            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o644,
-            dir_fd=parent,
-        )
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafeFileError(rel) from None
-        raise
-    finally:
-        os.close(parent)
+    with _at_file(base, rel, create=True) as (parent, name):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        return os.open(name, flags, 0o644, dir_fd=parent)
 
 
 def link_regular(base: Path, rel: str, source: str) -> bool:
