@@ -86,8 +86,9 @@ test-tools:
 unit: $(STAMP)
 	$(PY) -m pytest -m "not e2e and not spark" -q
 
+# The Spark tests and the others side by side, one core each (scripts/test-both-halves.sh).
 test: $(STAMP) test-tools lint typecheck openapi-check clients-check
-	$(PY) -m pytest -q
+	PY=$(PY) scripts/test-both-halves.sh
 
 clean:
 	rm -rf $(VENV) .tidegate
