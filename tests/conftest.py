@@ -13,11 +13,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Engine
 
 from app.core import migrate
 from app.core.db import make_engine
+from tests.support.database import empty_every_table
 
 ADMIN_TOKEN = "tg_test_admin_token_0123456789abcdef"
 
@@ -80,39 +80,8 @@ def engine(database_url: str) -> Iterator[Engine]:
     eng.dispose()
 
 
-# Emptying every table between tests: DELETE with foreign keys off (the session as a replica),
-# then the sequences from 1 again. TRUNCATE does the same in 0.1-0.3 s on this machine (a new
-# file per table), DELETE of a test's few rows in ~5 ms: a minute or more over the suite.
-_EMPTY_EVERY_TABLE = """
-DO $$
-DECLARE r record;
-BEGIN
-  SET LOCAL session_replication_role = replica;
-  FOR r IN SELECT tablename FROM pg_tables
-           WHERE schemaname = 'public' AND tablename <> 'alembic_version' LOOP
-    EXECUTE format('DELETE FROM %I', r.tablename);
-  END LOOP;
-  FOR r IN SELECT sequencename FROM pg_sequences WHERE schemaname = 'public' LOOP
-    EXECUTE format('ALTER SEQUENCE %I RESTART', r.sequencename);
-  END LOOP;
-END $$;
-"""
-
-
 @pytest.fixture
 def db(engine: Engine) -> Engine:
     """A clean database for one test: every table emptied (cheaper than re-creating it)."""
-    try:
-        with engine.begin() as conn:
-            conn.execute(text(_EMPTY_EVERY_TABLE))
-    except DBAPIError:  # not a superuser (TIDEGATE_TEST_DATABASE_URL): no replica role
-        with engine.begin() as conn:
-            tables = conn.scalars(
-                text(
-                    "select tablename from pg_tables where schemaname = 'public' "
-                    "and tablename <> 'alembic_version'"
-                )
-            ).all()
-            if tables:
-                conn.execute(text(f"truncate {', '.join(tables)} restart identity cascade"))
+    empty_every_table(engine)
     return engine

@@ -9,9 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from app.core.db import make_sessionmaker, transaction
+from tests.support.database import empty_every_table
 from tidegate_runtime.eventlog import EventLog, NewRecord
 
 SEED_JOB = "fuzz-job"
@@ -26,14 +27,7 @@ def reset_and_seed(engine: Engine, tmp: Path) -> None:
     from app.operations.models import Operation
     from app.runs.models import Run
 
-    with engine.begin() as conn:
-        tables = conn.scalars(
-            text(
-                "select tablename from pg_tables where schemaname = 'public' "
-                "and tablename <> 'alembic_version'"
-            )
-        ).all()
-        conn.execute(text(f"truncate {', '.join(tables)} restart identity cascade"))
+    empty_every_table(engine)
     root = tmp / "log"
     stream = EventLog(root).create_stream("s", 2)
     for p in range(2):
