@@ -24,7 +24,7 @@ def _ci_backend() -> dict[str, str]:
 
 
 def _scenarios() -> set[str]:
-    """Test functions marked e2e that take the ``target`` fixture."""
+    """Test functions that take the ``target`` fixture: the two-backend scenarios."""
     out = set()
     for path in TESTS.glob("*/test_*.py"):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:

@@ -1,3 +1,6 @@
+"""The API in process (``client``, its ``settings``, a ``cluster``, tokens of each scope) and
+the bodies tests send it. A fixture plugin of ``tests/conftest.py``."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

@@ -18,19 +18,13 @@ from app.worker.loop import Worker
 from tests.support.checkpoints import FakeCheckpoint
 
 API = "/api/v1"
-
-
 SOURCE = {"name": "events", "kind": "eventlog", "options": {"stream": "s"}}
-
-
 COUNTS = {
     "name": "counts",
     "sources": [SOURCE],
     "stateful_operators": [{"kind": "tumbling_window"}],
     "trigger": "5 seconds",
 }
-
-
 ENRICH = {"name": "enrich", "sources": [SOURCE]}
 
 

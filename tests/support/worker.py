@@ -1,3 +1,7 @@
+"""A worker on a scripted backend (``FakeBackend``), its context (``ctx``) and the steps
+around it: a job, a run, a worker killed after a step. A fixture plugin of
+``tests/conftest.py``."""
+
 from __future__ import annotations
 
 import itertools
