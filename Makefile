@@ -84,7 +84,7 @@ test-tools:
 	@scripts/install-test-tools.sh
 
 unit: $(STAMP)
-	$(PY) -m pytest -m "not e2e and not spark" -q
+	$(PY) -m pytest -m "not (e2e or spark or chaos)" -q
 
 # The Spark tests and the others side by side, one core each (scripts/test-both-halves.sh).
 test: $(STAMP) test-tools lint typecheck openapi-check clients-check

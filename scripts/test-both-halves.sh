@@ -17,7 +17,8 @@ trap 'rm -rf "$temp"' EXIT
 others=$!
 
 echo "== tests that run Spark ($SPARK_KINDS); the others run beside them (printed after)"
-"$PY" -m pytest -q -m "$SPARK_KINDS" --basetemp "$temp/spark" "$@"
+# --durations: the CI log says which Spark tests take the time (the 30-minute budget).
+"$PY" -m pytest -q -m "$SPARK_KINDS" --basetemp "$temp/spark" --durations=25 "$@"
 spark_status=$?
 
 wait "$others"

@@ -115,6 +115,9 @@ def test_a_postgresql_sink_is_exactly_once_across_crash_snapshot_update_and_drai
         lineages = conn.execute(
             "select count(distinct query_id) from windowed_counts_batches"
         ).fetchone()
+        ledger = conn.execute(
+            "select query_id, batch_id, rows from windowed_counts_batches order by written_at"
+        ).fetchall()
         unledgered = conn.execute(
             "select count(*) from windowed_counts w where not exists (select 1 from "
             "windowed_counts_batches b where (b.query_id, b.batch_id) = (w.query_id, w.batch_id))"
@@ -124,6 +127,8 @@ def test_a_postgresql_sink_is_exactly_once_across_crash_snapshot_update_and_drai
         (w.window_start_ms, w.key, w.count, round(w.sum or 0.0, 6))
         for w in expected_windowed_counts(root, "clicks", closed_only=False)
     ]
-    assert got == expected
+    # On a mismatch, the ledger says which batch of which query wrote what (a missing window
+    # is either never emitted or its batch was skipped as written before).
+    assert got == expected, {"missing": sorted(set(expected) - set(got)), "ledger": ledger}
     assert lineages == (2,)  # the checkpoint's query id kept across crash and snapshot update
     assert unledgered == (0,)

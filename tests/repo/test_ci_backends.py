@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.sources import parsed_test_modules
+
 TESTS = Path(__file__).resolve().parents[1]
 SUPPORT = TESTS / "support"
 
@@ -26,8 +28,8 @@ def _ci_backend() -> dict[str, str]:
 def _scenarios() -> set[str]:
     """Test functions that take the ``target`` fixture: the two-backend scenarios."""
     out = set()
-    for path in TESTS.glob("*/test_*.py"):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for _, module in parsed_test_modules():
+        for node in module.body:
             if (
                 isinstance(node, ast.FunctionDef)
                 and node.name.startswith("test_")

@@ -1,12 +1,14 @@
 """Tests live by domain, as app/ does, and the kind of a test is a marker (docs/architecture.md,
 "Tests"): a folder of tests/ is a domain, tests/support holds no test, and a test module that
-asks for real Spark says so with its marker, so that ``-m "not e2e and not spark"`` is the
-fast set it claims to be."""
+asks for real Spark says so with its marker, so that ``-m "not (e2e or spark or chaos)"``
+is the fast set it claims to be."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from tests.support.sources import parsed_test_modules
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
@@ -33,10 +35,6 @@ def _domains() -> set[str]:
     """app/'s folders and modules (app/cli.py is the domain of tests/cli)."""
     app = ROOT / "app"
     return {p.stem for p in app.iterdir() if (p / "__init__.py").exists() or p.suffix == ".py"}
-
-
-def _test_modules() -> list[Path]:
-    return sorted(p for p in TESTS.glob("*/test_*.py") if p.parent.name != "support")
 
 
 def _marks(items: list[ast.expr]) -> set[str]:
@@ -98,8 +96,8 @@ def test_support_holds_no_test() -> None:
 def test_a_test_that_needs_spark_carries_its_marker() -> None:
     unmarked = [
         f"{path.relative_to(ROOT)}::{name}"
-        for path in _test_modules()
-        for name in _unmarked(ast.parse(path.read_text(encoding="utf-8")))
+        for path, module in parsed_test_modules()
+        for name in _unmarked(module)
     ]
     assert not unmarked, unmarked
 
