@@ -305,6 +305,29 @@ def test_a_hot_spare_of_a_stateful_run_waits_for_its_first_commit(
     assert run.spare_attempt == 1 and DRY_RUN_DIR_CONF in fake.apps[spare].spec.conf
 
 
+def test_after_a_takeover_the_next_spare_waits_for_the_new_attempts_first_commit(
+    ctx: WorkerContext, fake: FakeBackend
+) -> None:
+    """Not for any commit: the checkpoint holds the crashed attempt's, and a spare started at
+    once would start its JVM beside the recovering driver's first batch."""
+    job_id = make_job(ctx, {"min_backoff": "1h", "max_backoff": "1h"})
+    with transaction(ctx.factory) as session:
+        version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
+        version.queries = [{"name": "q", "sources": [], "stateful_operators": [{"kind": "x"}]}]
+    run_id = _running(ctx, job_id, hot_spare=True)
+    live = FakeCheckpoint(ctx.settings.resolved_checkpoint_root / "job" / str(run_id) / "q")
+    live.batch()
+    run = _passes(ctx, run_id)
+    (spare,) = _spares(fake)
+    fake.apps[run.backend_id].state = AppState.FAILED  # type: ignore[index]  # SIGKILL
+    run = _passes(ctx, run_id)
+    assert run.state == states.RUNNING and run.attempt == 1 and run.backend_id == spare
+    assert run.spare_attempt is None and _spares(fake) == [spare]  # the old commit is not enough
+    live.batch()  # the new attempt's first commit
+    run = _passes(ctx, run_id)
+    assert run.spare_attempt == 2 and len(_spares(fake)) == 2
+
+
 def test_a_hot_spare_waits_no_longer_than_its_bound(ctx: WorkerContext, fake: FakeBackend) -> None:
     job_id = make_job(ctx)
     with transaction(ctx.factory) as session:

@@ -32,7 +32,7 @@ from app.snapshots.errors import SnapshotFailed
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.dry_run import driver, scratch_copy
-from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoint import latest_commit_time
 
 log = logging.getLogger(__name__)
 
@@ -125,17 +125,23 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
 
 
 def _state_to_come(ctx: WorkerContext, run: Run) -> bool:
-    """A hot spare of a run that holds state waits for the run's first committed batch (at most
-    ``DRY_RUN_WAIT`` after it started running), so that it has state to dry-run on. A spare
-    an operation asked for never waits."""
+    """A hot spare of a run that holds state waits for the first batch its current attempt
+    commits (at most ``DRY_RUN_WAIT`` after it started running), so that it has state to
+    dry-run on. Not any commit: after a crash the checkpoint already holds the earlier
+    attempt's, and a spare started then would start its JVM beside the recovering driver's
+    first batch, its slowest, and make it slower still. A spare an operation asked for never
+    waits."""
     if run.spare_requested or run.running_since is None:
         return False
     if utcnow() - run.running_since > DRY_RUN_WAIT:
         return False
     stateful = [q for q in run.version.queries if q.get("stateful_operators")]
     root = ctx.settings.resolved_checkpoint_root
+    since = run.running_since.timestamp()
     return bool(stateful) and not any(
-        latest_commit_batch(checkpoint_path(root, run.job.name, run.id, q)) is not None
+        (committed := latest_commit_time(checkpoint_path(root, run.job.name, run.id, q)))
+        is not None
+        and committed >= since
         for q in stateful
     )
 

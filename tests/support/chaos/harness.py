@@ -328,12 +328,18 @@ class Chaos:
             for n, (a, spare) in zip(adopted, attempts, strict=True)
             if spare and a > run["attempt"]
         }
-        live = [b["name"] for b in batches if b["state"] not in RUNNER_ENDED]
-        assert set(live) <= {current} | waiting, (live, run["state"])
+        # An attempt stopped by tidegate ends on its driver's fence (queries and Spark session
+        # stopped), before that process exits: a restart's spare takes over at once, and the
+        # fenced process exits by itself, or the worker kills it after
+        # TIDEGATE_FENCED_EXIT_SECONDS (20 s in the test stacks). So an earlier attempt may
+        # still be live for that long, never longer.
+        wait_until(
+            lambda: [b["name"] for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED],
+            lambda names: set(names) <= {current} | waiting,
+            60,
+            what=f"only {current} (and a waiting spare) live, the run {run['state']}",
+        )
         if run["state"] in ("stopped", "cancelled", "failed", "succeeded"):
-            # A run stopped by tidegate ends on its driver's fence (queries and Spark session
-            # stopped), before that process exits: it exits by itself, or the worker kills it
-            # after TIDEGATE_FENCED_EXIT_SECONDS (20 s in the test stacks).
             wait_until(
                 lambda: [b["name"] for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED],
                 lambda still: not still,
