@@ -1,14 +1,22 @@
 """The windowed counts of ``windowed_counts.py``, written to PostgreSQL exactly once.
 
-A sink that is not a file is exactly-once only if writing a batch twice changes nothing: a
-batch Spark runs again (after a crash, a failed query, a restore) carries the same batch id
-and the same rows. ``foreachBatch`` here writes each batch's rows and records the batch in a
-ledger **in one transaction**; a batch already in the ledger is skipped. The ledger key is
-the query's id (kept in its checkpoint, so it survives a restart and a restore from a
-snapshot) and the batch id; a query started fresh (an update by drain) has a new id and
-counts its batches from 0 again. A restore that gives the query a new id (tidegate does for a
-renamed query, or one of two resumed from the same source) starts a new ledger: a batch the
-old query wrote but did not commit would then be written again.
+A sink that is not a file is exactly-once only if writing a batch again leaves the table as
+if it had been written once. ``foreachBatch`` here writes each batch's rows **in one
+transaction** with its row in a ledger, and its rows *replace* whatever that batch wrote
+before (both keyed by the query's id, kept in its checkpoint, and the batch id):
+
+* a batch Spark runs again (after a crash or a failed query) writes the same rows again;
+* a batch the old driver wrote but never committed, then planned again after a restore from a
+  snapshot (which holds the last *committed* batch), may cover more records than the first
+  time, and so emit more or different windows: its new rows are the ones the new run's state
+  goes on from. Skipping it because its id is in the ledger would lose them (a window
+  emitted in append mode is never emitted again); adding them would count the first rows
+  twice. A reader of the table may see that batch's first rows replaced.
+
+A query started fresh (an update by drain) has a new id and counts its batches from 0 again. A
+restore that gives the query a new id (tidegate does for a renamed query, or one of two
+resumed from the same source) starts a new ledger: a batch the old query wrote but did not
+commit is then not replaced but written again.
 
 The rows go through the driver (``collect``): fine for aggregates of a few thousand rows a
 batch; a wider sink would write from the executors into a staging table keyed by batch id
@@ -56,10 +64,12 @@ create table if not exists {} (
     written_at timestamptz not null default now(),
     primary key (query_id, batch_id)
 )"""
+ROWS_INDEX = "create index if not exists {} on {} (query_id, batch_id)"
 
 
 class ExactlyOnceTable:
-    """A ``foreachBatch`` function writing each batch once, whatever Spark runs again."""
+    """A ``foreachBatch`` function after which the table holds each batch's rows once,
+    whatever Spark runs again or plans anew."""
 
     def __init__(self, dsn: str, table: str, *, create: bool = True) -> None:
         self.dsn, self.table = dsn, table
@@ -69,6 +79,11 @@ class ExactlyOnceTable:
             return
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(sql.SQL(ROWS_TABLE).format(sql.Identifier(table)))
+            conn.execute(
+                sql.SQL(ROWS_INDEX).format(
+                    sql.Identifier(f"{table}_by_batch"), sql.Identifier(table)
+                )
+            )
             conn.execute(sql.SQL(LEDGER_TABLE).format(sql.Identifier(f"{table}_batches")))
 
     def started(self, query_id: str) -> None:
@@ -81,16 +96,24 @@ class ExactlyOnceTable:
             (self._query_id, batch_id, r.window_start, r.window_end, r.key, r["count"], r["sum"])
             for r in batch.collect()
         ]
+        key = (self._query_id, batch_id)
         with psycopg.connect(self.dsn) as conn, conn.transaction():
-            claimed = conn.execute(
+            # The ledger row first: it locks the batch, so two writers of one batch would take
+            # turns rather than both delete, then both add.
+            conn.execute(
                 sql.SQL(
                     "insert into {} (query_id, batch_id, rows) values (%s, %s, %s) "
-                    "on conflict do nothing returning batch_id"
+                    "on conflict (query_id, batch_id) "
+                    "do update set rows = excluded.rows, written_at = now()"
                 ).format(sql.Identifier(f"{self.table}_batches")),
-                (self._query_id, batch_id, len(rows)),
-            ).fetchone()
-            if claimed is None:
-                return  # written before: this is Spark running the batch again
+                (*key, len(rows)),
+            )
+            conn.execute(
+                sql.SQL("delete from {} where query_id = %s and batch_id = %s").format(
+                    sql.Identifier(self.table)
+                ),
+                key,
+            )
             with conn.cursor() as cur:
                 cur.executemany(
                     sql.SQL(

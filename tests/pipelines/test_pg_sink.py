@@ -7,8 +7,6 @@ ground truth: no batch lost, none written twice."""
 from __future__ import annotations
 
 import signal
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +26,6 @@ pytestmark = pytest.mark.e2e
 
 T0 = 1_767_225_600_000
 POLICY = {"min_backoff": "1s", "max_backoff": "30s", "stable_period": "10m"}
-
-
-@pytest.fixture
-def sink_dsn() -> Iterator[str]:
-    name = f"tidegate_sink_{uuid.uuid4().hex[:8]}"
-    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'drop database if exists "{name}" with (force)')
 
 
 def _caught_up(stack: Stack, job: str, root: Path) -> bool:
