@@ -2,16 +2,21 @@
 
 A sink that is not a file is exactly-once only if writing a batch again leaves the table as
 if it had been written once. ``foreachBatch`` here writes each batch's rows **in one
-transaction** with its row in a ledger, and its rows *replace* whatever that batch wrote
-before (both keyed by the query's id, kept in its checkpoint, and the batch id):
+transaction** with its row in a ledger, both keyed by the query's id (kept in its checkpoint)
+and the batch id, and batch N *replaces* whatever batches N and later wrote before. Spark runs
+a query's batches in order, so when it runs batch N, anything written for N or later is from a
+run of it that did not commit, or from a timeline the checkpoint no longer holds:
 
 * a batch Spark runs again (after a crash or a failed query) writes the same rows again;
-* a batch the old driver wrote but never committed, then planned again after a restore from a
-  snapshot (which holds the last *committed* batch), may cover more records than the first
-  time, and so emit more or different windows: its new rows are the ones the new run's state
-  goes on from. Skipping it because its id is in the ledger would lose them (a window
-  emitted in append mode is never emitted again); adding them would count the first rows
-  twice. A reader of the table may see that batch's first rows replaced.
+* a batch written but never committed, then planned again (after a restore from a snapshot,
+  which holds the last *committed* batch, or a startpoint's rewrite of the offsets) may cover
+  more or fewer records than the first time: records between the previous batch's watermark
+  and its own can change the windows it closes. Its new rows are the ones the new run's state
+  goes on from; skipping it because its id is in the ledger would lose them (a window is
+  emitted once in append mode), adding them would count the first rows twice. A reader of the
+  table may see that batch's first rows replaced;
+* a restore from an older snapshot (batch K of a query that went on to N) runs batches K+1 to
+  N again over other boundaries: the first of them removes what the abandoned ones wrote.
 
 A query started fresh (an update by drain) has a new id and counts its batches from 0 again. A
 restore that gives the query a new id (tidegate does for a renamed query, or one of two
@@ -97,29 +102,31 @@ class ExactlyOnceTable:
             for r in batch.collect()
         ]
         key = (self._query_id, batch_id)
+        table, ledger = sql.Identifier(self.table), sql.Identifier(f"{self.table}_batches")
         with psycopg.connect(self.dsn) as conn, conn.transaction():
             # The ledger row first: it locks the batch, so two writers of one batch would take
-            # turns rather than both delete, then both add.
+            # turns (under PostgreSQL's default isolation, read committed) rather than both
+            # delete, then both add.
             conn.execute(
                 sql.SQL(
                     "insert into {} (query_id, batch_id, rows) values (%s, %s, %s) "
                     "on conflict (query_id, batch_id) "
                     "do update set rows = excluded.rows, written_at = now()"
-                ).format(sql.Identifier(f"{self.table}_batches")),
+                ).format(ledger),
                 (*key, len(rows)),
             )
             conn.execute(
-                sql.SQL("delete from {} where query_id = %s and batch_id = %s").format(
-                    sql.Identifier(self.table)
-                ),
-                key,
+                sql.SQL("delete from {} where query_id = %s and batch_id > %s").format(ledger), key
+            )
+            conn.execute(
+                sql.SQL("delete from {} where query_id = %s and batch_id >= %s").format(table), key
             )
             with conn.cursor() as cur:
                 cur.executemany(
                     sql.SQL(
                         "insert into {} (query_id, batch_id, window_start, window_end, key, "
                         "count, sum) values (%s, %s, %s, %s, %s, %s, %s)"
-                    ).format(sql.Identifier(self.table)),
+                    ).format(table),
                     rows,
                 )
 

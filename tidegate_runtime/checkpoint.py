@@ -100,19 +100,6 @@ def latest_commit_batch(
     return batches[-1]
 
 
-def latest_commit_time(checkpoint: str | os.PathLike[str] | None) -> float | None:
-    """When the latest committed batch's ``commits/N`` was written (epoch seconds), or None
-    when nothing is committed: the batch number alone cannot say whether it was committed by
-    the attempt running now or by one before it."""
-    committed = latest_commit_batch(checkpoint)
-    if checkpoint is None or committed is None:
-        return None
-    try:
-        return (_local(checkpoint) / "commits" / str(committed)).stat().st_mtime
-    except FileNotFoundError:  # removed by Spark's retention since it was listed
-        return None
-
-
 def uncommitted_batches(checkpoint: str | os.PathLike[str]) -> list[int]:
     """Planned batches after the latest commit: Spark re-runs them on restart."""
     committed = latest_commit_batch(checkpoint)

@@ -17,14 +17,16 @@ until it is adopted, which happens only after the previous attempt's driver is g
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.auth.service import revoke_spare_token
 from app.core import run_states as states
 from app.core.db import utcnow
-from app.runs.models import Run
+from app.runs.models import QueryProgress, Run
 from app.runs.service import notify_standby
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,25 @@ log = logging.getLogger(__name__)
 # A spare whose driver died is not submitted again before this (a crash loop costs a
 # driver start each time, and says so in spare_error).
 RETRY_AFTER = timedelta(seconds=60)
+
+
+def attempt_has_run(session: Session, run: Run, queries: Iterable[str]) -> bool:
+    """Has the run's current attempt said, since it started running, that one of ``queries``
+    committed a batch or idles for want of input? The runtime's own word, recorded by the
+    control plane's clock: a checkpoint's files cannot say which attempt wrote them (a rewind
+    rewrites an old commit, a remote filesystem has its own clock)."""
+    since = run.running_since
+    if since is None:
+        return False
+    names = list(queries)
+    batch_at = session.scalar(
+        select(func.max(QueryProgress.at)).where(
+            QueryProgress.run_id == run.id, QueryProgress.query.in_(names)
+        )
+    )
+    idle_at = [((run.progress or {}).get(name) or {}).get("idle_at") for name in names]
+    seen = [batch_at, *(datetime.fromisoformat(at) for at in idle_at if at)]
+    return any(at is not None and at >= since for at in seen)
 
 
 def wanted(run: Run) -> bool:

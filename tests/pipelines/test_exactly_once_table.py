@@ -77,6 +77,28 @@ def test_a_batch_planned_anew_after_a_restore_replaces_what_it_wrote_first(
     assert _ledger(sink_dsn) == [("q-1", 0, 1), ("q-1", 1, 2)]
 
 
+def test_a_restore_from_an_older_snapshot_removes_what_the_abandoned_batches_wrote(
+    sink_dsn: str,
+) -> None:
+    """The old run went on to batch 3; the new one resumes from the snapshot of batch 1 and
+    runs batch 2 over other boundaries (it catches up): batch 3 as written belongs to a
+    timeline the checkpoint no longer holds."""
+    old = ExactlyOnceTable(sink_dsn, "windowed_counts")
+    old.started("q-1")
+    for batch_id in range(4):
+        old(Batch((batch_id, "a", 1)), batch_id)  # type: ignore[arg-type]
+    new = ExactlyOnceTable(sink_dsn, "windowed_counts")
+    new.started("q-1")
+    new(Batch((2, "a", 1), (3, "a", 2)), 2)  # type: ignore[arg-type]
+    assert _table(sink_dsn) == [
+        ("q-1", 0, 0, "a", 1),
+        ("q-1", 1, 1, "a", 1),
+        ("q-1", 2, 2, "a", 1),
+        ("q-1", 2, 3, "a", 2),
+    ]
+    assert _ledger(sink_dsn) == [("q-1", 0, 1), ("q-1", 1, 1), ("q-1", 2, 2)]
+
+
 def test_a_query_with_a_new_id_keeps_its_own_ledger(sink_dsn: str) -> None:
     """An update by drain starts the query fresh: its batch 0 is not the old query's."""
     sink = ExactlyOnceTable(sink_dsn, "windowed_counts")

@@ -19,6 +19,7 @@ from app.core.db import transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.runs import spares
 from app.runs.models import Run, RunTransition
+from app.runs.schemas import ProgressReport
 from app.worker.core.context import WorkerContext
 from app.worker.reconcile.run import reconcile_run
 from app.worker.reconcile.spare import DRY_RUN_WAIT
@@ -51,6 +52,14 @@ def _passes(ctx: WorkerContext, run_id: int, n: int = 3) -> Run:
     for _ in range(n):
         reconcile_run(ctx, run_id)
     return _run(ctx, run_id)
+
+
+def _reports(ctx: WorkerContext, run_id: int, batch_id: int, *, idle: bool = False) -> None:
+    """What the run's runtime posts: query q committed ``batch_id``, or idles after it."""
+    with transaction(ctx.factory) as session:
+        channel.record_progress(
+            session, run_id, ProgressReport(query="q", batch_id=batch_id, idle=idle)
+        )
 
 
 def _spares(fake: FakeBackend) -> list[str]:
@@ -300,16 +309,19 @@ def test_a_hot_spare_of_a_stateful_run_waits_for_its_first_commit(
     assert _passes(ctx, run_id).spare_attempt is None and _spares(fake) == []
     live = FakeCheckpoint(ctx.settings.resolved_checkpoint_root / "job" / str(run_id) / "q")
     live.batch()
+    _reports(ctx, run_id, 0)
     run = _passes(ctx, run_id)
     (spare,) = _spares(fake)
     assert run.spare_attempt == 1 and DRY_RUN_DIR_CONF in fake.apps[spare].spec.conf
 
 
-def test_after_a_takeover_the_next_spare_waits_for_the_new_attempts_first_commit(
-    ctx: WorkerContext, fake: FakeBackend
+@pytest.mark.parametrize("first", ["batch", "idle"])
+def test_after_a_takeover_the_next_spare_waits_until_the_new_attempt_has_run(
+    ctx: WorkerContext, fake: FakeBackend, first: str
 ) -> None:
     """Not for any commit: the checkpoint holds the crashed attempt's, and a spare started at
-    once would start its JVM beside the recovering driver's first batch."""
+    once would start its JVM beside the recovering driver's first batch. The new attempt's
+    word that it committed a batch, or that it idles (nothing to recover), lets it start."""
     job_id = make_job(ctx, {"min_backoff": "1h", "max_backoff": "1h"})
     with transaction(ctx.factory) as session:
         version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
@@ -317,13 +329,18 @@ def test_after_a_takeover_the_next_spare_waits_for_the_new_attempts_first_commit
     run_id = _running(ctx, job_id, hot_spare=True)
     live = FakeCheckpoint(ctx.settings.resolved_checkpoint_root / "job" / str(run_id) / "q")
     live.batch()
+    _reports(ctx, run_id, 0)
     run = _passes(ctx, run_id)
     (spare,) = _spares(fake)
     fake.apps[run.backend_id].state = AppState.FAILED  # type: ignore[index]  # SIGKILL
     run = _passes(ctx, run_id)
     assert run.state == states.RUNNING and run.attempt == 1 and run.backend_id == spare
     assert run.spare_attempt is None and _spares(fake) == [spare]  # the old commit is not enough
-    live.batch()  # the new attempt's first commit
+    if first == "batch":
+        live.batch()
+        _reports(ctx, run_id, 1)
+    else:
+        _reports(ctx, run_id, 0, idle=True)
     run = _passes(ctx, run_id)
     assert run.spare_attempt == 2 and len(_spares(fake)) == 2
 

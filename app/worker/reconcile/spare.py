@@ -19,6 +19,8 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from app.auth.service import Scope, create_run_token, spare_token_name
 from app.backends.base import AppState, Backend, BackendError
 from app.core.db import transaction, utcnow
@@ -32,7 +34,7 @@ from app.snapshots.errors import SnapshotFailed
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.dry_run import driver, scratch_copy
-from tidegate_runtime.checkpoint import latest_commit_time
+from tidegate_runtime.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ def reconcile_spare(ctx: WorkerContext, run_id: int) -> None:
         run = session.get(Run, run_id)
         if run is None or (run.spare_attempt is None and not spares.due(run)):
             return  # the common case, decided without a lock
-        if run.spare_attempt is None and _state_to_come(ctx, run):
+        if run.spare_attempt is None and _state_to_come(ctx, session, run):
             return
         backend = ctx.backend(run.version.cluster)
     dropped: str | None = None
@@ -124,26 +126,26 @@ def _submit(ctx: WorkerContext, run_id: int, backend: Backend) -> None:
             _kill(backend, found, run_id)
 
 
-def _state_to_come(ctx: WorkerContext, run: Run) -> bool:
-    """A hot spare of a run that holds state waits for the first batch its current attempt
-    commits (at most ``DRY_RUN_WAIT`` after it started running), so that it has state to
-    dry-run on. Not any commit: after a crash the checkpoint already holds the earlier
-    attempt's, and a spare started then would start its JVM beside the recovering driver's
-    first batch, its slowest, and make it slower still. A spare an operation asked for never
-    waits."""
+def _state_to_come(ctx: WorkerContext, session: Session, run: Run) -> bool:
+    """A hot spare of a run that holds state waits until the checkpoint holds a committed
+    batch and the run's current attempt has run (a batch committed, or idle), at most
+    ``DRY_RUN_WAIT`` after it started running: so that it has state to dry-run on, and so
+    that after a crash its JVM does not start beside the recovering driver's first batch, its
+    slowest (the crashed attempt's commits are there already). A spare an operation asked
+    for never waits."""
     if run.spare_requested or run.running_since is None:
         return False
     if utcnow() - run.running_since > DRY_RUN_WAIT:
         return False
     stateful = [q for q in run.version.queries if q.get("stateful_operators")]
+    if not stateful:
+        return False
     root = ctx.settings.resolved_checkpoint_root
-    since = run.running_since.timestamp()
-    return bool(stateful) and not any(
-        (committed := latest_commit_time(checkpoint_path(root, run.job.name, run.id, q)))
-        is not None
-        and committed >= since
+    committed = any(
+        latest_commit_batch(checkpoint_path(root, run.job.name, run.id, q)) is not None
         for q in stateful
     )
+    return not (committed and spares.attempt_has_run(session, run, (q["name"] for q in stateful)))
 
 
 def _dry_run_copy(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] | None:

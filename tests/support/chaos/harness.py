@@ -309,6 +309,24 @@ class Chaos:
                 tags.append(args[args.index("--name") + 1])
         return tags
 
+    def _fenced_backend_id(self, run_id: int) -> str | None:
+        """The run's fenced earlier attempt yet to exit (not in the API: the worker's own)."""
+        with psycopg.connect(self.stack.database_url) as conn:
+            row = conn.execute(
+                "select fenced_backend_id from runs where id = %s", (run_id,)
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def _waiting(self, run_id: int) -> set[str]:
+        """Spares submitted for a later attempt than the run's current one (read afresh: a
+        hot spare may be submitted while a check waits)."""
+        attempt = self.stack.run(run_id)["attempt"]
+        return {
+            b["name"]
+            for b in self.batches(run_id)
+            if (tag := _attempt_of(b["name"]))[1] and tag[0] > attempt
+        }
+
     def assert_one_driver_per_attempt(self, run_id: int) -> dict[str, Any]:
         """Exactly one submission per attempt — its own, or the spare it adopted (named
         ``…-a<k>-spare<s>``, submitted ahead) — and only the current attempt may be alive,
@@ -323,21 +341,21 @@ class Chaos:
         plain = [a for a, spare in attempts if not spare]
         assert len(plain) == len(set(plain)), [b["name"] for b in batches]
         current = run["tag"]
-        waiting = {
-            n
-            for n, (a, spare) in zip(adopted, attempts, strict=True)
-            if spare and a > run["attempt"]
-        }
         # An attempt stopped by tidegate ends on its driver's fence (queries and Spark session
         # stopped), before that process exits: a restart's spare takes over at once, and the
         # fenced process exits by itself, or the worker kills it after
-        # TIDEGATE_FENCED_EXIT_SECONDS (20 s in the test stacks). So an earlier attempt may
-        # still be live for that long, never longer.
+        # TIDEGATE_FENCED_EXIT_SECONDS (20 s in the test stacks). So the earlier attempt the
+        # run records as fenced may still be live until then; no other may, at any moment.
+        fenced = self._fenced_backend_id(run_id)  # read first: cleared only once it ended
+        live = [b for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED]
+        allowed = {current} | self._waiting(run_id)  # read after: a spare just submitted
+        intruders = [b["name"] for b in live if b["name"] not in allowed and str(b["id"]) != fenced]
+        assert not intruders, (intruders, current, run["state"])
         wait_until(
             lambda: [b["name"] for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED],
-            lambda names: set(names) <= {current} | waiting,
+            lambda names: set(names) <= {current} | self._waiting(run_id),
             60,
-            what=f"only {current} (and a waiting spare) live, the run {run['state']}",
+            what=f"the fenced driver {fenced} to exit",
         )
         if run["state"] in ("stopped", "cancelled", "failed", "succeeded"):
             wait_until(
@@ -346,9 +364,9 @@ class Chaos:
                 60,
             )
         drivers = wait_until(
-            lambda: self.drivers(run_id), lambda d: set(d) <= {current} | waiting, 30
+            lambda: self.drivers(run_id), lambda d: set(d) <= {current} | self._waiting(run_id), 30
         )
-        assert len(set(drivers) - waiting) <= 1, drivers
+        assert len(set(drivers) - self._waiting(run_id)) <= 1, drivers
         return run
 
 
