@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from app.devtools.spark_local import find_free_port
-from tests.support.e2e import processes_mentioning
+from tests.support.e2e import processes_mentioning, spark_submit_processes
 from tests.support.stack import ROOT, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -64,7 +64,19 @@ def _sleeper_driver(data: Path, runner_port: int, app: Path) -> list[psutil.Proc
         timeout=30,
     )
     assert r.status_code == 201, r.text
-    return wait_until(lambda: processes_mentioning(str(app)), lambda found: len(found) >= 1, 60)
+
+    def up() -> list[psutil.Process]:
+        # The driver's JVM and the app's Python it starts; not spark-submit's launcher or a
+        # shell forked on the way (they mention the app too, for the moment they live).
+        jvms = spark_submit_processes(str(app))
+        python = [
+            p
+            for p in processes_mentioning(str(app))
+            if Path((p.info["cmdline"] or [""])[0]).name.startswith("python")
+        ]
+        return jvms + python if jvms and python else []
+
+    return wait_until(up, bool, 60, what="the sleeper's driver JVM and its Python")
 
 
 def test_ctrl_c_stops_every_driver_in_order_and_the_terminal_stays_quiet(
