@@ -35,6 +35,8 @@ throughout. Each tidegate switch also prints when each step ended: where the sec
     python bench/statesize.py                       # 10 MB and 100 MB, 2 rounds (~30 min)
     python bench/statesize.py --sizes 10,100,1000 --reps 1 --flink-fill 240  # the curve (~90 min)
     python bench/statesize.py --sizes 10 --reps 1 --strategies bare,update-snapshot  # smoke
+    # 1 GB (~2 h): seeds built beside other work, rounds once /tmp/hold is removed
+    python bench/statesize.py --sizes 10,1000 --results statesize-1gb --hold-while /tmp/hold
 """
 
 from __future__ import annotations
@@ -467,6 +469,17 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep the work folder (drivers' logs, checkpoints)"
     )
+    parser.add_argument(
+        "--results",
+        default="statesize",
+        help="name of the figures' file (bench/results/NAME.json), written after every switch",
+    )
+    parser.add_argument(
+        "--hold-while",
+        metavar="FILE",
+        help="after building the seeds, wait while FILE exists: the seeds (not measured) can "
+        "be built beside other work, the rounds then run on a quiet machine",
+    )
     parser.add_argument("--seed-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed_child:
@@ -491,8 +504,13 @@ def main() -> None:
         seeds.append(seed)
         print(
             f"seed {mb} MB: {seed.events:,} event ids, {seed.state_bytes / 1e6:.1f} MB of state "
-            f"on disk, built in {time.monotonic() - t:.0f} s"
+            f"on disk, built in {time.monotonic() - t:.0f} s",
+            flush=True,
         )
+    if args.hold_while:
+        print(f"holding while {args.hold_while} exists", flush=True)
+        while Path(args.hold_while).exists():
+            time.sleep(5)
     stop_feed = threading.Event()
     feeder = threading.Thread(target=_feed, args=(log_root, seeds, stop_feed), daemon=True)
     feeder.start()
@@ -561,10 +579,13 @@ def main() -> None:
                                     f"  {seed.mb} MB round {rep + 1} {strategy}: FAILED "
                                     f"{str(exc)[:300]}"
                                 )
+                                _save(args.results, seeds, switches, failures, args.reps)
                                 continue
                             finally:
                                 _cleanup(ctx, cluster)
                             switches.setdefault(key, []).append(switch)
+                            # After every switch: a long run cut short keeps what it measured.
+                            _save(args.results, seeds, switches, failures, args.reps)
                             print(
                                 f"  {seed.mb} MB round {rep + 1} {strategy}: stood still "
                                 f"{switch.stood_still:.1f} s, request→commit "
@@ -575,6 +596,7 @@ def main() -> None:
         stop_feed.set()
         cluster.stop()
     _report(seeds, chosen, switches, failures, args.reps)
+    _save(args.results, seeds, switches, failures, args.reps)
     if args.keep:
         print(f"kept {tmp} (drivers' logs in spark/worker/driver-*/stderr)")
     else:
@@ -651,8 +673,17 @@ def _report(
                 print(f"  {median(seen):14,.0f}  {name}")
     for key, errors in failures.items():
         print(f"{key}: {len(errors)} of {reps} switches FAILED: {errors}")
+
+
+def _save(
+    name: str,
+    seeds: list[Seed],
+    switches: dict[tuple[int, str], list[Switch]],
+    failures: dict[tuple[int, str], list[str]],
+    reps: int,
+) -> None:
     save(
-        "statesize",
+        name,
         {
             "rounds": reps,
             "seeds": [
