@@ -48,6 +48,15 @@ def _running(ctx: WorkerContext, job_id: int, *, hot_spare: bool = False) -> int
     return op.run_id
 
 
+def _stateful_job(ctx: WorkerContext, policy: dict[str, object] | None = None) -> int:
+    """A job whose one query ``q`` holds state: its spares dry-run on a copy of it."""
+    job_id = make_job(ctx, policy)
+    with transaction(ctx.factory) as session:
+        version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
+        version.queries = [{"name": "q", "sources": [], "stateful_operators": [{"kind": "x"}]}]
+    return job_id
+
+
 def _passes(ctx: WorkerContext, run_id: int, n: int = 3) -> Run:
     for _ in range(n):
         reconcile_run(ctx, run_id)
@@ -301,10 +310,7 @@ def test_a_hot_spare_of_a_stateful_run_waits_for_its_first_commit(
     ctx: WorkerContext, fake: FakeBackend
 ) -> None:
     """So that it has state to dry-run on (at most DRY_RUN_WAIT after the run started)."""
-    job_id = make_job(ctx)
-    with transaction(ctx.factory) as session:
-        version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
-        version.queries = [{"name": "q", "sources": [], "stateful_operators": [{"kind": "x"}]}]
+    job_id = _stateful_job(ctx)
     run_id = _running(ctx, job_id, hot_spare=True)
     assert _passes(ctx, run_id).spare_attempt is None and _spares(fake) == []
     live = FakeCheckpoint(ctx.settings.resolved_checkpoint_root / "job" / str(run_id) / "q")
@@ -322,10 +328,7 @@ def test_after_a_takeover_the_next_spare_waits_until_the_new_attempt_has_run(
     """Not for any commit: the checkpoint holds the crashed attempt's, and a spare started at
     once would start its JVM beside the recovering driver's first batch. The new attempt's
     word that it committed a batch, or that it idles (nothing to recover), lets it start."""
-    job_id = make_job(ctx, {"min_backoff": "1h", "max_backoff": "1h"})
-    with transaction(ctx.factory) as session:
-        version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
-        version.queries = [{"name": "q", "sources": [], "stateful_operators": [{"kind": "x"}]}]
+    job_id = _stateful_job(ctx, {"min_backoff": "1h", "max_backoff": "1h"})
     run_id = _running(ctx, job_id, hot_spare=True)
     live = FakeCheckpoint(ctx.settings.resolved_checkpoint_root / "job" / str(run_id) / "q")
     live.batch()
@@ -346,10 +349,7 @@ def test_after_a_takeover_the_next_spare_waits_until_the_new_attempt_has_run(
 
 
 def test_a_hot_spare_waits_no_longer_than_its_bound(ctx: WorkerContext, fake: FakeBackend) -> None:
-    job_id = make_job(ctx)
-    with transaction(ctx.factory) as session:
-        version = session.scalars(select(JobVersion).where(JobVersion.job_id == job_id)).one()
-        version.queries = [{"name": "q", "sources": [], "stateful_operators": [{"kind": "x"}]}]
+    job_id = _stateful_job(ctx)
     run_id = _running(ctx, job_id, hot_spare=True)
     with transaction(ctx.factory) as session:
         run = session.get(Run, run_id)

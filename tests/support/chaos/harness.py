@@ -317,15 +317,17 @@ class Chaos:
             ).fetchone()
         return None if row is None else row[0]
 
-    def _waiting(self, run_id: int) -> set[str]:
-        """Spares submitted for a later attempt than the run's current one (read afresh: a
-        hot spare may be submitted while a check waits)."""
+    def _live(self, run_id: int) -> tuple[set[str], set[str]]:
+        """The run's drivers still alive, and its spares submitted for a later attempt than
+        its current one, from one read (afresh each call: a hot spare may be submitted while
+        a check waits)."""
         attempt = self.stack.run(run_id)["attempt"]
-        return {
-            b["name"]
-            for b in self.batches(run_id)
-            if (tag := _attempt_of(b["name"]))[1] and tag[0] > attempt
+        batches = self.batches(run_id)
+        live = {b["name"] for b in batches if b["state"] not in RUNNER_ENDED}
+        waiting = {
+            b["name"] for b in batches if (tag := _attempt_of(b["name"]))[1] and tag[0] > attempt
         }
+        return live, waiting
 
     def assert_one_driver_per_attempt(self, run_id: int) -> dict[str, Any]:
         """Exactly one submission per attempt — its own, or the spare it adopted (named
@@ -348,25 +350,23 @@ class Chaos:
         # run records as fenced may still be live until then; no other may, at any moment.
         fenced = self._fenced_backend_id(run_id)  # read first: cleared only once it ended
         live = [b for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED]
-        allowed = {current} | self._waiting(run_id)  # read after: a spare just submitted
+        allowed = {current} | self._live(run_id)[1]  # read after: a spare just submitted
         intruders = [b["name"] for b in live if b["name"] not in allowed and str(b["id"]) != fenced]
         assert not intruders, (intruders, current, run["state"])
         wait_until(
-            lambda: [b["name"] for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED],
-            lambda names: set(names) <= {current} | self._waiting(run_id),
+            lambda: self._live(run_id),
+            lambda seen: seen[0] <= {current} | seen[1],
             60,
             what=f"the fenced driver {fenced} to exit",
         )
         if run["state"] in ("stopped", "cancelled", "failed", "succeeded"):
-            wait_until(
-                lambda: [b["name"] for b in self.batches(run_id) if b["state"] not in RUNNER_ENDED],
-                lambda still: not still,
-                60,
-            )
+            wait_until(lambda: self._live(run_id)[0], lambda still: not still, 60)
         drivers = wait_until(
-            lambda: self.drivers(run_id), lambda d: set(d) <= {current} | self._waiting(run_id), 30
+            lambda: (self.drivers(run_id), self._live(run_id)[1]),
+            lambda seen: set(seen[0]) <= {current} | seen[1],
+            30,
         )
-        assert len(set(drivers) - self._waiting(run_id)) <= 1, drivers
+        assert len(set(drivers[0]) - drivers[1]) <= 1, drivers
         return run
 
 
