@@ -1,10 +1,16 @@
 """The order a drain finishes the queries of one job: a query's ``upstream`` (the queries
-whose output it reads) first. Standard library only: shared by the API and the runtime."""
+whose output it reads) first; and which state a drain's marker need not flush. Standard
+library only: shared by the API and the runtime."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+# Stateful operators (Spark's operatorName) whose state emits nothing when evicted: a drain
+# sends no marker to a query holding only these, which would evict every key before the stop
+# (minutes at gigabytes of ids) for no output.
+NOTHING_TO_FLUSH = frozenset({"dedupe", "dedupeWithinWatermark"})
 
 
 def drain_stages(queries: Iterable[Mapping[str, Any]]) -> list[list[str]]:

@@ -1,6 +1,8 @@
 """The runtime following its directives: stop at a batch boundary, or drain — stage by stage,
 upstream first; a query reading only eventlog sources drains natively (end offsets fixed, a
 marker that closes every window), any other is restarted with AvailableNow on its checkpoint.
+A stage whose queries hold no state with anything left to emit (stateless, or deduplication
+only) gets no marker: it stops once caught up, its state kept rather than evicted key by key.
 
 ``Drainer`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read alone:
 its own state is ``DrainState`` (the runtime's ``_drain_state``); the annotations below name what it
@@ -20,7 +22,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import startpoints as sp
-from tidegate_runtime.chain import drain_stages
+from tidegate_runtime.chain import NOTHING_TO_FLUSH, drain_stages
 from tidegate_runtime.channel_client import ControlClient, ControlPlaneRefused
 from tidegate_runtime.source import MARKER_PARTITION
 from tidegate_runtime.stopping import stop_at_batch_boundary
@@ -182,28 +184,51 @@ class Drainer:
                 done = self._drain_bounded(name) and done
         return done
 
+    def _needs_flush(self, name: str) -> bool:
+        """The query holds state that a marker must flush: windows, sessions, joins, anything
+        but deduplication (named by its checkpoint's operators, not by the declaration). No
+        operator on record yet, the declaration decides; an unreadable one needs the flush."""
+        checkpoint = self.checkpoint_for(name)
+        try:
+            operators = cp.state_operators(checkpoint) if checkpoint else []
+        except (OSError, ValueError, KeyError, cp.CheckpointError):
+            return True
+        if not operators:
+            return bool(self.declared[name].get("stateful"))
+        return any(op.operator_name not in NOTHING_TO_FLUSH for op in operators)
+
     def _drain_native(self, names: list[str], refs: list[tuple[str, int, str]]) -> bool:
-        if not self._drain_state.stage_marker:
-            if all(self._caught_up(q, i, src) for q, i, src in refs):
-                self._write_controls({src for _, _, src in refs}, marker=True)
-                self._drain_state.stage_marker = self._drain_state.marker = True
-                log.info("drain: %s caught up; marker sent to flush open windows", names)
-            return False
-        for name in names:
-            if name not in self._drain_state.marker_batches:
-                batch = self._marker_batch(name)
-                if batch is not None:
-                    self._drain_state.marker_batches[name] = batch
-        if any(name not in self._drain_state.marker_batches for name in names):
-            return False
-        # Stateful queries emit their last windows in the no-data batch after the marker.
-        for name in names:
-            latest = cp.latest_commit_batch(str(self.checkpoint_for(name)))
-            stateful = bool(self.declared[name].get("stateful"))
-            if stateful and (latest is None or latest <= self._drain_state.marker_batches[name]):
+        """Caught up to the end offsets, the stage stops at a batch boundary: at once when
+        none of its queries has state to flush, else once the marker has flushed it."""
+        state = self._drain_state
+        if not state.stage_marker:
+            if not all(self._caught_up(q, i, src) for q, i, src in refs):
                 return False
+            if any(self._needs_flush(name) for name in names):
+                self._write_controls({src for _, _, src in refs}, marker=True)
+                state.stage_marker = state.marker = True
+                log.info("drain: %s caught up; marker sent to flush open windows", names)
+                return False
+            log.info("drain: %s caught up; nothing to flush", names)
+        elif not self._flushed(names):
+            return False
         for name in names:
             stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
+        return True
+
+    def _flushed(self, names: list[str]) -> bool:
+        """Every query has read the marker and, if it holds state to flush, committed the
+        no-data batch after it, which emits its last windows."""
+        batches = self._drain_state.marker_batches
+        for name in names:
+            if name not in batches and (batch := self._marker_batch(name)) is not None:
+                batches[name] = batch
+        if any(name not in batches for name in names):
+            return False
+        for name in names:
+            latest = cp.latest_commit_batch(str(self.checkpoint_for(name)))
+            if self._needs_flush(name) and (latest is None or latest <= batches[name]):
+                return False
         return True
 
     def _drain_bounded(self, name: str) -> bool:

@@ -12,12 +12,14 @@ from typing import Any
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
 from app.operations.models import Operation
+from app.resume_points.compat import KIND_OPERATORS
 from app.runs import service as runs
 from app.runs.models import Run
 from app.runs.service import lock_run, transition
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
 from app.worker.reconcile.reconciler import wait_for_run
+from tidegate_runtime.chain import NOTHING_TO_FLUSH
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.
 RUNTIME_HELLO_SECONDS = 60.0
@@ -171,10 +173,19 @@ def restart_old_run(
     )
 
 
+def _drain_flushes(query: dict[str, Any]) -> bool:
+    """Declares state a drain's marker must flush: anything but deduplication (the runtime
+    decides from the operators Spark recorded; this estimate, from the declaration)."""
+    return any(
+        not KIND_OPERATORS.get(str(o.get("kind")), frozenset({"?"})) <= NOTHING_TO_FLUSH
+        for o in query.get("stateful_operators") or []
+    )
+
+
 def drain_backlog(run: Run) -> dict[str, Any]:
     """Per query: records left between its last progress and the drain's end, and the
-    micro-batches that still takes (the data, capped by maxRecordsPerBatch, then the marker
-    batch, then for a stateful query the batch that emits its last windows)."""
+    micro-batches that still takes (the data, capped by maxRecordsPerBatch, then for a query
+    with state to flush the marker's batch and the batch that emits its last windows)."""
     end = (run.drain or {}).get("end_offsets") or {}
     if (run.drain or {}).get("drained_at"):  # its runtime says all is done (progress may lag)
         end = {}
@@ -194,7 +205,7 @@ def drain_backlog(run: Run) -> dict[str, Any]:
             per_source[source["name"]] = left
             limit = int(source.get("options", {}).get("maxRecordsPerBatch") or 0)
             data_batches = max(data_batches, -(-left // limit) if limit else int(left > 0))
-        flush = 0 if not end else 1 + bool(query.get("stateful_operators"))
+        flush = 2 if end and _drain_flushes(query) else 0
         backlog[query["name"]] = {
             "records": sum(per_source.values()),
             "batches": data_batches + flush,
