@@ -582,24 +582,22 @@ def main() -> None:
                                     f"  {seed.mb} MB round {rep + 1} {strategy}: FAILED "
                                     f"{str(exc)[:300]}"
                                 )
-                                _save(args.results, seeds, switches, failures, args.reps)
-                                continue
+                            else:
+                                switches.setdefault(key, []).append(switch)
+                                print(
+                                    f"  {seed.mb} MB round {rep + 1} {strategy}: stood still "
+                                    f"{switch.stood_still:.1f} s, request→commit "
+                                    f"{switch.request_to_commit:.1f} s (load {switch.load:.1f})",
+                                    flush=True,
+                                )
                             finally:
                                 _cleanup(ctx, cluster)
-                            switches.setdefault(key, []).append(switch)
-                            # After every switch: a long run cut short keeps what it measured.
-                            _save(args.results, seeds, switches, failures, args.reps)
-                            print(
-                                f"  {seed.mb} MB round {rep + 1} {strategy}: stood still "
-                                f"{switch.stood_still:.1f} s, request→commit "
-                                f"{switch.request_to_commit:.1f} s (load {switch.load:.1f})",
-                                flush=True,
-                            )
+                                # After every switch: a long run cut short keeps what it measured.
+                                _save(args.results, seeds, switches, failures, args.reps)
     finally:
         stop_feed.set()
         cluster.stop()
     _report(seeds, chosen, switches, failures, args.reps)
-    _save(args.results, seeds, switches, failures, args.reps)
     if args.keep:
         print(f"kept {tmp} (drivers' logs in spark/worker/driver-*/stderr)")
     else:

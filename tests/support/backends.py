@@ -40,7 +40,7 @@ CI_BACKEND = {
     "test_a_killed_driver_is_restarted_with_the_output_exact": "standalone",
     "test_the_lifecycle_on_rocksdb_with_changelog_checkpointing": "standalone",
     "test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice": "runner",
-    "test_the_large_state_example_through_an_update_by_snapshot": "runner",
+    "test_the_large_state_example_through_an_update_by_snapshot_and_a_drain": "runner",
     "test_startpoints_end_to_end_keep_state": "runner",
 }
 
