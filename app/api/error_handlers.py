@@ -128,6 +128,15 @@ def install_error_handlers(app: FastAPI) -> None:
         # Constraint violations that slipped past validation are the client's conflict.
         sqlstate = getattr(exc.orig, "sqlstate", None) or ""
         if sqlstate.startswith("23"):
+            # Which constraint, for the operator (the client's message names none).
+            diag = getattr(exc.orig, "diag", None)
+            log.warning(
+                "constraint violated on %s %s: %s %s",
+                request.method,
+                request.url.path,
+                sqlstate,
+                getattr(diag, "constraint_name", None),
+            )
             return problem(409, "Conflict", "The change conflicts with existing data.")
         if sqlstate in _BUSY:
             return _busy(exc)
