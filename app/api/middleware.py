@@ -65,13 +65,22 @@ class RequestMiddleware:
         set_request_id(request_id)
         structlog.contextvars.bind_contextvars(request_id=request_id)
         start = time.perf_counter()
-        status_holder: dict[str, Any] = {"status": 500}
+        status_holder: dict[str, Any] = {"status": 500, "audited": False}
+
+        async def audit_if_refused() -> None:
+            # Before the response's last byte: a client (or a test emptying the store) that
+            # has its answer never races the refusal's audit row.
+            if not status_holder["audited"] and _refused_change(scope, status_holder["status"]):
+                status_holder["audited"] = True
+                await self._audit_failure(scope, status_holder["status"])
 
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                await audit_if_refused()
             await send(message)
 
         declared = headers.get("content-length")
@@ -127,14 +136,7 @@ class RequestMiddleware:
             elapsed * 1000,
             extra={"status": status},
         )
-        if (
-            status >= 400
-            and scope["method"] in MUTATING
-            and scope["path"].startswith("/api/")
-            and (scope.get("state") or {}).get("principal") is not None
-        ):
-            # Only authenticated callers: anyone can send 401s, and each would be a row.
-            await self._audit_failure(scope, status)
+        await audit_if_refused()  # an unhandled error sent no body through send_wrapper
         structlog.contextvars.unbind_contextvars("request_id")
 
     async def _authenticate_first(self, scope: Scope, headers: dict[str, str]) -> Any:
@@ -187,6 +189,17 @@ class RequestMiddleware:
                 repeats=app.state.refusals,
             )
         )
+
+
+def _refused_change(scope: Scope, status: int) -> bool:
+    """A change an authenticated caller asked for and did not get (anyone can send 401s, and
+    each would be a row)."""
+    return (
+        status >= 400
+        and scope["method"] in MUTATING
+        and scope["path"].startswith("/api/")
+        and (scope.get("state") or {}).get("principal") is not None
+    )
 
 
 def _title(status: int) -> str:

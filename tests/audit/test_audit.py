@@ -1,6 +1,13 @@
 from __future__ import annotations
 
+import httpx
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+
+from app.api.main import create_app
+from app.core.config import Settings
+from tests.conftest import ADMIN_TOKEN
+from tests.support.waiting import served
 
 
 def test_mutations_and_refusals_are_audited(client: TestClient, token_for) -> None:  # type: ignore[no-untyped-def]
@@ -95,3 +102,27 @@ def test_a_token_cannot_fill_the_audit_log_with_its_own_refusals(
     latest = client.get("/api/v1/events").json()["items"][0]
     assert latest["action"] == "job.create"
     assert latest["detail"]["repeats_not_recorded"] == 19
+
+
+def test_a_refusal_is_on_record_when_the_client_has_its_answer(
+    db: Engine, settings: Settings
+) -> None:
+    """Under a real server the response reaches the client before the app's call returns: the
+    refusal's audit row is written before the response's last byte, so a client (or a test
+    emptying the store next) never races it."""
+    settings.resolved_checkpoint_root.mkdir(parents=True, exist_ok=True)
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with (
+        served(create_app(settings, db), lifespan="off") as url,
+        httpx.Client(base_url=url, headers=headers, timeout=10) as http,
+        db.connect() as conn,
+    ):
+        for i in range(10):  # a name each: repeats of one kind are counted, not recorded
+            assert http.post("/api/v1/jobs", json={"name": f"dup-{i}"}).status_code == 201
+            assert http.post("/api/v1/jobs", json={"name": f"dup-{i}"}).status_code == 409
+            refused = conn.scalar(
+                text("select count(*) from audit_events where result = 'error' and job = :job"),
+                {"job": f"dup-{i}"},
+            )
+            conn.rollback()
+            assert refused == 1, f"the refusal of dup-{i} was not on record with its answer"
