@@ -67,7 +67,7 @@ class Run(Base):
     standby_ready_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     go_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A standby that runs its update's dry run before it waits ({"scratch", "check",
-    # "timeout"}: app/worker/standby/dry_run.py); None for any other run.
+    # "timeout"}: app/worker/standby/ready.py); None for any other run.
     standby_dry_run: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     # A spare (app/runs/spares.py): the run's next attempt, its driver submitted ahead and
     # waiting for go, so a restart (asked for, or after a crash) pays no start-up. spare_seq

@@ -16,6 +16,7 @@ from app.core.db import transaction
 from app.operations.models import Operation
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps
+from app.worker.core.version import read_target
 from app.worker.dry_run import attempts, driver, scratch_copy, verdict
 from tests.support.worker import FakeBackend, make_job
 from tidegate_runtime import dry_run as runtime_dryrun
@@ -155,7 +156,8 @@ def _old_run(fake: FakeBackend) -> str:
 
 def _dry_run(ctx: WorkerContext, op: Operation) -> Steps:
     steps = Steps(ctx, op.id)
-    attempts.dry_run(ctx, steps.load(), steps, 1, {"queries": []})
+    target = read_target(ctx, op.job_id, 1)
+    attempts.dry_run(ctx, steps.load(), steps, target, {"queries": []})
     return steps
 
 

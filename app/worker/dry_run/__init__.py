@@ -3,7 +3,7 @@ version's app run against a scratch copy of the state it would resume.
 tidegate_runtime/dry_run.py is the part that runs inside that driver. The room:
 ``attempts.py`` drives the steps below, ``scratch_copy.py`` makes the scratch copy, ``driver.py``
 submits and awaits a dry run's own driver, ``verdict.py`` reads what Spark said. A pre-warmed
-update runs the same dry run inside its standby's driver (app/worker/standby/dry_run.py).
+update runs the same dry run inside its standby's driver (app/worker/standby/ready.py).
 
 The declared checks (app/resume_points/compat.py) cannot see a change inside the app with the same
 declarations (``avg`` for ``sum``, a session window for a tumbling one, another grouping key).

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from app.core.plans import StoredPlan
-from app.jobs.models import Job, JobVersion
-from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.core.version import Target
 from app.worker.dry_run import driver, scratch_copy, verdict
 
 log = logging.getLogger(__name__)
@@ -26,7 +25,7 @@ def dry_run(
     ctx: WorkerContext,
     op: Operation,
     steps: Steps,
-    version_number: int,
+    target: Target,
     plan: StoredPlan,
     first_attempt: int = 1,
     positions: dict[str, dict[str, int]] | None = None,
@@ -40,27 +39,12 @@ def dry_run(
     if op.params.get("dry_run") is False:
         steps.run("dry_run", lambda: {"skipped": "dry_run: false in the request"})
         return
-    job_name, version = detached_version(ctx, op, version_number)
     # Each attempt is its own steps (the first with today's names); an attempt whose driver
     # failed for infrastructure reasons records that in its "dry_run" step and the next starts
     # from a fresh scratch copy.
     for attempt in range(first_attempt, verdict.ATTEMPTS + 1):
-        if _dry_run_attempt(
-            ctx, op, steps, version_number, version, job_name, plan, attempt, positions
-        ):
+        if _dry_run_attempt(ctx, op, steps, target, plan, attempt, positions):
             return
-
-
-def detached_version(
-    ctx: WorkerContext, op: Operation, version_number: int
-) -> tuple[str, JobVersion]:
-    """The operation's job name and ``version_number`` of it, readable after the session."""
-    with ctx.factory() as session:
-        job = session.get(Job, op.job_id)
-        assert job is not None
-        version = get_version(session, job.name, version_number)
-        session.expunge(version)
-        return job.name, version
 
 
 def dry_run_checks(prepared: dict[str, Any]) -> dict[str, int]:
@@ -85,19 +69,18 @@ def prepare_dry_run(
     ctx: WorkerContext,
     op: Operation,
     steps: Steps,
-    version: JobVersion,
-    job_name: str,
+    target: Target,
     plan: StoredPlan,
     attempt: int,
     positions: dict[str, dict[str, int]] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """The attempt's scratch copy (step ``dry_run_prepare``): its root and what it checks."""
-    scratch = scratch_copy.scratch_dir(ctx, job_name, op.id, attempt)
+    scratch = scratch_copy.scratch_dir(ctx, target.job_name, op.id, attempt)
 
     def prepare() -> dict[str, Any]:
         try:
             return scratch_copy.make_copy(
-                ctx, plan, job_name, list(version.queries), scratch, positions
+                ctx, plan, target.job_name, list(target.version.queries), scratch, positions
             )
         except SnapshotFailed as exc:
             raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
@@ -110,36 +93,36 @@ def _dry_run_attempt(
     ctx: WorkerContext,
     op: Operation,
     steps: Steps,
-    version_number: int,
-    version: JobVersion,
-    job_name: str,
+    target: Target,
     plan: StoredPlan,
     attempt: int,
     positions: dict[str, dict[str, int]] | None = None,
 ) -> bool:
     """One attempt's steps: True when the dry run passed (or had nothing to check), False when
     its driver failed for infrastructure reasons and another attempt follows."""
-    scratch, prepared = prepare_dry_run(ctx, op, steps, version, job_name, plan, attempt, positions)
+    scratch, prepared = prepare_dry_run(ctx, op, steps, target, plan, attempt, positions)
     check, trial = dry_run_checks(prepared), dry_run_trial(prepared)
     if not check and not trial:
         steps.run(_step("dry_run", attempt), lambda: {"skipped": NOTHING_TO_CHECK})
         return True
     steps.run(
         _step("dry_run_submit", attempt),
-        lambda: driver.submit(ctx, op.id, version, job_name, scratch, check, attempt, trial),
+        lambda: driver.submit(
+            ctx, op.id, target.version, target.job_name, scratch, check, attempt, trial
+        ),
     )
     submitted = detail(steps, _step("dry_run_submit", attempt))
 
     def outcome() -> dict[str, Any]:
         result = driver.await_outcome(
             ctx,
-            version,
+            target.version,
             str(submitted["backend_id"]),
             float(submitted["at"]),
             scratch,
             float(op.params.get("dry_run_timeout_seconds") or driver.DRY_RUN_TIMEOUT_SECONDS),
         )
-        return judge_dry_run(op, steps, version_number, prepared, result, attempt)
+        return judge_dry_run(op, steps, target.number, prepared, result, attempt)
 
     try:
         steps.run(_step("dry_run", attempt), outcome)

@@ -11,6 +11,7 @@ from app.operations.models import Operation
 from app.runs import service as runs
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import Steps, planned
+from app.worker.core.version import read_target
 from app.worker.dry_run.attempts import dry_run
 from app.worker.runs.control import (
     await_started,
@@ -50,7 +51,7 @@ def do_submit(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
 
 
 def submit_from_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
-    version_number = int(op.params["version"])
+    target = read_target(ctx, op.job_id, int(op.params["version"]))
     snapshot = op.params.get("snapshot")
     steps.run(
         "plan",
@@ -58,13 +59,13 @@ def submit_from_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dic
             checked_plan(
                 ctx,
                 op,
-                version_number,
+                target,
                 f"snapshot '{snapshot}'" if snapshot else "the resume point",
             )
             or replan(
                 ctx,
                 op,
-                version_number,
+                target,
                 snapshot=snapshot,
                 snapshot_job=op.params.get("snapshot_job"),
                 resume_point=op.params.get("resume_point"),
@@ -73,6 +74,6 @@ def submit_from_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dic
     )
     plan = planned(steps, "plan")
     # Before the new run exists: nothing is running for this job (submit refuses otherwise).
-    dry_run(ctx, op, steps, version_number, plan)
-    started = start_planned(ctx, op, steps, plan, version_number)
+    dry_run(ctx, op, steps, target, plan)
+    started = start_planned(ctx, op, steps, plan, target)
     return {**started, "from": sources(plan)}

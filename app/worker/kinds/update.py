@@ -7,7 +7,7 @@ app/worker/kinds/update_fresh.py.
 The steps, in order (each recorded; a worker resuming the update skips what is done):
 
 1. ``dry_run_plan``, then the dry run (app/worker/dry_run/): pre-warmed, inside the standby's
-   driver, which is then ready and waits for go (app/worker/standby/dry_run.py; after an
+   driver, which is then ready and waits for go (app/worker/standby/ready.py; after an
    inconclusive one, ``cold_dry_run``: drivers of its own retry, then a second standby,
    ``standby_2``); otherwise dry-run drivers of their own, then (pre-warmed) the standby;
 2. the snapshot: ``pre_copy`` while the old run processes, ``request_stop`` …, ``export``
@@ -23,18 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from app.core import run_states as states
-from app.core.plans import StoredPlan
 from app.operations.models import Operation
-from app.resume_points.plan import bind_to_latest, bind_to_snapshot
 from app.runs.models import Run
 from app.snapshots.errors import SnapshotFailed
 from app.snapshots.export import mark_failed, snapshot_for_operation
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail, planned
+from app.worker.core.version import Target, read_target
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
 from app.worker.runs.control import (
@@ -42,24 +39,28 @@ from app.worker.runs.control import (
     restart_old_run,
     stop_for_rollback,
 )
-from app.worker.runs.plan import checked_plan, live_plan, replan, sources
+from app.worker.runs.plan import plan_from_run, plan_from_snapshot, replan, sources
 from app.worker.runs.start import start_planned
 from app.worker.runs.verify import verify, verify_bounds
-from app.worker.standby import dry_run as standby_dry_run
-from app.worker.standby import standby
+from app.worker.standby import ready, standby
 
 
 @dataclass(frozen=True)
 class Update:
-    """What every step of one update reads: the old run, the snapshot that will hold its
-    state, and the version to start."""
+    """What every step of one update reads, read once: the old run, the snapshot that will
+    hold its state, and the version to start."""
 
     op: Operation
     snapshot_id: int
     snapshot: str
     old_run_id: int
     old_version: int
-    new_version: int
+    target: Target
+    prewarm: bool
+
+    @property
+    def new_version(self) -> int:
+        return self.target.number
 
 
 def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
@@ -77,16 +78,20 @@ def update_by_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[
         mark_failed(ctx.factory, update.snapshot_id, str(exc))
         raise
     saved = _stop_with_snapshot(ctx, steps, update, standby_run)
+    target = update.target
     try:
-        steps.run("plan", lambda: _plan_from_snapshot(ctx, update))
+        steps.run(
+            "plan",
+            lambda: plan_from_snapshot(ctx, op, target, update.old_run_id, update.snapshot_id),
+        )
     except OperationFailed as exc:
         raise _rollback(ctx, steps, update, str(exc), standby_run) from None
     plan = planned(steps, "plan")
     try:
         started = (
-            standby.take_over(ctx, op, steps, plan, update.new_version, standby_run)
+            standby.take_over(ctx, op, steps, plan, target, standby_run)
             if standby_run is not None
-            else start_planned(ctx, op, steps, plan, update.new_version)
+            else start_planned(ctx, op, steps, plan, target)
         )
         steps.run("verify", lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)))
     except OperationFailed as exc:
@@ -106,8 +111,8 @@ def update_by_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[
 
 
 def _update(ctx: WorkerContext, op: Operation) -> Update:
-    """The snapshot this update saves (named when the operation was accepted) and the run it
-    stops."""
+    """The snapshot this update saves (named when the operation was accepted), the run it
+    stops and the version it starts."""
     try:
         snapshot_id = snapshot_for_operation(ctx.factory, op.id)
     except SnapshotFailed as exc:
@@ -115,14 +120,17 @@ def _update(ctx: WorkerContext, op: Operation) -> Update:
     with ctx.factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
         assert snapshot is not None and snapshot.run_id is not None
-        return Update(
-            op=op,
-            snapshot_id=snapshot_id,
-            snapshot=snapshot.name,
-            old_run_id=snapshot.run_id,
-            old_version=int(snapshot.version_number or 0),
-            new_version=int(op.params["version"]),
-        )
+        name, old_run_id = snapshot.name, snapshot.run_id
+        old_version = int(snapshot.version_number or 0)
+    return Update(
+        op=op,
+        snapshot_id=snapshot_id,
+        snapshot=name,
+        old_run_id=old_run_id,
+        old_version=old_version,
+        target=read_target(ctx, op.job_id, int(op.params["version"])),
+        prewarm=standby.wanted(op),
+    )
 
 
 def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | None:
@@ -133,26 +141,13 @@ def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | 
     The dry run works on a scratch copy of the running run's committed prefix (what a
     ``stop: false`` export would hold), not on the snapshot this update saves: saving it
     stops the run, and a refusal must leave the old run as it was."""
-    op = update.op
-    prewarm = standby.wanted(op)
     if steps.load().step_done("request_stop"):  # resumed after the stop: all of this is done
-        return standby.recorded(steps) if prewarm else None
-    steps.run(
-        "dry_run_plan",
-        lambda: (
-            checked_plan(
-                ctx,
-                op,
-                update.new_version,
-                f"the state of run {update.old_run_id}",
-                lambda _, stored: bind_to_latest(stored, update.old_run_id),
-            )
-            or live_plan(ctx, op, update.new_version, update.old_run_id)
-        ),
-    )
+        return standby.recorded(steps) if update.prewarm else None
+    op, target = update.op, update.target
+    steps.run("dry_run_plan", lambda: plan_from_run(ctx, op, target, update.old_run_id))
     plan = planned(steps, "dry_run_plan")
     # Pre-warmed, one driver start for both: the standby runs the dry run, then waits for go.
-    return standby_dry_run.dry_run_then_standby(ctx, op, steps, update.new_version, plan)
+    return ready.dry_run_then_standby(ctx, op, steps, target, plan)
 
 
 def _stop_with_snapshot(
@@ -189,29 +184,6 @@ def _stop_with_snapshot(
     return saved
 
 
-def _plan_from_snapshot(ctx: WorkerContext, update: Update) -> StoredPlan:
-    """The stored plan bound to the saved snapshot (the queries it holds a batch of)."""
-
-    def bind(session: Session, stored: StoredPlan) -> StoredPlan:
-        return bind_to_snapshot(
-            stored,
-            update.old_run_id,
-            update.snapshot,
-            _held_queries(session, update.snapshot_id),
-        )
-
-    return checked_plan(
-        ctx, update.op, update.new_version, f"snapshot '{update.snapshot}'", bind
-    ) or replan(ctx, update.op, update.new_version, snapshot=update.snapshot)
-
-
-def _held_queries(session: Session, snapshot_id: int) -> set[str]:
-    """The queries a saved snapshot holds a committed batch of."""
-    snapshot = session.get(Snapshot, snapshot_id)
-    assert snapshot is not None
-    return {q for q, info in (snapshot.queries or {}).items() if info.get("batch_id") is not None}
-
-
 def _rollback(
     ctx: WorkerContext, steps: Steps, update: Update, why: str, failed_run: int | None
 ) -> OperationFailed:
@@ -222,9 +194,10 @@ def _rollback(
     try:
         # The one plan the API never made (it planned the new version, not the way back): by
         # name, the old version from its own snapshot.
-        steps.run("rollback_plan", lambda: replan(ctx, update.op, old_version, snapshot=name))
+        back_to = read_target(ctx, update.op.job_id, old_version)
+        steps.run("rollback_plan", lambda: replan(ctx, update.op, back_to, snapshot=name))
         back = start_planned(
-            ctx, update.op, steps, planned(steps, "rollback_plan"), old_version, "rollback_"
+            ctx, update.op, steps, planned(steps, "rollback_plan"), back_to, "rollback_"
         )
     except OperationFailed as again:
         return OperationFailed(

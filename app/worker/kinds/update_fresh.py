@@ -14,13 +14,12 @@ from app.core import run_states as states
 from app.core.db import transaction
 from app.core.errors import TidegateError
 from app.core.paths import checkpoint_path
-from app.jobs.models import Job
-from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.startpoints import service as startpoints
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail, planned
+from app.worker.core.version import Target, read_target
 from app.worker.runs.control import (
     drain_run,
     new_run_of_a_failed_update,
@@ -31,8 +30,7 @@ from app.worker.runs.control import (
 from app.worker.runs.plan import fresh_plan
 from app.worker.runs.start import start_planned
 from app.worker.runs.verify import committed_batches, verify, verify_bounds
-from app.worker.standby import dry_run as standby_dry_run
-from app.worker.standby import standby
+from app.worker.standby import ready, standby
 from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
 
 
@@ -55,25 +53,26 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     steps.run("target", target)
     old_run_id = int(detail(steps, "target")["run_id"])
     old_version = int(detail(steps, "target")["version"])
-    new_version = int(op.params["version"])
-    standby_run = _trial_and_standby(ctx, op, steps, old_run_id, new_version)
+    new = read_target(ctx, op.job_id, int(op.params["version"]))
+    new_version = new.number
+    standby_run = _trial_and_standby(ctx, op, steps, old_run_id, new)
     try:
         end_offsets = _end_old_run(ctx, op, steps, strategy, old_run_id, old_version, new_version)
-        steps.run("hand_off", lambda: hand_off(ctx, op, new_version, end_offsets))
+        steps.run("hand_off", lambda: hand_off(ctx, op, new, end_offsets))
     except OperationFailed:
         standby.release(ctx, standby_run, "the old run did not end cleanly")
         raise
 
-    def start(version_number: int, prefix: str = "") -> dict[str, Any]:
+    def start(target: Target, prefix: str = "") -> dict[str, Any]:
         # The API stored the new version's fresh plan (nothing in it to re-validate: no
         # sources); the way back to the old version is planned here.
         stored = op.plan if not prefix and op.plan is not None else None
-        steps.run(f"{prefix}plan", lambda: stored or fresh_plan(ctx, op, version_number))
+        steps.run(f"{prefix}plan", lambda: stored or fresh_plan(target))
         plan = planned(steps, f"{prefix}plan")
         started = (
-            standby.take_over(ctx, op, steps, plan, version_number, standby_run)
+            standby.take_over(ctx, op, steps, plan, target, standby_run)
             if standby_run is not None and not prefix
-            else start_planned(ctx, op, steps, plan, version_number, prefix)
+            else start_planned(ctx, op, steps, plan, target, prefix)
         )
         steps.run(
             f"{prefix}verify",
@@ -82,7 +81,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
         return started
 
     try:
-        started = start(new_version)
+        started = start(new)
     except OperationFailed as exc:
         failed_run = new_run_of_a_failed_update(steps, standby_run)
         stop_for_rollback(ctx, steps, failed_run)
@@ -98,8 +97,9 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
                 {"rolled_back": False, "failed_run_id": failed_run, "end_offsets": end_offsets},
             ) from None
         try:
-            steps.run("rollback_hand_off", lambda: hand_off(ctx, op, old_version, end_offsets))
-            back = start(old_version, "rollback_")
+            back_to = read_target(ctx, op.job_id, old_version)
+            steps.run("rollback_hand_off", lambda: hand_off(ctx, op, back_to, end_offsets))
+            back = start(back_to, "rollback_")
         except OperationFailed as again:
             raise OperationFailed(
                 f"update to version {new_version} failed: {exc}; starting version {old_version} "
@@ -132,14 +132,14 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
 
 
 def _trial_and_standby(
-    ctx: WorkerContext, op: Operation, steps: Steps, old_run_id: int, new_version: int
+    ctx: WorkerContext, op: Operation, steps: Steps, old_run_id: int, new: Target
 ) -> int | None:
     """Before anything stops, the new version runs a trial batch on scratch checkpoints over
     the last records the old run committed (app/worker/dry_run/scratch_copy.py::plan_trial);
     pre-warmed, inside its standby, which then waits warm for go (its standby run id). A
     version whose code fails there is refused while the old run still processes."""
-    fresh, positions = fresh_plan(ctx, op, new_version), committed_positions(ctx, old_run_id)
-    return standby_dry_run.dry_run_then_standby(ctx, op, steps, new_version, fresh, positions)
+    positions = committed_positions(ctx, old_run_id)
+    return ready.dry_run_then_standby(ctx, op, steps, new, fresh_plan(new), positions)
 
 
 def _end_old_run(
@@ -172,17 +172,16 @@ def _end_old_run(
 
 
 def hand_off(
-    ctx: WorkerContext, op: Operation, version_number: int, end_offsets: dict[str, Any]
+    ctx: WorkerContext, op: Operation, target: Target, end_offsets: dict[str, Any]
 ) -> dict[str, Any]:
 
     how = op.params.get("strategy")
     actor = Principal(f"{op.created_by} (update, {how}, operation {op.id})", Scope.OPERATE)
     with transaction(ctx.factory) as session:
-        job = session.get(Job, op.job_id)
-        assert job is not None
-        version = get_version(session, job.name, version_number)
         try:
-            handed = startpoints.hand_off(session, job.name, version, end_offsets, actor)
+            handed = startpoints.hand_off(
+                session, target.job_name, target.row(session), end_offsets, actor
+            )
         except TidegateError as exc:
             raise OperationFailed(
                 f"the drained offsets could not be handed on: {exc.detail}"

@@ -12,20 +12,21 @@ from sqlalchemy.orm import Session
 from app.core.errors import TidegateError
 from app.core.plans import StoredPlan
 from app.jobs.models import Job
-from app.jobs.service import get_version
 from app.operations.models import Operation
 from app.resume_points import plan as resume_plan
 from app.resume_points import service as resume_points
 from app.resume_points.schemas import ResumePointModel
 from app.runs.models import Run
+from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed
+from app.worker.core.version import Target
 
 
 def checked_plan(
     ctx: WorkerContext,
     op: Operation,
-    version_number: int,
+    target: Target,
     what: str,
     bind: Callable[[Session, StoredPlan], StoredPlan] | None = None,
 ) -> StoredPlan | None:
@@ -36,14 +37,11 @@ def checked_plan(
     if op.plan is None:
         return None
     with ctx.factory() as session:
-        job = session.get(Job, op.job_id)
-        assert job is not None
         try:
-            version = get_version(session, job.name, version_number)
             stored = cast(StoredPlan, op.plan)
             if bind is not None:
                 stored = bind(session, stored)
-            plan = resume_points.revalidate(session, ctx.settings, version, stored)
+            plan = resume_points.revalidate(session, ctx.settings, target.version, stored)
             resume_points.require_compatible(plan, what)
         except TidegateError as exc:
             raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
@@ -53,7 +51,7 @@ def checked_plan(
 def replan(
     ctx: WorkerContext,
     op: Operation,
-    version_number: int,
+    target: Target,
     *,
     snapshot: str | None = None,
     snapshot_job: str | None = None,
@@ -66,12 +64,11 @@ def replan(
         job = session.get(Job, op.job_id)
         assert job is not None
         try:
-            version = get_version(session, job.name, version_number)
             plan = resume_points.plan_for_request(
                 session,
                 ctx.settings,
                 job,
-                version,
+                target.version,
                 snapshot=snapshot,
                 snapshot_job=snapshot_job,
                 resume_point=(
@@ -84,32 +81,52 @@ def replan(
         return plan.to_json()
 
 
-def live_plan(ctx: WorkerContext, op: Operation, version_number: int, run_id: int) -> StoredPlan:
-    """The plan by name from a run's live checkpoints (its latest committed batches), for an
-    update stored before plans were (checked_plan returns None)."""
-
+def plan_from_run(ctx: WorkerContext, op: Operation, target: Target, run_id: int) -> StoredPlan:
+    """An update's plan before the stop: the stored one bound to the run's latest committed
+    batches, or (an update stored before plans were) planned by name from its live
+    checkpoints."""
+    what = f"the state of run {run_id}"
+    checked = checked_plan(
+        ctx, op, target, what, lambda _, stored: resume_plan.bind_to_latest(stored, run_id)
+    )
+    if checked is not None:
+        return checked
     with ctx.factory() as session:
-        job = session.get(Job, op.job_id)
         run = session.get(Run, run_id)
-        assert job is not None and run is not None
+        assert run is not None
         try:
-            version = get_version(session, job.name, version_number)
-            plan = resume_points.plan_from_run(session, ctx.settings, version, run)
-            resume_points.require_compatible(plan, f"the state of run {run_id}")
+            plan = resume_points.plan_from_run(session, ctx.settings, target.version, run)
+            resume_points.require_compatible(plan, what)
         except TidegateError as exc:
             raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
         return plan.to_json()
 
 
-def fresh_plan(ctx: WorkerContext, op: Operation, version_number: int) -> StoredPlan:
-    """Every query of ``version_number`` starts with a new, empty checkpoint (the API's own
-    fresh plan, app/resume_points/plan.py::fresh, for a version it did not plan)."""
-
+def plan_from_snapshot(
+    ctx: WorkerContext, op: Operation, target: Target, run_id: int, snapshot_id: int
+) -> StoredPlan:
+    """An update's plan after the stop: the stored one bound to the snapshot that stopped run
+    ``run_id`` (the queries it holds a batch of), or planned by name from it."""
     with ctx.factory() as session:
-        job = session.get(Job, op.job_id)
-        assert job is not None
-        version = get_version(session, job.name, version_number)
-        return resume_plan.fresh(version_number, [q["name"] for q in version.queries])
+        snapshot = session.get(Snapshot, snapshot_id)
+        assert snapshot is not None
+        name = snapshot.name
+        held = {
+            q for q, info in (snapshot.queries or {}).items() if info.get("batch_id") is not None
+        }
+
+    def bind(session: Session, stored: StoredPlan) -> StoredPlan:
+        return resume_plan.bind_to_snapshot(stored, run_id, name, held)
+
+    return checked_plan(ctx, op, target, f"snapshot '{name}'", bind) or replan(
+        ctx, op, target, snapshot=name
+    )
+
+
+def fresh_plan(target: Target) -> StoredPlan:
+    """Every query of the version starts with a new, empty checkpoint (the API's own fresh
+    plan, app/resume_points/plan.py::fresh, for a version it did not plan)."""
+    return resume_plan.fresh(target.number, target.query_names)
 
 
 def sources(plan: StoredPlan) -> dict[str, Any]:

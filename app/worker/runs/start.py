@@ -11,8 +11,7 @@ from sqlalchemy import text
 
 from app.core.db import transaction
 from app.core.plans import StoredPlan
-from app.jobs.models import Job, JobVersion
-from app.jobs.service import get_version
+from app.jobs.models import Job
 from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
@@ -21,6 +20,7 @@ from app.snapshots import restore
 from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
+from app.worker.core.version import Target
 from app.worker.runs.control import await_started, await_submitted
 
 
@@ -29,10 +29,10 @@ def start_planned(
     op: Operation,
     steps: Steps,
     plan: StoredPlan,
-    version_number: int,
+    target: Target,
     prefix: str = "",
 ) -> dict[str, Any]:
-    """A new run of ``version_number`` on ``plan``, awaited until Spark runs it."""
+    """A new run of ``target`` on ``plan``, awaited until Spark runs it."""
 
     def reserve() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
@@ -41,34 +41,28 @@ def start_planned(
 
     steps.run(f"{prefix}reserve_run", reserve)
     run_id = int(detail(steps, f"{prefix}reserve_run")["run_id"])
-    materialise(ctx, op, steps, plan, version_number, run_id, prefix)
-    steps.run(
-        f"{prefix}create_run",
-        lambda: create_planned_run(ctx, op, run_id, version_number, plan),
-    )
+    materialise(ctx, steps, plan, target, run_id, prefix)
+    steps.run(f"{prefix}create_run", lambda: create_planned_run(ctx, op, run_id, target, plan))
     steps.run(f"{prefix}await_submitted", lambda: await_submitted(ctx, run_id, op))
     return started(ctx, op, run_id)
 
 
 def materialise(
     ctx: WorkerContext,
-    op: Operation,
     steps: Steps,
     plan: StoredPlan,
-    version_number: int,
+    target: Target,
     run_id: int,
     prefix: str = "",
 ) -> None:
     """The run's checkpoints, in place (step ``materialise``), from the plan's sources."""
 
     def restored() -> dict[str, Any]:
-        with ctx.factory() as session:
-            job = session.get(Job, op.job_id)
-            assert job is not None
-            job_name = job.name
-            queries = list(get_version(session, job_name, version_number).queries)
+        queries = list(target.version.queries)
         try:
-            done = restore.materialise(ctx.factory, ctx.settings, plan, job_name, run_id, queries)
+            done = restore.materialise(
+                ctx.factory, ctx.settings, plan, target.job_name, run_id, queries
+            )
         except SnapshotFailed as exc:
             raise OperationFailed(str(exc)) from None
         return {"run_id": run_id, "queries": done}
@@ -81,7 +75,7 @@ def started(ctx: WorkerContext, op: Operation, run_id: int) -> dict[str, Any]:
 
 
 def create_planned_run(
-    ctx: WorkerContext, op: Operation, run_id: int, version_number: int, plan: StoredPlan
+    ctx: WorkerContext, op: Operation, run_id: int, target: Target, plan: StoredPlan
 ) -> dict[str, Any]:
 
     with transaction(ctx.factory) as session:
@@ -89,8 +83,7 @@ def create_planned_run(
             return {"run_id": run_id}
         job = session.get(Job, op.job_id, with_for_update={"key_share": True})
         assert job is not None
-        version = session.query(JobVersion).filter_by(job_id=job.id, number=version_number).one()
-        runs.create_run(session, job, version, created_by=op.created_by, run_id=run_id)
+        runs.create_run(session, job, target.row(session), created_by=op.created_by, run_id=run_id)
         restore.record_uses(session, run_id, plan)
         op_state.move_to_run(session, op.id, run_id)
-        return {"run_id": run_id, "version": version_number}
+        return {"run_id": run_id, "version": target.number}

@@ -1,6 +1,7 @@
-"""The pre-warmed switch's steps: start the next run's driver as a *standby* while the run it
-replaces still processes, wait until it is ready (session built, Python started), and after
-the old run has ended and the new checkpoints are in place, say go.
+"""The pre-warmed switch after the stop: once the old run has ended and the new checkpoints are
+in place, the ready standby gets go (``take_over``); a standby whose go will not come is
+released. Getting it ready, before the stop, is app/worker/standby/ready.py. Also a
+restart's *spare* (the run's next attempt started ahead, ``prepare_spare``).
 
 Fencing: the standby's driver waits inside ``Runtime.from_spark`` before the job reaches its
 queries, so nothing touches a checkpoint before go; go is given only once the run it replaces
@@ -21,7 +22,6 @@ from app.core import run_states as states
 from app.core.db import transaction, utcnow
 from app.core.plans import StoredPlan
 from app.jobs.models import Job
-from app.jobs.service import get_version
 from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
@@ -30,12 +30,13 @@ from app.runs.models import Run
 from app.snapshots import restore
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
+from app.worker.core.version import Target
 from app.worker.reconcile.reconciler import pass_now, wait_for_run
 from app.worker.runs import start as cold_start
 
 log = logging.getLogger(__name__)
 
-# How long an update waits for its standby to be ready (queued drivers included).
+# How long an operation waits for its standby or spare to be ready (queued drivers included).
 READY_SECONDS = 600.0
 
 
@@ -43,101 +44,6 @@ def wanted(op: Operation) -> bool:
     """On unless the operation says ``prewarm: false`` (the API writes the job's setting on it
     when the request does not say)."""
     return op.params.get("prewarm") is not False
-
-
-def ready_standby(
-    ctx: WorkerContext, op: Operation, steps: Steps, version_number: int, suffix: str = ""
-) -> int:
-    """Create the standby run (the reconciler submits its driver) and wait until it is ready.
-    OperationFailed (the standby released) when its driver fails or is not ready in time:
-    nothing was stopped. ``suffix``: a second standby's steps (``standby_2``…), after a first
-    was released (app/worker/standby/dry_run.py)."""
-    run_id = start(ctx, op, steps, version_number, suffix=suffix)
-    await_ready(ctx, op, steps, run_id, version_number, suffix=suffix)
-    return run_id
-
-
-def start(
-    ctx: WorkerContext,
-    op: Operation,
-    steps: Steps,
-    version_number: int,
-    dry_run: dict[str, Any] | None = None,
-    suffix: str = "",
-) -> int:
-    """The standby run, in state standby: the reconciler submits its driver from here on.
-    ``dry_run``: its driver runs the update's dry run first (app/worker/standby/dry_run.py)."""
-
-    def new_run() -> dict[str, Any]:
-        with transaction(ctx.factory) as session:
-            job = session.get(Job, op.job_id, with_for_update={"key_share": True})
-            assert job is not None
-            version = get_version(session, job.name, version_number)
-            run = runs.create_standby(
-                session,
-                job,
-                version,
-                created_by=op.created_by,
-                operation_id=op.id,
-                dry_run=dry_run,
-            )
-            return {"run_id": run.id, "version": version_number, "dry_run": dry_run is not None}
-
-    steps.run(f"standby{suffix}", new_run)
-    return int(detail(steps, f"standby{suffix}")["run_id"])
-
-
-def await_ready(
-    ctx: WorkerContext,
-    op: Operation,
-    steps: Steps,
-    run_id: int,
-    version_number: int,
-    suffix: str = "",
-) -> None:
-    """Until the standby's runtime has called in; OperationFailed (released) otherwise."""
-    timeout = float(op.params.get("start_timeout_seconds") or READY_SECONDS)
-
-    def ready() -> dict[str, Any]:
-        def settled(run: Run) -> bool:
-            queued = run.state == states.STANDBY and run.standby_ready_at is None
-            set_result(
-                ctx,
-                op.id,
-                {
-                    "phase": "standby-starting" if queued else "standby",
-                    "standby_run_id": run.id,
-                    # PENDING: the cluster has no room for one more driver yet; the old run
-                    # processes on meanwhile.
-                    "standby_backend_state": run.observed_state,
-                },
-            )
-            return not queued
-
-        try:
-            run = wait_for_run(ctx, run_id, settled, timeout, "become a ready standby")
-        except OperationFailed as exc:
-            release(ctx, run_id, "not ready in time")
-            raise OperationFailed(
-                f"the pre-warmed driver of version {version_number} was not ready within "
-                f"{timeout:.0f}s ({exc}); nothing was stopped and it was released. Retry when "
-                "the cluster has room for one more driver, or with prewarm: false.",
-                {"standby_run_id": run_id},
-            ) from None
-        if run.state != states.STANDBY:
-            raise OperationFailed(
-                f"the pre-warmed driver of version {version_number} failed before go: "
-                f"{run.last_error or run.state}. Nothing was stopped; run {run_id} shows it.",
-                {"standby_run_id": run_id},
-            )
-        assert run.standby_ready_at is not None
-        return {
-            "run_id": run_id,
-            "ready_at": run.standby_ready_at.isoformat(),
-            "waited_seconds": round((run.standby_ready_at - run.created_at).total_seconds(), 3),
-        }
-
-    steps.run(f"standby_ready{suffix}", ready)
 
 
 def go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
@@ -268,14 +174,14 @@ def take_over(
     op: Operation,
     steps: Steps,
     plan: StoredPlan,
-    version_number: int,
+    target: Target,
     run_id: int,
 ) -> dict[str, Any]:
     """The ready standby becomes the job's run: its id is the run's (step ``reserve_run``), the
     plan's checkpoints are materialised into it, go, and its start awaited. The same steps as
     a cold start's (app/worker/runs/start.py), with go for the run's creation and submission."""
     steps.run("reserve_run", lambda: {"run_id": run_id, "standby": True})
-    cold_start.materialise(ctx, op, steps, plan, version_number, run_id)
+    cold_start.materialise(ctx, steps, plan, target, run_id)
     steps.run("go", lambda: go(ctx, op, run_id, plan))
     return cold_start.started(ctx, op, run_id)
 
