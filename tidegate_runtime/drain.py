@@ -2,7 +2,8 @@
 upstream first; a query reading only eventlog sources drains natively (end offsets fixed, a
 marker that closes every window), any other is restarted with AvailableNow on its checkpoint.
 A stage whose queries hold no state with anything left to emit (stateless, or deduplication
-only) gets no marker: it stops once caught up, its state kept rather than evicted key by key.
+only) gets no marker: it ends after the batch that reads up to the end offsets, its state kept
+rather than evicted key by key.
 
 ``Drainer`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read alone:
 its own state is ``DrainState`` (the runtime's ``_drain_state``); the annotations below name what it
@@ -198,23 +199,34 @@ class Drainer:
         return any(op.operator_name not in NOTHING_TO_FLUSH for op in operators)
 
     def _drain_native(self, names: list[str], refs: list[tuple[str, int, str]]) -> bool:
-        """Caught up to the end offsets, the stage stops at a batch boundary: at once when
-        none of its queries has state to flush, else once the marker has flushed it."""
+        """Once it reads up to the end offsets, the stage stops at a batch boundary: with
+        nothing to flush, after the batch that reads up to them (planned, not yet committed:
+        the batch after it, a deduplication's eviction, would only delay the new version),
+        else once its marker has flushed it."""
         state = self._drain_state
         if not state.stage_marker:
-            if not all(self._caught_up(q, i, src) for q, i, src in refs):
+            flush = any(self._needs_flush(name) for name in names)
+            if not all(self._caught_up(q, i, src, planned=not flush) for q, i, src in refs):
                 return False
-            if any(self._needs_flush(name) for name in names):
+            if flush:
                 self._write_controls({src for _, _, src in refs}, marker=True)
                 state.stage_marker = state.marker = True
                 log.info("drain: %s caught up; marker sent to flush open windows", names)
                 return False
-            log.info("drain: %s caught up; nothing to flush", names)
+            log.info("drain: %s reads up to the end offsets; nothing to flush", names)
         elif not self._flushed(names):
             return False
         for name in names:
             stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
-        return True
+        if state.stage_marker or all(self._caught_up(q, i, src) for q, i, src in refs):
+            return True
+        # Stopped before the batch up to the end offsets committed (interrupted past the
+        # stop's timeout): it runs again on its checkpoint, and the drain goes on.
+        for name in names:
+            log.warning("drain: %s stopped short of the end offsets; started again", name)
+            self.queries[name] = self._writers[name].start()
+            self.supervisor.started(name, time.monotonic())
+        return False
 
     def _flushed(self, names: list[str]) -> bool:
         """Every query has read the marker and, if it holds state to flush, committed the
@@ -251,7 +263,7 @@ class Drainer:
         ends = {}
         for index, source in enumerate(self.declared[name].get("sources", [])):
             if source["name"] not in self._drain_state.end:
-                ends[str(source["name"])] = self._committed_position(name, index) or {}
+                ends[str(source["name"])] = self._position(name, index, planned=False) or {}
         if ends:
             self._drain_state.end.update(ends)
             self.client.drain_state({"end_offsets": ends, "drained": False})
@@ -287,19 +299,23 @@ class Drainer:
                 json.dump({"end": ends.get(source), "marker": marker, "hold": hold}, f)
             os.replace(tmp, path)
 
-    def _committed_position(self, query: str, index: int) -> dict[str, Any] | None:
+    def _position(self, query: str, index: int, *, planned: bool) -> dict[str, Any] | None:
+        """Source ``index``'s offsets in the query's latest committed batch (``planned``: its
+        latest planned batch, which may still run)."""
         checkpoint = self.checkpoint_for(query)
-        batch = cp.latest_commit_batch(checkpoint)
-        if checkpoint is None or batch is None:
+        if checkpoint is None:
+            return None
+        batch = (cp.latest_offsets_batch if planned else cp.latest_commit_batch)(checkpoint)
+        if batch is None:
             return None
         _, lines = cp.read_offsets(str(checkpoint), batch)
         line = lines[index] if index < len(lines) else None
         return json.loads(line) if line and line != "-" else None
 
-    def _caught_up(self, query: str, index: int, source: str) -> bool:
+    def _caught_up(self, query: str, index: int, source: str, *, planned: bool = False) -> bool:
         assert self._drain_state.end is not None
         end = self._drain_state.end.get(source, {})
-        position = self._committed_position(query, index) or {}
+        position = self._position(query, index, planned=planned) or {}
         return all(int(position.get(p, 0)) >= int(o) for p, o in end.items())
 
     def _marker_batch(self, query: str) -> int | None:

@@ -5,10 +5,14 @@ them the drain's marker must flush (``_needs_flush``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from tests.support.checkpoints import FakeCheckpoint
+from tidegate_runtime import drain
 from tidegate_runtime.control import Runtime
 
 DECLARED = {
@@ -76,3 +80,98 @@ def test_an_operator_spark_did_not_name_is_flushed(tmp_path: Path) -> None:
     # A checkpoint of an older Spark: partition folders, no operator metadata.
     (tmp_path / "q" / "state" / "0" / "0").mkdir(parents=True)
     assert _flushing(tmp_path, None, stateful=False)
+
+
+# ---- when a stage with nothing to flush stops --------------------------------------------
+
+
+class _Query:
+    """A query as _drain_native sees it (stop_at_batch_boundary is replaced below)."""
+
+    isActive = True
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.starts = 0
+
+    def start(self) -> _Query:
+        self.starts += 1
+        return _Query()
+
+
+def _batch(checkpoint: Path, n: int, offset: int, *, commit: bool) -> None:
+    for folder, lines in (
+        ("offsets", ["v1", '{"batchWatermarkMs":0}', json.dumps({"0": offset})]),
+        ("commits", ["v1", "{}"]),
+    ):
+        if folder == "commits" and not commit:
+            continue
+        path = checkpoint / folder / str(n)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines))
+
+
+def _dedupe_drain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commits_at_stop: bool
+) -> tuple[Runtime, list[str], _Writer]:
+    """A runtime draining one deduplication (nothing to flush) to end offset 10, its batch 3
+    planned up to 10 and not committed; the batch commits during the stop or does not."""
+    FakeCheckpoint(tmp_path / "q", operator="dedupeWithinWatermark")
+    checkpoint = tmp_path / "q"
+    _batch(checkpoint, 2, 6, commit=True)
+    _batch(checkpoint, 3, 10, commit=False)
+    runtime = Runtime(
+        spark=cast(Any, None),
+        client=cast(Any, object()),
+        checkpoint_dir=str(tmp_path),
+        declared={"q": {"sources": [{"name": "clicks", "kind": "eventlog"}], "stateful": True}},
+    )
+    runtime.queries = {"q": cast(Any, _Query())}
+    writer = _Writer()
+    runtime._writers = {"q": cast(Any, writer)}
+    runtime._drain_state.end = {"clicks": {"0": 10}}
+    stops: list[str] = []
+
+    def stop(query: Any, timeout: float = 120.0, checkpoint: str | None = None) -> None:
+        stops.append(str(checkpoint))
+        if commits_at_stop:  # told to end after the batch under way, which commits
+            _batch(Path(str(checkpoint)), 3, 10, commit=True)
+
+    monkeypatch.setattr(drain, "stop_at_batch_boundary", stop)
+    return runtime, stops, writer
+
+
+def test_a_stage_with_nothing_to_flush_stops_after_the_batch_that_reads_to_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch reading up to the end offsets is planned, not committed: the stop is asked
+    # now (it ends the query after that batch), not once it committed, a batch later.
+    runtime, stops, writer = _dedupe_drain(tmp_path, monkeypatch, commits_at_stop=True)
+    assert runtime._drain_native(["q"], [("q", 0, "clicks")])
+    assert stops == [str(tmp_path / "q")] and writer.starts == 0
+    assert not runtime._drain_state.marker
+
+
+def test_a_stop_that_ended_short_of_the_end_runs_the_query_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stopped before that batch committed (interrupted past the stop's timeout): the query
+    # starts again on its checkpoint, which re-runs the batch, and the drain goes on.
+    runtime, stops, writer = _dedupe_drain(tmp_path, monkeypatch, commits_at_stop=False)
+    assert not runtime._drain_native(["q"], [("q", 0, "clicks")])
+    assert len(stops) == 1 and writer.starts == 1
+
+
+def test_a_stage_to_flush_waits_for_the_commit_before_its_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime, stops, _ = _dedupe_drain(tmp_path, monkeypatch, commits_at_stop=True)
+    runtime.declared["q"]["stateful"] = True
+    monkeypatch.setattr(runtime, "_needs_flush", lambda name: True)  # a window, say
+    monkeypatch.setattr(runtime, "_write_controls", lambda *a, **k: None)
+    assert not runtime._drain_native(["q"], [("q", 0, "clicks")])  # planned only: wait
+    assert not runtime._drain_state.marker and stops == []
+    _batch(tmp_path / "q", 3, 10, commit=True)
+    assert not runtime._drain_native(["q"], [("q", 0, "clicks")])  # committed: the marker
+    assert runtime._drain_state.marker and stops == []
