@@ -21,8 +21,13 @@ from tidegate_runtime.produce import produce
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
 T0 = 1_767_225_600_000
-# The steps of an update by snapshot when all goes well; each must be a step of the code.
+# The steps of a pre-warmed update by snapshot (the default) when all goes well, and those a
+# cold one takes instead of go; each must be a step of the code.
 SNAPSHOT_UPDATE_STEPS = [
+    "dry_run_plan",
+    "standby",
+    "standby_ready",
+    "dry_run",
     "pre_copy",
     "request_stop",
     "graceful_stop",
@@ -33,11 +38,13 @@ SNAPSHOT_UPDATE_STEPS = [
     "plan",
     "reserve_run",
     "materialise",
-    "create_run",
-    "await_submitted",
+    "go",
     "verify",
 ]
-assert set(SNAPSHOT_UPDATE_STEPS) <= set(step_names()["update"]), step_names()["update"]
+COLD_UPDATE_STEPS = ["create_run", "await_submitted"]
+assert set(SNAPSHOT_UPDATE_STEPS + COLD_UPDATE_STEPS) <= set(step_names()["update"]), step_names()[
+    "update"
+]
 
 
 def _log(root: Path, count: int, offset_ms: int = 0) -> None:
@@ -121,7 +128,10 @@ def test_snapshot_and_update_by_snapshot_survive_a_killed_worker(
 
 FULL_CASES = [
     pytest.param("snapshot", f"snapshot:{s}", id=f"snapshot:{s}") for s in step_names()["snapshot"]
-] + [pytest.param("update", f"update:{s}", id=f"update:{s}") for s in SNAPSHOT_UPDATE_STEPS]
+] + [
+    pytest.param("update", f"update:{s}", id=f"update:{s}")
+    for s in SNAPSHOT_UPDATE_STEPS + COLD_UPDATE_STEPS
+]
 
 
 @pytest.mark.skipif(not FULL, reason="every step boundary runs under `make chaos`")
@@ -135,6 +145,8 @@ def test_worker_killed_at_every_snapshot_step(
         done = chaos.killed_at(fault, job, "snapshots", {"name": "snap", "stop": True})
     else:
         body = {"version": v2, "strategy": "snapshot", "verify_seconds": 0}
+        if fault.removeprefix("update:") in COLD_UPDATE_STEPS:
+            body["prewarm"] = False  # a cold update creates and submits its run
         done = chaos.killed_at(fault, job, "update", body)
     assert done is not None, f"{fault} was not on the path"
     assert len(_snapshots(chaos, job)) == 1
