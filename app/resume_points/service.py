@@ -278,6 +278,16 @@ def revalidate(
     return Plan(version.number, plans, [], _check(version, plans))
 
 
+def revalidated(
+    session: Session, settings: Settings, version: JobVersion, stored: StoredPlan, what: str
+) -> StoredPlan:
+    """A stored plan checked again (``revalidate``) and required compatible with ``what`` it
+    resumes: the stored form a worker's step records."""
+    plan = revalidate(session, settings, version, stored)
+    require_compatible(plan, what)
+    return plan.to_json()
+
+
 def require_compatible(plan: Plan, what: str) -> None:
     """409 with every problem, before anything is stopped."""
     if plan.problems:

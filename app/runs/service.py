@@ -93,15 +93,37 @@ def _mirror_if_current(session: Session, run: Run) -> None:
         job.state, job.next_restart_at = run.state, run.next_restart_at
 
 
-def request_kill(session: Session, run: Run, reason: str) -> Run:
+def request_kill(session: Session, run_id: int, reason: str) -> Run:
     """Ask the reconciler to kill the driver of a stopping run's current attempt (what an
-    operation does when a graceful stop did not come); it never calls the backend itself."""
-    locked = lock_run(session, run.id)
+    operation does when a graceful stop did not come); it never calls the backend itself.
+    Any other run stays as it is."""
+    locked = lock_run(session, run_id)
     assert locked is not None
     if locked.state == states.STOPPING and locked.kill_attempt != locked.attempt:
         locked.kill_attempt, locked.kill_requested_at = locked.attempt, utcnow()
         log.info("run %s: kill of attempt %s requested (%s)", locked.id, locked.attempt, reason)
     return locked
+
+
+def request_stop(session: Session, run_id: int, reason: str) -> Run:
+    """Ask the run to stop at a batch boundary (``stopping``: its runtime stops each query
+    between batches). A run waiting out a restart's backoff ends here (``stopped``, or
+    ``cancelled`` for a cancel): nothing runs; a standby that never went is released. An
+    ended run stays as it is."""
+    run = lock_run(session, run_id)
+    assert run is not None
+    if run.state == states.RESTARTING:
+        to = states.CANCELLED if reason == "cancel" else states.STOPPED
+        return transition(
+            session, run, to, reason=f"{reason} requested during backoff", stop_reason=reason
+        )
+    if run.state == states.STANDBY:
+        return release_standby(session, run, f"{reason} requested")
+    if run.state in (states.SUBMITTING, states.RUNNING, states.DRAINING):
+        return transition(
+            session, run, states.STOPPING, reason=f"{reason} requested", stop_reason=reason
+        )
+    return run
 
 
 def _mirror_on_job(session: Session, run: Run) -> None:
@@ -187,12 +209,19 @@ def standby_ready(session: Session, run: Run) -> Run:
 
 
 def go(session: Session, run: Run, *, reason: str) -> Run:
-    """The standby starts its queries: it is now its job's current, running run. The caller
-    has made sure the run it replaces has ended (never two drivers on one job's output)."""
+    """The standby starts its queries: it is now its job's current, running run. Conflict
+    while the run it replaces may still run (never two drivers on one job's output)."""
     locked = lock_run(session, run.id)
     assert locked is not None
     if locked.state != states.STANDBY:
         return locked  # went already (a retried step)
+    job = session.get(Job, locked.job_id)
+    replaced = current_run(session, job) if job is not None else None
+    if replaced is not None and replaced.id != locked.id and replaced.state in states.ACTIVE:
+        raise Conflict(
+            f"run {replaced.id} is {replaced.state}: go is never given while the run a "
+            "standby replaces may still be running"
+        )
     now = utcnow()
     locked = transition(
         session, locked, states.RUNNING, reason=reason, go_at=now, running_since=now
@@ -210,7 +239,7 @@ def release_standby(session: Session, run: Run, reason: str) -> Run:
     if locked.state != states.STANDBY:
         return locked
     locked = transition(session, locked, states.STOPPING, reason=reason, stop_reason="released")
-    locked = request_kill(session, locked, reason)  # nothing to stop at a batch boundary
+    locked = request_kill(session, locked.id, reason)  # nothing to stop at a batch boundary
     notify_standby(session, locked.id)
     return locked
 

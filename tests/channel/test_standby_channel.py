@@ -7,12 +7,14 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.auth.service import Scope, create_token
 from app.core import run_states as states
 from app.core.db import make_sessionmaker, transaction
+from app.core.errors import Conflict
 from app.jobs.models import Job
 from app.runs import service as runs
 from app.runs.models import Run
@@ -80,6 +82,29 @@ def test_go_answers_a_waiting_standby_at_once(client: TestClient, db: Engine, cl
         job = session.get(Job, run.job_id)  # type: ignore[union-attr]
         assert run is not None and run.state == states.RUNNING and run.go_at is not None
         assert job is not None and job.current_run_id == warm and job.state == states.RUNNING
+
+
+def test_go_is_refused_while_the_run_it_replaces_may_still_run(
+    client: TestClient, db: Engine, cluster: str
+) -> None:
+    """The run state's owner keeps one driver on a job's output: go waits for the end of the
+    run it replaces, whoever asks (app/runs/service.py::go)."""
+    warm, _, old = _standby(client, db)
+    factory = make_sessionmaker(db)
+    for state in (states.RUNNING, states.STOPPING):
+        with transaction(factory) as session:
+            if state != states.RUNNING:
+                runs.transition(session, runs.get_run(session, old), state, reason="t")
+        with transaction(factory) as session, pytest.raises(Conflict, match=f"is {state}"):
+            runs.go(session, runs.get_run(session, warm), reason="test")
+        with factory() as session:
+            assert runs.get_run(session, warm).state == states.STANDBY  # still waiting
+    with transaction(factory) as session:
+        runs.transition(session, runs.get_run(session, old), states.STOPPED, reason="t")
+        runs.go(session, runs.get_run(session, warm), reason="test")
+    with factory() as session:
+        run = session.get(Run, warm)
+        assert run is not None and run.state == states.RUNNING and run.go_at is not None
 
 
 def test_release_tells_the_standby_to_exit(client: TestClient, db: Engine, cluster: str) -> None:

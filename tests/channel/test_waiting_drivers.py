@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, text, update
 
 from app.api.main import create_app
 from app.auth.service import Scope, create_token
@@ -108,6 +108,12 @@ def _go(db: Engine, run_id: int) -> None:
     with transaction(make_sessionmaker(db)) as session:
         run = session.get(Run, run_id)
         assert run is not None
+        # The run it replaces has ended, as an update's stop leaves it (go is refused before).
+        session.execute(
+            update(Run)
+            .where(Run.job_id == run.job_id, Run.id != run_id, Run.state == states.RUNNING)
+            .values(state=states.STOPPED)
+        )
         runs.go(session, run, reason="test go")
 
 

@@ -329,7 +329,7 @@ def test_a_kill_requested_for_one_attempt_never_reaches_the_next(
         run = session.get(Run, run_id)
         assert run is not None
         transition(session, run, states.STOPPING, reason="test", stop_reason="stop")
-        runs_service.request_kill(session, run, "test")
+        runs_service.request_kill(session, run.id, "test")
     with transaction(ctx.factory) as session:  # ... which ended before the kill went out
         run = session.get(Run, run_id)
         assert run is not None and run.kill_attempt == 0

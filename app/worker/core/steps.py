@@ -4,8 +4,10 @@ operation where it stopped. Also what a step may raise and how an operation show
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import update
 
@@ -39,6 +41,10 @@ class Steps:
             session.expunge(op)
             return op
 
+    def details(self) -> dict[str, dict[str, Any]]:
+        """Every recorded step's detail by name, in one read."""
+        return {step["name"]: dict(step.get("detail") or {}) for step in self.load().steps}
+
     def run(self, name: str, fn: Callable[[], Mapping[str, Any] | None]) -> None:
         if self.load().step_done(name):
             return
@@ -50,6 +56,68 @@ class Steps:
                 raise LeaseLost(f"operation {self.op_id} is now {op.lease_owner}'s")
             op.steps = [*op.steps, {"name": name, "at": utcnow().isoformat(), "detail": detail}]
         fault_point(f"{self.load().kind}:{name}")
+
+
+S = TypeVar("S")
+
+
+def _always(_: object) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Step(Generic[S]):
+    """One named step of a declared list: ``body`` carried out once (what it returns is the
+    step's recorded detail), if ``when`` holds for the operation when the list reaches it."""
+
+    name: str
+    body: Callable[[S], Mapping[str, Any] | None]
+    when: Callable[[S], bool] = _always
+
+
+@dataclass(frozen=True)
+class Part(Generic[S]):
+    """A part of a declared list that runs steps of its own (a sequence other operations share,
+    such as saving a snapshot); its own list or docstring names them. Runs again on a resume:
+    its steps are what skip what is done."""
+
+    body: Callable[[S], None]
+    when: Callable[[S], bool] = _always
+
+
+@dataclass(frozen=True)
+class Phase(Generic[S]):
+    """Steps that stand or fall together: when one fails (OperationFailed), ``on_failure``
+    undoes what the phase started and returns the error the operation ends with."""
+
+    title: str
+    steps: Sequence[Step[S] | Part[S]]
+    when: Callable[[S], bool] = _always
+    on_failure: Callable[[S, OperationFailed], OperationFailed] | None = None
+
+
+def run_phases(steps: Steps, subject: S, phases: Sequence[Phase[S]]) -> None:
+    """An operation's declared list, in order: each step once, each phase's failure answered
+    by its own ``on_failure``."""
+    for phase in phases:
+        if not phase.when(subject):
+            continue
+        try:
+            run_steps(steps, subject, phase.steps)
+        except OperationFailed as exc:
+            if phase.on_failure is None:
+                raise
+            raise phase.on_failure(subject, exc) from None
+
+
+def run_steps(steps: Steps, subject: S, declared: Sequence[Step[S] | Part[S]]) -> None:
+    for step in declared:
+        if not step.when(subject):
+            continue
+        if isinstance(step, Step):
+            steps.run(step.name, partial(step.body, subject))
+        else:
+            step.body(subject)
 
 
 def detail(steps: Steps, name: str) -> dict[str, Any]:

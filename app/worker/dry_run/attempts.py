@@ -47,15 +47,11 @@ def dry_run(
             return
 
 
-def dry_run_checks(prepared: dict[str, Any]) -> dict[str, int]:
-    """What a ``dry_run_prepare`` step planned: each checked query and the batch it must commit."""
-    return {q: int(b) for q, b in (prepared.get("check") or {}).items()}
-
-
-def dry_run_trial(prepared: dict[str, Any]) -> dict[str, Any]:
-    """What a ``dry_run_prepare`` step planned for a version on fresh state: each query's
-    trial batch (scratch_copy.plan_trial)."""
-    return dict(prepared.get("trial") or {})
+def what_to_check(prepared: dict[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
+    """What a ``dry_run_prepare`` step planned: each checked query and the batch it must
+    commit; for a version on fresh state, each query's trial batch (scratch_copy.plan_trial)."""
+    check = {q: int(b) for q, b in (prepared.get("check") or {}).items()}
+    return check, dict(prepared.get("trial") or {})
 
 
 NOTHING_TO_CHECK = "no resumed query holds state, and no query has records for a trial"
@@ -65,28 +61,21 @@ def _step(name: str, attempt: int) -> str:
     return name if attempt == 1 else f"{name}_{attempt}"
 
 
-def prepare_dry_run(
+def make_scratch_copy(
     ctx: WorkerContext,
     op: Operation,
-    steps: Steps,
     target: Target,
     plan: StoredPlan,
-    attempt: int,
+    scratch: Path,
     positions: dict[str, dict[str, int]] | None = None,
-) -> tuple[Path, dict[str, Any]]:
-    """The attempt's scratch copy (step ``dry_run_prepare``): its root and what it checks."""
-    scratch = scratch_copy.scratch_dir(ctx, target.job_name, op.id, attempt)
-
-    def prepare() -> dict[str, Any]:
-        try:
-            return scratch_copy.make_copy(
-                ctx, plan, target.job_name, list(target.version.queries), scratch, positions
-            )
-        except SnapshotFailed as exc:
-            raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
-
-    steps.run(_step("dry_run_prepare", attempt), prepare)
-    return scratch, detail(steps, _step("dry_run_prepare", attempt))
+) -> dict[str, Any]:
+    """A ``dry_run_prepare`` step: the scratch copy at ``scratch``, and what it checks."""
+    try:
+        return scratch_copy.make_copy(
+            ctx, plan, target.job_name, list(target.version.queries), scratch, positions
+        )
+    except SnapshotFailed as exc:
+        raise OperationFailed(f"the dry run's scratch copy failed: {exc}") from None
 
 
 def _dry_run_attempt(
@@ -100,8 +89,13 @@ def _dry_run_attempt(
 ) -> bool:
     """One attempt's steps: True when the dry run passed (or had nothing to check), False when
     its driver failed for infrastructure reasons and another attempt follows."""
-    scratch, prepared = prepare_dry_run(ctx, op, steps, target, plan, attempt, positions)
-    check, trial = dry_run_checks(prepared), dry_run_trial(prepared)
+    scratch = scratch_copy.scratch_dir(ctx, target.job_name, op.id, attempt)
+    steps.run(
+        _step("dry_run_prepare", attempt),
+        lambda: make_scratch_copy(ctx, op, target, plan, scratch, positions),
+    )
+    prepared = detail(steps, _step("dry_run_prepare", attempt))
+    check, trial = what_to_check(prepared)
     if not check and not trial:
         steps.run(_step("dry_run", attempt), lambda: {"skipped": NOTHING_TO_CHECK})
         return True
@@ -145,7 +139,7 @@ def judge_dry_run(
     another attempt may get past ({"ok": False, "infrastructure_error": ...}). OperationFailed
     on a refusal (naming query, operator and what differs), or an infrastructure error at the
     last attempt."""
-    check, trial = dry_run_checks(prepared), dry_run_trial(prepared)
+    check, trial = what_to_check(prepared)
     if result.get("ok"):
         return {
             "ok": True,

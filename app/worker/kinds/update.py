@@ -4,33 +4,35 @@ old run; the new version started from it and verified. On failure the old versio
 again from the same snapshot and the operation says so. The other strategies are in
 app/worker/kinds/update_fresh.py.
 
-The steps, in order (each recorded; a worker resuming the update skips what is done):
-
-1. ``dry_run_plan``, then the dry run (app/worker/dry_run/): pre-warmed, inside the standby's
-   driver, which is then ready and waits for go (app/worker/standby/ready.py; after an
-   inconclusive one, ``cold_dry_run``: drivers of its own retry, then a second standby,
-   ``standby_2``); otherwise dry-run drivers of their own, then (pre-warmed) the standby;
-2. the snapshot: ``pre_copy`` while the old run processes, ``request_stop`` …, ``export``
-   (app/worker/kinds/snapshot.py::save_snapshot);
-3. ``plan``: the stored plan bound to that snapshot and re-validated;
-4. the start: ``reserve_run``, ``materialise``, then ``go`` to the standby or ``create_run``
-   and ``await_submitted`` (app/worker/runs/start.py, app/worker/standby/standby.py);
-5. ``verify``: every query commits past the state it resumed.
+The steps are the list ``UPDATE_BY_SNAPSHOT`` at the end of this module, read top to bottom;
+each is recorded, and a worker resuming the update skips what is done. Each phase's
+``on_failure`` says what a failure there leaves: before the stop, nothing touched; at the stop,
+the old version again from its own checkpoint; after it, the old version again from the
+snapshot.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from app.core import run_states as states
+from app.core.plans import StoredPlan
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.snapshots.errors import SnapshotFailed
 from app.snapshots.export import mark_failed, snapshot_for_operation
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
-from app.worker.core.steps import OperationFailed, Steps, detail, planned
+from app.worker.core.steps import (
+    OperationFailed,
+    Part,
+    Phase,
+    Step,
+    Steps,
+    planned,
+    run_phases,
+)
 from app.worker.core.version import Target, read_target
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
@@ -45,24 +47,6 @@ from app.worker.runs.verify import verify, verify_bounds
 from app.worker.standby import ready, standby
 
 
-@dataclass(frozen=True)
-class Update:
-    """What every step of one update reads, read once: the old run, the snapshot that will
-    hold its state, and the version to start."""
-
-    op: Operation
-    snapshot_id: int
-    snapshot: str
-    old_run_id: int
-    old_version: int
-    target: Target
-    prewarm: bool
-
-    @property
-    def new_version(self) -> int:
-        return self.target.number
-
-
 def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     if op.params.get("strategy") in ("drain", "stateless"):
         return update_on_fresh_state(ctx, op, steps)
@@ -70,47 +54,61 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
 
 
 def update_by_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
-    """The steps of the module's docstring, in order."""
-    update = _update(ctx, op)
-    try:
-        standby_run = _before_the_stop(ctx, steps, update)
-    except OperationFailed as exc:
-        mark_failed(ctx.factory, update.snapshot_id, str(exc))
-        raise
-    saved = _stop_with_snapshot(ctx, steps, update, standby_run)
-    target = update.target
-    try:
-        steps.run(
-            "plan",
-            lambda: plan_from_snapshot(ctx, op, target, update.old_run_id, update.snapshot_id),
-        )
-    except OperationFailed as exc:
-        raise _rollback(ctx, steps, update, str(exc), standby_run) from None
-    plan = planned(steps, "plan")
-    try:
-        started = (
-            standby.take_over(ctx, op, steps, plan, target, standby_run)
-            if standby_run is not None
-            else start_planned(ctx, op, steps, plan, target)
-        )
-        steps.run("verify", lambda: verify(ctx, started["run_id"], plan, *verify_bounds(op)))
-    except OperationFailed as exc:
-        raise _rollback(
-            ctx, steps, update, str(exc), new_run_of_a_failed_update(steps, standby_run)
-        ) from None
-    return {
-        **started,
-        "version": update.new_version,
-        "previous_run_id": update.old_run_id,
-        "previous_version": update.old_version,
-        "snapshot": update.snapshot,
-        "snapshot_bytes": saved.get("size_bytes"),
-        "from": sources(plan),
-        **detail(steps, "verify"),
-    }
+    """The steps of ``UPDATE_BY_SNAPSHOT``, in order; what the operation returns."""
+    update = _update(ctx, op, steps)
+    run_phases(steps, update, UPDATE_BY_SNAPSHOT)
+    return update.result()
 
 
-def _update(ctx: WorkerContext, op: Operation) -> Update:
+@dataclass
+class Update:
+    """What every step of one update reads, read once when it begins: the old run, the
+    snapshot that will hold its state, the version to start; and, once it has started, the
+    new run."""
+
+    ctx: WorkerContext
+    op: Operation
+    steps: Steps
+    snapshot_id: int
+    snapshot: str
+    old_run_id: int
+    old_version: int
+    target: Target
+    started: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def new_version(self) -> int:
+        return self.target.number
+
+    @property
+    def prewarm(self) -> bool:
+        return standby.wanted(self.op)
+
+    @property
+    def stop_requested(self) -> bool:
+        """Resumed after the stop: everything before it is done."""
+        return self.steps.load().step_done("request_stop")
+
+    @property
+    def standby_run(self) -> int | None:
+        """The standby that was ready before the stop (None without prewarm)."""
+        return standby.recorded(self.steps)
+
+    def result(self) -> dict[str, Any]:
+        done = self.steps.details()
+        return {
+            **self.started,
+            "version": self.new_version,
+            "previous_run_id": self.old_run_id,
+            "previous_version": self.old_version,
+            "snapshot": self.snapshot,
+            "snapshot_bytes": done["export"].get("size_bytes"),
+            "from": sources(cast(StoredPlan, done["plan"])),
+            **done["verify"],
+        }
+
+
+def _update(ctx: WorkerContext, op: Operation, steps: Steps) -> Update:
     """The snapshot this update saves (named when the operation was accepted), the run it
     stops and the version it starts."""
     try:
@@ -123,81 +121,120 @@ def _update(ctx: WorkerContext, op: Operation) -> Update:
         name, old_run_id = snapshot.name, snapshot.run_id
         old_version = int(snapshot.version_number or 0)
     return Update(
+        ctx=ctx,
         op=op,
+        steps=steps,
         snapshot_id=snapshot_id,
         snapshot=name,
         old_run_id=old_run_id,
         old_version=old_version,
         target=read_target(ctx, op.job_id, int(op.params["version"])),
-        prewarm=standby.wanted(op),
     )
 
 
-def _before_the_stop(ctx: WorkerContext, steps: Steps, update: Update) -> int | None:
-    """The dry run and, pre-warmed, the ready standby (its run id; None without prewarm).
-    OperationFailed when the new version is refused or its driver is not ready: the old run
-    was never touched.
-
-    The dry run works on a scratch copy of the running run's committed prefix (what a
-    ``stop: false`` export would hold), not on the snapshot this update saves: saving it
-    stops the run, and a refusal must leave the old run as it was."""
-    if steps.load().step_done("request_stop"):  # resumed after the stop: all of this is done
-        return standby.recorded(steps) if update.prewarm else None
-    op, target = update.op, update.target
-    steps.run("dry_run_plan", lambda: plan_from_run(ctx, op, target, update.old_run_id))
-    plan = planned(steps, "dry_run_plan")
-    # Pre-warmed, one driver start for both: the standby runs the dry run, then waits for go.
-    return ready.dry_run_then_standby(ctx, op, steps, target, plan)
+# 1. Before the stop ------------------------------------------------------------------------
 
 
-def _stop_with_snapshot(
-    ctx: WorkerContext, steps: Steps, update: Update, standby_run: int | None
-) -> dict[str, Any]:
-    """Save the snapshot, stopping the old run at a batch boundary. If that fails, the old
-    version starts again (the standby released); if a person cancelled the job meanwhile,
-    nothing starts."""
-    op = update.op
-    try:
-        saved = save_snapshot(
-            ctx,
-            steps,
-            update.snapshot_id,
-            stop=True,
-            timeout=float(op.params.get("timeout_seconds", 120)),
-        )
-    except OperationFailed as exc:
-        mark_failed(ctx.factory, update.snapshot_id, str(exc))
-        standby.release(ctx, standby_run, "the snapshot that stops the old run failed")
-        if _cancelled(ctx, update.old_run_id):
-            raise
-        raise restart_old_run(
-            ctx, steps, update.old_run_id, update.old_version, update.new_version, exc
-        ) from None
-    if _cancelled(ctx, update.old_run_id):
-        standby.release(ctx, standby_run, "the job was cancelled")
+def _plan_before_the_stop(u: Update) -> dict[str, Any]:
+    return dict(plan_from_run(u.ctx, u.op, u.target, u.old_run_id))
+
+
+def _dry_run_and_standby(u: Update) -> None:
+    """The dry run works on a scratch copy of the running run's committed prefix (what a
+    ``stop: false`` export would hold), not on the snapshot this update saves: saving it stops
+    the run, and a refusal must leave the old run as it was. Pre-warmed, one driver start
+    serves both: the standby runs the dry run, then waits for go."""
+    plan = planned(u.steps, "dry_run_plan")
+    ready.dry_run_then_standby(ready.Readying(u.ctx, u.op, u.steps, u.target, plan))
+
+
+def _nothing_stopped(u: Update, exc: OperationFailed) -> OperationFailed:
+    """Refused, or its driver not ready: the old run was never touched."""
+    mark_failed(u.ctx.factory, u.snapshot_id, str(exc))
+    return exc
+
+
+# 2. The stop -------------------------------------------------------------------------------
+
+
+def _save_snapshot(u: Update) -> None:
+    save_snapshot(
+        u.ctx,
+        u.steps,
+        u.snapshot_id,
+        stop=True,
+        timeout=float(u.op.params.get("timeout_seconds", 120)),
+    )
+
+
+def _old_version_again(u: Update, exc: OperationFailed) -> OperationFailed:
+    """The snapshot that stops the old run failed: the standby released, the old version starts
+    again from its own checkpoint, unless a person cancelled the job meanwhile."""
+    mark_failed(u.ctx.factory, u.snapshot_id, str(exc))
+    standby.release(u.ctx, u.standby_run, "the snapshot that stops the old run failed")
+    if _cancelled(u):
+        return exc
+    return restart_old_run(u.ctx, u.steps, u.old_run_id, u.old_version, u.new_version, exc)
+
+
+def _unless_cancelled(u: Update) -> None:
+    if _cancelled(u):
+        standby.release(u.ctx, u.standby_run, "the job was cancelled")
         raise OperationFailed(
-            f"the job was cancelled during the update: run {update.old_run_id} is cancelled "
-            f"and version {update.new_version} was not started (snapshot '{update.snapshot}' "
+            f"the job was cancelled during the update: run {u.old_run_id} is cancelled "
+            f"and version {u.new_version} was not started (snapshot '{u.snapshot}' "
             "holds the state).",
-            {"rolled_back": False, "snapshot": update.snapshot},
+            {"rolled_back": False, "snapshot": u.snapshot},
         )
-    return saved
 
 
-def _rollback(
-    ctx: WorkerContext, steps: Steps, update: Update, why: str, failed_run: int | None
-) -> OperationFailed:
+def _cancelled(u: Update) -> bool:
+    with u.ctx.factory() as session:
+        run = session.get(Run, u.old_run_id)
+        return run is not None and run.state == states.CANCELLED
+
+
+# 3. The start ------------------------------------------------------------------------------
+
+
+def _plan_after_the_stop(u: Update) -> dict[str, Any]:
+    """The stored plan bound to the snapshot that stopped the old run, and re-validated."""
+    return dict(plan_from_snapshot(u.ctx, u.op, u.target, u.old_run_id, u.snapshot_id))
+
+
+def _start(u: Update) -> None:
+    """Pre-warmed: the standby takes over (``reserve_run``, ``materialise``, ``go``);
+    otherwise a new run (``reserve_run``, ``materialise``, ``create_run``,
+    ``await_submitted``). Either way, until Spark runs it."""
+    plan = planned(u.steps, "plan")
+    standby_run = u.standby_run
+    u.started = (
+        standby.take_over(u.ctx, u.op, u.steps, plan, u.target, standby_run)
+        if standby_run is not None
+        else start_planned(u.ctx, u.op, u.steps, plan, u.target)
+    )
+
+
+def _verify(u: Update) -> dict[str, Any]:
+    """Every query commits past the state it resumed."""
+    plan = planned(u.steps, "plan")
+    return verify(u.ctx, int(u.started["run_id"]), plan, *verify_bounds(u.op))
+
+
+def _roll_back(u: Update, exc: OperationFailed) -> OperationFailed:
     """The new version failed after the stop: it stops, and the old version starts again
     from the same snapshot. The error to end the operation with, saying which happened."""
-    new_version, old_version, name = update.new_version, update.old_version, update.snapshot
-    stop_for_rollback(ctx, steps, failed_run)
+    why = str(exc)
+    failed_run = new_run_of_a_failed_update(u.steps, u.standby_run)
+    new_version, old_version, name = u.new_version, u.old_version, u.snapshot
+    stop_for_rollback(u.ctx, u.steps, failed_run)
     try:
         # The one plan the API never made (it planned the new version, not the way back): by
         # name, the old version from its own snapshot.
-        back_to = read_target(ctx, update.op.job_id, old_version)
-        steps.run("rollback_plan", lambda: replan(ctx, update.op, back_to, snapshot=name))
+        back_to = read_target(u.ctx, u.op.job_id, old_version)
+        u.steps.run("rollback_plan", lambda: replan(u.ctx, u.op, back_to, snapshot=name))
         back = start_planned(
-            ctx, update.op, steps, planned(steps, "rollback_plan"), back_to, "rollback_"
+            u.ctx, u.op, u.steps, planned(u.steps, "rollback_plan"), back_to, "rollback_"
         )
     except OperationFailed as again:
         return OperationFailed(
@@ -219,7 +256,33 @@ def _rollback(
     )
 
 
-def _cancelled(ctx: WorkerContext, run_id: int) -> bool:
-    with ctx.factory() as session:
-        run = session.get(Run, run_id)
-        return run is not None and run.state == states.CANCELLED
+UPDATE_BY_SNAPSHOT: tuple[Phase[Update], ...] = (
+    Phase(
+        "1. before the stop: the new version's plan, its dry run and its ready standby "
+        "(app/worker/standby/ready.py::READYING: dry_run_prepare, standby, standby_ready, "
+        "dry_run; without prewarm, drivers of its own); skipped when resumed after the stop",
+        (
+            Step("dry_run_plan", _plan_before_the_stop),
+            Part(_dry_run_and_standby),
+        ),
+        when=lambda u: not u.stop_requested,
+        on_failure=_nothing_stopped,
+    ),
+    Phase(
+        "2. the stop: the snapshot, pre-copied while the old run processes, then the old run "
+        "stopped at a batch boundary and the rest exported (app/worker/kinds/snapshot.py::"
+        "save_snapshot: pre_copy, request_stop, graceful_stop, kill, stopped, export, retention)",
+        (Part(_save_snapshot),),
+        on_failure=_old_version_again,
+    ),
+    Phase("unless a person cancelled the job meanwhile", (Part(_unless_cancelled),)),
+    Phase(
+        "3. the start: the new version on the snapshot, verified",
+        (
+            Step("plan", _plan_after_the_stop),
+            Part(_start),
+            Step("verify", _verify),
+        ),
+        on_failure=_roll_back,
+    ),
+)

@@ -139,7 +139,9 @@ def _trial_and_standby(
     pre-warmed, inside its standby, which then waits warm for go (its standby run id). A
     version whose code fails there is refused while the old run still processes."""
     positions = committed_positions(ctx, old_run_id)
-    return ready.dry_run_then_standby(ctx, op, steps, new, fresh_plan(new), positions)
+    return ready.dry_run_then_standby(
+        ready.Readying(ctx, op, steps, new, fresh_plan(new), positions)
+    )
 
 
 def _end_old_run(

@@ -67,25 +67,7 @@ def stop_run(
 
     def request() -> dict[str, Any]:
         with transaction(ctx.factory) as session:
-            run = lock_run(session, run_id)
-            assert run is not None
-            if run.state == states.RESTARTING:
-                # Waiting out a backoff: nothing runs, so it simply stops here.
-                to = states.CANCELLED if reason == "cancel" else states.STOPPED
-                transition(
-                    session,
-                    run,
-                    to,
-                    reason=f"{reason} requested during backoff",
-                    stop_reason=reason,
-                )
-            elif run.state == states.STANDBY:  # never went: nothing to stop at a boundary
-                runs.release_standby(session, run, f"{reason} requested")
-            elif run.state in (states.SUBMITTING, states.RUNNING, states.DRAINING):
-                transition(
-                    session, run, states.STOPPING, reason=f"{reason} requested", stop_reason=reason
-                )
-            return {"run_state": run.state}
+            return {"run_state": runs.request_stop(session, run_id, reason).state}
 
     steps.run(f"{prefix}request_stop", request)
 
@@ -109,11 +91,8 @@ def stop_run(
     def kill() -> dict[str, Any]:
         # Not a stop at a batch boundary after all: the reconciler kills the driver.
         with transaction(ctx.factory) as session:
-            run = lock_run(session, run_id)
-            assert run is not None
+            run = runs.request_kill(session, run_id, reason)
             wanted = run.state == states.STOPPING
-            if wanted:
-                runs.request_kill(session, run, reason)
             return {"kill_requested": wanted, "attempt": run.attempt, "run_state": run.state}
 
     steps.run(f"{prefix}kill", kill)

@@ -41,11 +41,9 @@ def checked_plan(
             stored = cast(StoredPlan, op.plan)
             if bind is not None:
                 stored = bind(session, stored)
-            plan = resume_points.revalidate(session, ctx.settings, target.version, stored)
-            resume_points.require_compatible(plan, what)
+            return resume_points.revalidated(session, ctx.settings, target.version, stored, what)
         except TidegateError as exc:
             raise OperationFailed(exc.detail, {"problems": exc.extra.get("problems")}) from None
-        return plan.to_json()
 
 
 def replan(

@@ -11,7 +11,7 @@ writes the verdict, and only then waits for go; at go the same session runs the 
 again, for real, its plan's code generated and its source planned already
 (tidegate_runtime/standby.py).
 
-Steps, before anything stops:
+The steps, before anything stops, are the list ``READYING`` below, in order:
 1. ``dry_run_prepare``: the scratch copy, as a cold dry run's (app/worker/dry_run/attempts.py);
 2. ``standby``: the standby run, carrying the scratch root (``runs.standby_dry_run``); the
    reconciler submits its driver;
@@ -30,6 +30,9 @@ of its own and the standby starts after it.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from app.core import run_states as states
@@ -40,182 +43,227 @@ from app.operations.models import Operation
 from app.runs import service as runs
 from app.runs.models import Run
 from app.worker.core.context import WorkerContext
-from app.worker.core.steps import OperationFailed, Steps, detail, set_result
+from app.worker.core.steps import (
+    OperationFailed,
+    Part,
+    Phase,
+    Step,
+    Steps,
+    detail,
+    run_phases,
+    set_result,
+)
 from app.worker.core.version import Target
 from app.worker.dry_run import attempts, driver, scratch_copy
 from app.worker.reconcile.reconciler import wait_for_run
-from app.worker.standby.standby import READY_SECONDS, release, wanted
+from app.worker.standby.standby import READY_SECONDS, recorded, release, wanted
 
 log = logging.getLogger(__name__)
 
 
-def dry_run_then_standby(
-    ctx: WorkerContext,
-    op: Operation,
-    steps: Steps,
-    target: Target,
-    plan: StoredPlan,
-    positions: dict[str, dict[str, int]] | None = None,
-) -> int | None:
-    """An update's dry run (``positions``: a version on fresh state, its trial), then,
-    pre-warmed (``standby.wanted``), the ready standby's run id (None without prewarm): in one
-    driver when the dry run is wanted, else the dry run's own drivers and then the standby."""
-    prewarm = wanted(op)
-    if prewarm and op.params.get("dry_run") is not False:
-        return _dry_run_in_standby(ctx, op, steps, target, plan, positions)
-    attempts.dry_run(ctx, op, steps, target, plan, positions=positions)
-    return ready_standby(ctx, op, steps, target) if prewarm else None
+@dataclass(frozen=True)
+class Readying:
+    """One update's way to a ready standby, before the stop: the version it starts, on which
+    plan, and (a version on fresh state) the old run's committed offsets for its trial; what
+    the request asked (prewarm, a dry run) and where the scratch copy goes, decided once."""
+
+    ctx: WorkerContext
+    op: Operation
+    steps: Steps
+    target: Target
+    plan: StoredPlan
+    positions: dict[str, dict[str, int]] | None = None
+    prewarm: bool = field(init=False)
+    # The dry run runs inside the standby's driver: one driver start for both.
+    in_standby: bool = field(init=False)
+    scratch: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        prewarm = wanted(self.op)
+        object.__setattr__(self, "prewarm", prewarm)
+        object.__setattr__(
+            self, "in_standby", prewarm and self.op.params.get("dry_run") is not False
+        )
+        scratch = scratch_copy.scratch_dir(self.ctx, self.target.job_name, self.op.id)
+        object.__setattr__(self, "scratch", scratch)
+
+    @cached_property
+    def prepared(self) -> dict[str, Any]:
+        """What the ``dry_run_prepare`` step planned (read once it is done)."""
+        return detail(self.steps, "dry_run_prepare")
+
+    @cached_property
+    def to_check(self) -> tuple[dict[str, int], dict[str, Any]]:
+        """The queries the dry run checks and (fresh state) their trial batches."""
+        return attempts.what_to_check(self.prepared)
+
+    @property
+    def nothing_to_check(self) -> bool:
+        """No resumed query holds state and (fresh state) no query has a trial batch."""
+        return not any(self.to_check)
+
+    @property
+    def inconclusive(self) -> bool:
+        """The dry run in the standby hit a Spark infrastructure error: it proved nothing."""
+        return self.in_standby and detail(self.steps, "dry_run").get("ok") is False
+
+    def standby_run(self, suffix: str = "") -> int:
+        return int(detail(self.steps, f"standby{suffix}")["run_id"])
 
 
-def _dry_run_in_standby(
-    ctx: WorkerContext,
-    op: Operation,
-    steps: Steps,
-    target: Target,
-    plan: StoredPlan,
-    positions: dict[str, dict[str, int]] | None = None,
-) -> int:
-    """The ready standby's run id once the dry run passed: the one that ran it, or a second
-    one when its dry run was inconclusive (separate drivers retried it). OperationFailed on a
-    refusal, or when no standby became ready (nothing was stopped). ``positions``: the old
-    run's committed offsets, for a version that starts on fresh state (its trial)."""
-    scratch, prepared = attempts.prepare_dry_run(ctx, op, steps, target, plan, 1, positions)
-    check, trial = attempts.dry_run_checks(prepared), attempts.dry_run_trial(prepared)
-    if not check and not trial:
-        steps.run("dry_run", lambda: {"skipped": attempts.NOTHING_TO_CHECK})
-        return ready_standby(ctx, op, steps, target)
-    wanted = {
-        "scratch": str(scratch),
-        "check": check,
-        "trial": trial,
+def dry_run_then_standby(readying: Readying) -> int | None:
+    """The steps of ``READYING``: the dry run and, pre-warmed, the ready standby's run id
+    (None without prewarm). OperationFailed, the standby released and the scratch copy
+    removed, when the version is refused or no standby became ready: nothing was stopped."""
+    run_phases(readying.steps, readying, READYING)
+    return recorded(readying.steps)
+
+
+def _scratch_copy(r: Readying) -> dict[str, Any]:
+    return attempts.make_scratch_copy(r.ctx, r.op, r.target, r.plan, r.scratch, r.positions)
+
+
+def _dry_run_in_driver(r: Readying) -> dict[str, Any] | None:
+    """What the standby's driver checks before it waits for go (None: nothing to check)."""
+    if not r.in_standby or r.nothing_to_check:
+        return None
+    return {
+        "scratch": str(r.scratch),
+        "check": r.to_check[0],
+        "trial": r.to_check[1],
         "timeout": driver.IN_DRIVER_TIMEOUT_SECONDS,
     }
-    run_id = start(ctx, op, steps, target, dry_run=wanted)
-    try:
-        await_ready(ctx, op, steps, run_id, target)
-    except OperationFailed:
-        scratch_copy.cleanup(scratch)
-        raise
-
-    def outcome() -> dict[str, Any]:
-        result = scratch_copy.read_result(scratch) or {
-            "ok": False,
-            "message": f"the standby run {run_id} called in without a dry-run result",
-        }
-        verdict = attempts.judge_dry_run(op, steps, target.number, prepared, result, 1)
-        return {**verdict, "in_standby_run": run_id}
-
-    try:
-        steps.run("dry_run", outcome)
-    except OperationFailed:
-        release(ctx, run_id, "its dry run refused the new version")
-        scratch_copy.cleanup(scratch)
-        raise
-    scratch_copy.cleanup(scratch)
-    verdict = detail(steps, "dry_run")
-    if verdict.get("ok"):
-        return run_id
-    steps.run(
-        "cold_dry_run",
-        lambda: {
-            "released_standby": run_id,
-            "why": verdict.get("infrastructure_error"),
-        },
-    )
-    release(ctx, run_id, "its dry run hit a Spark infrastructure error")
-    attempts.dry_run(ctx, op, steps, target, plan, first_attempt=2, positions=positions)
-    return ready_standby(ctx, op, steps, target, "_2")
 
 
-def ready_standby(
-    ctx: WorkerContext, op: Operation, steps: Steps, target: Target, suffix: str = ""
-) -> int:
-    """Create the standby run (the reconciler submits its driver) and wait until it is ready.
-    OperationFailed (the standby released) when its driver fails or is not ready in time:
-    nothing was stopped. ``suffix``: a second standby's steps (``standby_2``…), after a first
-    was released (``_dry_run_in_standby``)."""
-    run_id = start(ctx, op, steps, target, suffix=suffix)
-    await_ready(ctx, op, steps, run_id, target, suffix=suffix)
-    return run_id
-
-
-def start(
-    ctx: WorkerContext,
-    op: Operation,
-    steps: Steps,
-    target: Target,
-    dry_run: dict[str, Any] | None = None,
-    suffix: str = "",
-) -> int:
-    """The standby run, in state standby: the reconciler submits its driver from here on.
-    ``dry_run``: its driver runs the update's dry run first (``_dry_run_in_standby``)."""
-
-    def new_run() -> dict[str, Any]:
-        with transaction(ctx.factory) as session:
-            job = session.get(Job, op.job_id, with_for_update={"key_share": True})
-            assert job is not None
-            run = runs.create_standby(
-                session,
-                job,
-                target.row(session),
-                created_by=op.created_by,
-                operation_id=op.id,
-                dry_run=dry_run,
-            )
-            return {"run_id": run.id, "version": target.number, "dry_run": dry_run is not None}
-
-    steps.run(f"standby{suffix}", new_run)
-    return int(detail(steps, f"standby{suffix}")["run_id"])
-
-
-def await_ready(
-    ctx: WorkerContext,
-    op: Operation,
-    steps: Steps,
-    run_id: int,
-    target: Target,
-    suffix: str = "",
-) -> None:
-    """Until the standby's runtime has called in; OperationFailed (released) otherwise."""
-    timeout = float(op.params.get("start_timeout_seconds") or READY_SECONDS)
-
-    def ready() -> dict[str, Any]:
-        def settled(run: Run) -> bool:
-            queued = run.state == states.STANDBY and run.standby_ready_at is None
-            set_result(
-                ctx,
-                op.id,
-                {
-                    "phase": "standby-starting" if queued else "standby",
-                    "standby_run_id": run.id,
-                    # PENDING: the cluster has no room for one more driver yet; the old run
-                    # processes on meanwhile.
-                    "standby_backend_state": run.observed_state,
-                },
-            )
-            return not queued
-
-        try:
-            run = wait_for_run(ctx, run_id, settled, timeout, "become a ready standby")
-        except OperationFailed as exc:
-            release(ctx, run_id, "not ready in time")
-            raise OperationFailed(
-                f"the pre-warmed driver of version {target.number} was not ready within "
-                f"{timeout:.0f}s ({exc}); nothing was stopped and it was released. Retry when "
-                "the cluster has room for one more driver, or with prewarm: false.",
-                {"standby_run_id": run_id},
-            ) from None
-        if run.state != states.STANDBY:
-            raise OperationFailed(
-                f"the pre-warmed driver of version {target.number} failed before go: "
-                f"{run.last_error or run.state}. Nothing was stopped; run {run_id} shows it.",
-                {"standby_run_id": run_id},
-            )
-        assert run.standby_ready_at is not None
+def _new_standby(r: Readying, suffix: str = "") -> dict[str, Any]:
+    """The standby run, in state standby: the reconciler submits its driver from here on. The
+    first carries the dry run (``_dry_run_in_driver``); a second one never does."""
+    wanted_dry_run = None if suffix else _dry_run_in_driver(r)
+    with transaction(r.ctx.factory) as session:
+        job = session.get(Job, r.op.job_id, with_for_update={"key_share": True})
+        assert job is not None
+        run = runs.create_standby(
+            session,
+            job,
+            r.target.row(session),
+            created_by=r.op.created_by,
+            operation_id=r.op.id,
+            dry_run=wanted_dry_run,
+        )
         return {
-            "run_id": run_id,
-            "ready_at": run.standby_ready_at.isoformat(),
-            "waited_seconds": round((run.standby_ready_at - run.created_at).total_seconds(), 3),
+            "run_id": run.id,
+            "version": r.target.number,
+            "dry_run": wanted_dry_run is not None,
         }
 
-    steps.run(f"standby_ready{suffix}", ready)
+
+def _until_ready(r: Readying, suffix: str = "") -> dict[str, Any]:
+    """Until the standby's runtime has called in; OperationFailed otherwise (``READYING``'s
+    failure releases it)."""
+    run_id = r.standby_run(suffix)
+    timeout = float(r.op.params.get("start_timeout_seconds") or READY_SECONDS)
+
+    def settled(run: Run) -> bool:
+        queued = run.state == states.STANDBY and run.standby_ready_at is None
+        set_result(
+            r.ctx,
+            r.op.id,
+            {
+                "phase": "standby-starting" if queued else "standby",
+                "standby_run_id": run.id,
+                # PENDING: the cluster has no room for one more driver yet; the old run
+                # processes on meanwhile.
+                "standby_backend_state": run.observed_state,
+            },
+        )
+        return not queued
+
+    try:
+        run = wait_for_run(r.ctx, run_id, settled, timeout, "become a ready standby")
+    except OperationFailed as exc:
+        raise OperationFailed(
+            f"the pre-warmed driver of version {r.target.number} was not ready within "
+            f"{timeout:.0f}s ({exc}); nothing was stopped and it was released. Retry when "
+            "the cluster has room for one more driver, or with prewarm: false.",
+            {"standby_run_id": run_id},
+        ) from None
+    if run.state != states.STANDBY:
+        raise OperationFailed(
+            f"the pre-warmed driver of version {r.target.number} failed before go: "
+            f"{run.last_error or run.state}. Nothing was stopped; run {run_id} shows it.",
+            {"standby_run_id": run_id},
+        )
+    assert run.standby_ready_at is not None
+    return {
+        "run_id": run_id,
+        "ready_at": run.standby_ready_at.isoformat(),
+        "waited_seconds": round((run.standby_ready_at - run.created_at).total_seconds(), 3),
+    }
+
+
+def _nothing_to_check(r: Readying) -> dict[str, Any]:
+    return {"skipped": attempts.NOTHING_TO_CHECK}
+
+
+def _verdict(r: Readying) -> dict[str, Any]:
+    """The dry run's verdict, as the standby's driver wrote it (OperationFailed on a refusal)."""
+    run_id = r.standby_run()
+    result = scratch_copy.read_result(r.scratch) or {
+        "ok": False,
+        "message": f"the standby run {run_id} called in without a dry-run result",
+    }
+    verdict = attempts.judge_dry_run(r.op, r.steps, r.target.number, r.prepared, result, 1)
+    return {**verdict, "in_standby_run": run_id}
+
+
+def _release_the_first(r: Readying) -> dict[str, Any]:
+    run_id = r.standby_run()
+    release(r.ctx, run_id, "its dry run hit a Spark infrastructure error")
+    return {
+        "released_standby": run_id,
+        "why": detail(r.steps, "dry_run").get("infrastructure_error"),
+    }
+
+
+def _not_ready(r: Readying, exc: OperationFailed) -> OperationFailed:
+    """Refused, or no standby ready: each standby this update started is released (never
+    given go: the old run was never touched), and the scratch copy removed."""
+    for suffix in ("", "_2"):
+        if r.steps.load().step_done(f"standby{suffix}"):
+            release(r.ctx, r.standby_run(suffix), "its update failed before the old run stopped")
+    scratch_copy.cleanup(r.scratch)
+    return exc
+
+
+# Before anything stops, in order. Pre-warmed with a dry run, one driver serves both; after an
+# inconclusive dry run (a Spark infrastructure error), separate drivers retry it (attempts 2
+# and 3) and a second standby starts after them, never beside a dry-run driver, whose
+# executors it would take on a cluster with room for one more driver. Without prewarm, or with
+# ``dry_run: false``, the dry run (if any) runs in drivers of its own.
+READYING: tuple[Phase[Readying], ...] = (
+    Phase(
+        "the dry run and the ready standby",
+        (
+            Step("dry_run_prepare", _scratch_copy, when=lambda r: r.in_standby),
+            Step("dry_run", _nothing_to_check, when=lambda r: r.in_standby and r.nothing_to_check),
+            Step("standby", _new_standby, when=lambda r: r.prewarm),
+            Step("standby_ready", _until_ready, when=lambda r: r.prewarm),
+            Step("dry_run", _verdict, when=lambda r: r.in_standby),
+            Part(lambda r: scratch_copy.cleanup(r.scratch), when=lambda r: r.in_standby),
+            Step("cold_dry_run", _release_the_first, when=lambda r: r.inconclusive),
+            Part(
+                lambda r: attempts.dry_run(r.ctx, r.op, r.steps, r.target, r.plan, 2, r.positions),
+                when=lambda r: r.inconclusive,
+            ),
+            Step("standby_2", lambda r: _new_standby(r, "_2"), when=lambda r: r.inconclusive),
+            Step("standby_ready_2", lambda r: _until_ready(r, "_2"), when=lambda r: r.inconclusive),
+            Part(
+                lambda r: attempts.dry_run(
+                    r.ctx, r.op, r.steps, r.target, r.plan, positions=r.positions
+                ),
+                when=lambda r: not r.in_standby,
+            ),
+        ),
+        on_failure=_not_ready,
+    ),
+)

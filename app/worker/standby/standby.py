@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
+from app.core.errors import Conflict
 from app.core.plans import StoredPlan
-from app.jobs.models import Job
 from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
@@ -49,18 +49,18 @@ def wanted(op: Operation) -> bool:
 def go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
     """The step after the new checkpoints are materialised: the standby starts its queries
     and becomes the job's current run. Refused while the run it replaces may still run."""
+    try:
+        return _go(ctx, op, run_id, plan)
+    except Conflict as exc:
+        raise OperationFailed(exc.detail) from None
+
+
+def _go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
     with transaction(ctx.factory) as session:
         run = runs.lock_run(session, run_id)
         assert run is not None
         if run.state == states.STANDBY:
-            job = session.get(Job, run.job_id)
-            assert job is not None
-            current = runs.current_run(session, job)
-            if current is not None and current.id != run.id and current.state in states.ACTIVE:
-                raise OperationFailed(
-                    f"run {current.id} is {current.state}: go is never given while the run a "
-                    "standby replaces may still be running"
-                )
+            # Refused (Conflict) while the run it replaces may still run: all of this undone.
             restore.record_uses(session, run_id, plan)
             op_state.move_to_run(session, op.id, run_id)
             run = runs.go(session, run, reason=f"go from operation {op.id}")

@@ -123,13 +123,28 @@ def _worker_modules() -> dict[str, ast.Module]:
     }
 
 
+def _declared_lists(tree: ast.Module) -> dict[str, ast.expr]:
+    """A module's declared step lists (app/worker/core/steps.py::Phase): name -> its value."""
+    lists: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign | ast.Assign) and node.value is not None:
+            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
+            if isinstance(target, ast.Name) and any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "Phase"
+                for c in ast.walk(node.value)
+            ):
+                lists[target.id] = node.value
+    return lists
+
+
 def _names_in(module: str, tree: ast.Module, known: set[str]) -> dict[str, tuple[str, str]]:
     """What a bare name or ``alias.`` means in ``module``: its own functions (nested ones
-    too), the functions it imports, and the worker modules it imports (name -> (module, "")).
-    """
+    too) and declared step lists, the functions it imports, and the worker modules it imports
+    (name -> (module, ""))."""
     names: dict[str, tuple[str, str]] = {
         n.name: (module, n.name) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
     }
+    names.update({name: (module, name) for name in _declared_lists(tree)})
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
@@ -142,17 +157,21 @@ def _names_in(module: str, tree: ast.Module, known: set[str]) -> dict[str, tuple
 
 def step_names() -> dict[str, list[str]]:
     """Each operation kind's step names, in the order its handler reaches them: the
-    ``steps.run(name, …)`` calls of the handler and of the functions it calls, each call
-    resolved through the calling module's own imports (every branch, so a name may lie off
-    the path of a plain request of that kind)."""
+    ``steps.run(name, …)`` calls and the ``Step(name, …)`` entries of declared lists, in the
+    handler and in the functions it calls or hands on (a step's body, a phase's
+    ``on_failure``), each resolved through the calling module's own imports (every branch, so
+    a name may lie off the path of a plain request of that kind)."""
     trees = _worker_modules()
     scopes = {m: _names_in(m, t, set(trees)) for m, t in trees.items()}
-    functions = {
+    functions: dict[tuple[str, str], ast.AST] = {
         (m, n.name): n
         for m, t in trees.items()
         for n in ast.walk(t)
         if isinstance(n, ast.FunctionDef)
     }
+    functions.update(
+        {(m, name): value for m, t in trees.items() for name, value in _declared_lists(t).items()}
+    )
 
     def resolve(module: str, func: ast.expr) -> tuple[str, str] | None:
         scope = scopes[module]
@@ -173,10 +192,22 @@ def step_names() -> dict[str, list[str]]:
         if where in stack or where not in functions:
             return []
         fn = functions[where]
-        bindings = _bind(fn, call, outer)
+        bindings = _bind(fn, call, outer) if isinstance(fn, ast.FunctionDef) else {}
         out: list[str] = []
         for inner in _calls_in_order(fn):
             func = inner.func
+            if isinstance(func, ast.Name) and func.id == "Step" and inner.args:
+                text = _text(inner.args[0], bindings)
+                if text is not None:
+                    out.append(text)
+            # A function or a declared list handed on (a step's body, an on_failure, the
+            # list run_phases runs) is reached as if called here.
+            for arg in [*inner.args, *(k.value for k in inner.keywords)]:
+                handed = (
+                    resolve(where[0], arg) if isinstance(arg, ast.Name | ast.Attribute) else None
+                )
+                if handed is not None:
+                    out.extend(visit(handed, None, (*stack, where), bindings))
             if (
                 isinstance(func, ast.Attribute)
                 and func.attr == "run"
