@@ -174,6 +174,7 @@ def _seed_child(log_root: str, stream: str, base: str) -> None:
 
     from pipelines.dedup_events import build_deduplicated
     from tidegate_runtime.source import read_events
+    from tidegate_runtime.stopping import stop_at_batch_boundary
 
     builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
     seed_conf = {
@@ -207,7 +208,9 @@ def _seed_child(log_root: str, stream: str, base: str) -> None:
     while time.monotonic() < deadline and not any(zips.glob("*.zip")):
         time.sleep(1)
     time.sleep(3)  # the other partition's upload, and a batch or two after it
-    tail.stop()
+    # Between batches, as tidegate stops a run: stop() alone interrupts a running batch (and
+    # logs an aborted Spark job), leaving offsets/N without its commit for the first round.
+    stop_at_batch_boundary(tail, checkpoint=f"{base}/checkpoint")
     spark.stop()
 
 

@@ -25,6 +25,7 @@ T0 = 1_767_225_600_000
 # cold one takes instead of go; each must be a step of the code.
 SNAPSHOT_UPDATE_STEPS = [
     "dry_run_plan",
+    "dry_run_prepare",
     "standby",
     "standby_ready",
     "dry_run",

@@ -40,6 +40,7 @@ DRAIN_UPDATE_STEPS = [
 # replaces the run's creation.
 PREWARMED_DRAIN_UPDATE_STEPS = [
     "target",
+    "dry_run_prepare",
     "standby",
     "standby_ready",
     "request_drain",
