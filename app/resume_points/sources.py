@@ -45,8 +45,7 @@ def ready_snapshot(session: Session, job_name: str, name: str) -> Snapshot:
 def snapshot_sources(snapshot: Snapshot) -> dict[str, Source]:
     return {
         name: Source(SourceRef(snapshot.job.name, name, snapshot=snapshot.name), info, snapshot.id)
-        for name, info in (snapshot.queries or {}).items()
-        if info.get("batch_id") is not None
+        for name, info in snapshot.held_queries.items()
     }
 
 

@@ -47,6 +47,14 @@ class Snapshot(Base):
 
     job: Mapped[Job] = relationship()
 
+    @property
+    def held_queries(self) -> dict[str, dict[str, Any]]:
+        """The queries it holds a committed batch of, by name (one that had committed none
+        holds nothing to resume)."""
+        return {
+            q: info for q, info in (self.queries or {}).items() if info.get("batch_id") is not None
+        }
+
 
 class SnapshotPin(Base):
     """An active operation that will start from (or is saving) this snapshot: it may not be

@@ -13,7 +13,7 @@ snapshot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 from app.core import run_states as states
@@ -33,7 +33,9 @@ from app.worker.core.steps import (
     planned,
     run_phases,
 )
-from app.worker.core.version import Target, read_target
+from app.worker.core.version import read_target
+from app.worker.kinds import new_version
+from app.worker.kinds.new_version import NewVersion
 from app.worker.kinds.snapshot import save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
 from app.worker.runs.control import (
@@ -43,7 +45,6 @@ from app.worker.runs.control import (
 )
 from app.worker.runs.plan import plan_from_run, plan_from_snapshot, replan, sources
 from app.worker.runs.start import start_planned
-from app.worker.runs.verify import verify, verify_bounds
 from app.worker.standby import ready, standby
 
 
@@ -61,24 +62,15 @@ def update_by_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[
 
 
 @dataclass
-class Update:
+class Update(NewVersion):
     """What every step of one update reads, read once when it begins: the old run, the
-    snapshot that will hold its state, the version to start; and, once it has started, the
-    new run."""
+    snapshot that will hold its state, the version to start (``NewVersion``); and, once it
+    has started, the new run."""
 
-    ctx: WorkerContext
-    op: Operation
-    steps: Steps
     snapshot_id: int
     snapshot: str
     old_run_id: int
     old_version: int
-    target: Target
-    started: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def new_version(self) -> int:
-        return self.target.number
 
     @property
     def prewarm(self) -> bool:
@@ -88,11 +80,6 @@ class Update:
     def stop_requested(self) -> bool:
         """Resumed after the stop: everything before it is done."""
         return self.steps.load().step_done("request_stop")
-
-    @property
-    def standby_run(self) -> int | None:
-        """The standby that was ready before the stop (None without prewarm)."""
-        return standby.recorded(self.steps)
 
     def result(self) -> dict[str, Any]:
         done = self.steps.details()
@@ -202,25 +189,6 @@ def _plan_after_the_stop(u: Update) -> dict[str, Any]:
     return dict(plan_from_snapshot(u.ctx, u.op, u.target, u.old_run_id, u.snapshot_id))
 
 
-def _start(u: Update) -> None:
-    """Pre-warmed: the standby takes over (``reserve_run``, ``materialise``, ``go``);
-    otherwise a new run (``reserve_run``, ``materialise``, ``create_run``,
-    ``await_submitted``). Either way, until Spark runs it."""
-    plan = planned(u.steps, "plan")
-    standby_run = u.standby_run
-    u.started = (
-        standby.take_over(u.ctx, u.op, u.steps, plan, u.target, standby_run)
-        if standby_run is not None
-        else start_planned(u.ctx, u.op, u.steps, plan, u.target)
-    )
-
-
-def _verify(u: Update) -> dict[str, Any]:
-    """Every query commits past the state it resumed."""
-    plan = planned(u.steps, "plan")
-    return verify(u.ctx, int(u.started["run_id"]), plan, *verify_bounds(u.op))
-
-
 def _roll_back(u: Update, exc: OperationFailed) -> OperationFailed:
     """The new version failed after the stop: it stops, and the old version starts again
     from the same snapshot. The error to end the operation with, saying which happened."""
@@ -280,8 +248,8 @@ UPDATE_BY_SNAPSHOT: tuple[Phase[Update], ...] = (
         "3. the start: the new version on the snapshot, verified",
         (
             Step("plan", _plan_after_the_stop),
-            Part(_start),
-            Step("verify", _verify),
+            Part(new_version.start),
+            Step("verify", new_version.verify_started),
         ),
         on_failure=_roll_back,
     ),

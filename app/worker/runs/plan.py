@@ -109,9 +109,7 @@ def plan_from_snapshot(
         snapshot = session.get(Snapshot, snapshot_id)
         assert snapshot is not None
         name = snapshot.name
-        held = {
-            q for q, info in (snapshot.queries or {}).items() if info.get("batch_id") is not None
-        }
+        held = set(snapshot.held_queries)
 
     def bind(session: Session, stored: StoredPlan) -> StoredPlan:
         return resume_plan.bind_to_snapshot(stored, run_id, name, held)

@@ -211,8 +211,10 @@ def step_names() -> dict[str, list[str]]:
             if (
                 isinstance(func, ast.Attribute)
                 and func.attr == "run"
-                and isinstance(func.value, ast.Name)
-                and func.value.id == "steps"
+                and (
+                    (isinstance(func.value, ast.Name) and func.value.id == "steps")
+                    or (isinstance(func.value, ast.Attribute) and func.value.attr == "steps")
+                )
                 and inner.args
             ):
                 text = _text(inner.args[0], bindings)
