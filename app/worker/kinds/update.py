@@ -73,10 +73,6 @@ class Update(NewVersion):
     old_version: int
 
     @property
-    def prewarm(self) -> bool:
-        return standby.wanted(self.op)
-
-    @property
     def stop_requested(self) -> bool:
         """Resumed after the stop: everything before it is done."""
         return self.steps.load().step_done("request_stop")
