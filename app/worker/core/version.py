@@ -3,7 +3,8 @@ every step (plan, dry run, standby, start), so no step looks it up again by numb
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from sqlalchemy.orm import Session
 
@@ -21,12 +22,14 @@ class Target:
 
     job_name: str
     version: JobVersion
-    number: int = field(init=False)
-    query_names: list[str] = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "number", self.version.number)
-        object.__setattr__(self, "query_names", [q["name"] for q in self.version.queries])
+    @cached_property
+    def number(self) -> int:
+        return self.version.number
+
+    @cached_property
+    def query_names(self) -> list[str]:
+        return [q["name"] for q in self.version.queries]
 
     def row(self, session: Session) -> JobVersion:
         """The version's row in ``session``, for a write that refers to it."""

@@ -30,7 +30,7 @@ of its own and the standby starts after it.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -73,19 +73,19 @@ class Readying:
     target: Target
     plan: StoredPlan
     positions: dict[str, dict[str, int]] | None = None
-    prewarm: bool = field(init=False)
-    # The dry run runs inside the standby's driver: one driver start for both.
-    in_standby: bool = field(init=False)
-    scratch: Path = field(init=False)
 
-    def __post_init__(self) -> None:
-        prewarm = wanted(self.op)
-        object.__setattr__(self, "prewarm", prewarm)
-        object.__setattr__(
-            self, "in_standby", prewarm and self.op.params.get("dry_run") is not False
-        )
-        scratch = scratch_copy.scratch_dir(self.ctx, self.target.job_name, self.op.id)
-        object.__setattr__(self, "scratch", scratch)
+    @cached_property
+    def prewarm(self) -> bool:
+        return wanted(self.op)
+
+    @cached_property
+    def in_standby(self) -> bool:
+        """The dry run runs inside the standby's driver: one driver start for both."""
+        return self.prewarm and self.op.params.get("dry_run") is not False
+
+    @cached_property
+    def scratch(self) -> Path:
+        return scratch_copy.scratch_dir(self.ctx, self.target.job_name, self.op.id)
 
     @cached_property
     def prepared(self) -> dict[str, Any]:

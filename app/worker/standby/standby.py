@@ -49,21 +49,16 @@ def wanted(op: Operation) -> bool:
 def go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
     """The step after the new checkpoints are materialised: the standby starts its queries
     and becomes the job's current run. Refused while the run it replaces may still run."""
-    try:
-        return _go(ctx, op, run_id, plan)
-    except Conflict as exc:
-        raise OperationFailed(exc.detail) from None
-
-
-def _go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
     with transaction(ctx.factory) as session:
         run = runs.lock_run(session, run_id)
         assert run is not None
         if run.state == states.STANDBY:
-            # Refused (Conflict) while the run it replaces may still run: all of this undone.
             restore.record_uses(session, run_id, plan)
             op_state.move_to_run(session, op.id, run_id)
-            run = runs.go(session, run, reason=f"go from operation {op.id}")
+            try:
+                run = runs.go(session, run, reason=f"go from operation {op.id}")
+            except Conflict as exc:  # the replaced run may still run: all of this undone
+                raise OperationFailed(exc.detail) from None
         elif run.go_at is None:
             raise OperationFailed(
                 f"the standby run {run_id} is {run.state}, not waiting: "
