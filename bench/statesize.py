@@ -1,9 +1,12 @@
-"""The pause at size (issue 25): the large-state pipeline (pipelines/dedup_events.py) on the
-RocksDB state store with changelog checkpointing, at about 10 MB, 100 MB (and 1 GB with
+"""The pause at size (issue 25): a large-state pipeline (``--pipeline``: dedup, the default,
+pipelines/dedup_events.py; or totals, pipelines/key_totals.py, whose batches read only the
+keys they touch: bench/statesize_pipelines.py) on the RocksDB state store with changelog
+checkpointing, at about 10 MB, 100 MB (and 1 GB with
 --sizes) of state on disk, on a local Spark standalone cluster, beside bare Spark and Flink.
 
-For each size the state is built once, with local Spark, from the event log (every event id
-held: the seed's events share one event time, so the hour-long watermark drops none). Then,
+For each size the state is built once, with local Spark, from the event log (every key held:
+the deduplication's seed events share one event time, so the hour-long watermark drops none;
+the totals' seed has one event per account). Then,
 rounds interleaved (every strategy once a round, the order turning), each switch on a fresh
 job whose checkpoint and output are hard-linked copies of the seed (``cp -al``: Spark writes
 new files and never rewrites one, so the copies never touch the seed):
@@ -20,7 +23,7 @@ new files and never rewrites one, so the copies never touch the seed):
   restart   tidegate: POST /jobs/{job}/restart, pre-warmed (the run's spare takes over);
   crash-hotspare    the driver's JVM SIGKILLed, the job's hot spare takes over;
   flink     Flink 2.3 stop-with-savepoint + restore of ../shared/anchors/flink/sql_state_job.py
-            on its RocksDB backend, with as many keys as the seed holds event ids (``run.sh
+            on its RocksDB backend, with as many keys as the seed holds (ids or accounts) (``run.sh
             setup`` once; its state fills for --flink-fill seconds first).
 
 The figure is the time the output stood still: from the old driver's last committed batch to
@@ -37,13 +40,14 @@ throughout. Each tidegate switch also prints when each step ended: where the sec
     python bench/statesize.py --sizes 10 --reps 1 --strategies bare,update-snapshot  # smoke
     # 1 GB (~2 h): seeds built beside other work, rounds once /tmp/hold is removed
     python bench/statesize.py --sizes 10,1000 --results statesize-1gb --hold-while /tmp/hold
+    # the same for running totals, whose batch does not grow with the state
+    python bench/statesize.py --pipeline totals --sizes 10,1000 --strategies update-snapshot,flink
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -75,6 +79,7 @@ from bench.common import (
     table,
     tidegate_env,
 )
+from bench.statesize_pipelines import PIPELINES, T0, Pipeline
 from bench.upgrade import (
     CONF,
     FLINK,
@@ -92,22 +97,8 @@ from bench.upgrade import (
     last_commit_before,
     measure_crash,
 )
-from pipelines.dedup_events import QUERY, produce_events
-from pipelines.register_examples import ROCKSDB_CONF, dedup_events_version
+from pipelines.register_examples import ROCKSDB_CONF
 
-PIPELINE = ROOT / "pipelines" / "dedup_events.py"
-T0 = 1_767_225_600_000
-# Seeds measured here: (MB of RocksDB state on disk, event ids). State per id grows with the
-# store (more levels, older versions kept), so a seed is sized between the two nearest points
-# on a log-log line; the real size is printed.
-MEASURED_SEEDS = (
-    (9, 537_732),
-    (98, 5_795_742),
-    (598, 35_429_146),
-    (785, 46_493_298),  # the "1000 MB" seed of 2026-11-28
-)
-# Beyond the last point the line through the last two goes on (an earlier attempt's 110 M ids
-# gave 5.1 GB with older versions kept: not comparable, so not a point).
 STEADY_SECONDS = 3.0
 DRAIN_REQUESTED = "step request_drain"  # the phase an update by drain fixes its end offsets at
 # Commits of a started run before its switch: the gaps after its first one (which loads the
@@ -122,8 +113,9 @@ class Seed:
     """A checkpoint and output built once for one size, copied (linked) for every switch."""
 
     mb: int
+    pipeline: Pipeline
     stream: str  # a stream of its own: a job on one seed never catches up another's events
-    events: int
+    events: int  # keys held: event ids, or accounts
     checkpoint: Path
     output: Path
     state_bytes: int
@@ -138,41 +130,30 @@ def du(path: Path) -> int:
     )
 
 
-def event_ids_for(mb: int) -> int:
-    """Event ids whose state is about ``mb`` MB on disk, from the seeds measured before."""
-    points = MEASURED_SEEDS
-    below = max((p for p in points if p[0] <= mb), default=points[0])
-    above = min((p for p in points if p[0] > mb), default=points[-1])
-    if above == below:
-        below, above = (points[-2], points[-1]) if mb >= points[-1][0] else (points[0], points[1])
-    slope = math.log(above[1] / below[1]) / math.log(above[0] / below[0])
-    return int(below[1] * (mb / below[0]) ** slope)
-
-
-def build_seed(work: Path, log_root: Path, mb: int) -> Seed:
-    """``mb`` MB worth of event ids through the pipeline with local Spark, in a child process
+def build_seed(work: Path, log_root: Path, mb: int, pipeline: Pipeline) -> Seed:
+    """``mb`` MB worth of keys through the pipeline with local Spark, in a child process
     (its JVM gone before anything is measured)."""
-    events, stream = event_ids_for(mb), f"events-{mb}mb"
-    produce_events(str(log_root), stream, events, start_ts_ms=T0, ts_step_ms=0)
+    keys, stream = pipeline.keys_for(mb), f"{pipeline.name}-{mb}mb"
+    pipeline.seed_events(str(log_root), stream, keys)
     base = work / f"seed-{mb}mb"
+    child = [pipeline.name, str(log_root), stream, str(base), str(keys)]
     subprocess.run(
-        [sys.executable, __file__, "--seed-child", str(log_root), stream, str(base)],
+        [sys.executable, __file__, "--seed-child", *child],
         check=True,
         cwd=ROOT,
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
     )
     checkpoint = base / "checkpoint"
-    return Seed(mb, stream, events, checkpoint, base / "out", du(checkpoint / "state"))
+    return Seed(mb, pipeline, stream, keys, checkpoint, base / "out", du(checkpoint / "state"))
 
 
-def _seed_child(log_root: str, stream: str, base: str) -> None:
+def _seed_child(name: str, log_root: str, stream: str, base: str, keys: str) -> None:
     """Build the seed's state in large batches, then run a few small ones with snapshots
     uploaded every second: the seed ends as a long-running job's checkpoint does, with a
     RocksDB snapshot (``V.zip`` and its SSTs) a few changelogs behind the last batch, not as
     a chain of changelogs that every new driver would have to replay in full."""
     from pyspark.sql import SparkSession
 
-    from pipelines.dedup_events import build_deduplicated
     from tidegate_runtime.source import read_events
     from tidegate_runtime.stopping import stop_at_batch_boundary
 
@@ -188,20 +169,20 @@ def _seed_child(log_root: str, stream: str, base: str) -> None:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
 
+    pipeline = PIPELINES[name]
+
     def run(per_batch: str, **trigger: Any) -> Any:
         events = read_events(spark, log_root, stream, maxRecordsPerBatch=per_batch)
         return (
-            build_deduplicated(events)
-            .writeStream.format("parquet")
-            .option("path", f"{base}/out")
+            pipeline.writer(events, f"{base}/out")
             .option("checkpointLocation", f"{base}/checkpoint")
-            .outputMode("append")
+            .outputMode(pipeline.output_mode)
             .trigger(**trigger)
             .start()
         )
 
     run("1000000", availableNow=True).awaitTermination()
-    produce_events(log_root, stream, 2000, start_ts_ms=T0 + 1, ts_step_ms=0, first_id=10**10)
+    pipeline.tail_events(log_root, stream, int(keys))
     tail = run("250", processingTime="1 second")
     deadline = time.monotonic() + 60
     zips = Path(base, "checkpoint", "state", "0", "0")
@@ -258,7 +239,7 @@ def _bare_submit(
         "--max-records-per-batch",
         BATCH_LIMIT,
     ]
-    spec = SubmitSpec(tag=tag, file=str(PIPELINE), args=args, conf=SPARK_CONF)
+    spec = SubmitSpec(tag=tag, file=str(seed.pipeline.file), args=args, conf=SPARK_CONF)
     submitted = time.time()
     return ctx.backend.submit(spec), submitted
 
@@ -289,13 +270,13 @@ def bare(ctx: Context, seed: Seed, rep: int) -> Switch:
 
 
 def _version(ctx: Context, seed: Seed, out: Path, *, fixed: bool, number: int) -> dict[str, Any]:
-    body = dedup_events_version(ctx.log_root, seed.stream, out, "standalone")
+    body = seed.pipeline.version(ctx.log_root, seed.stream, out, "standalone")
     body["conf"] = {**body["conf"], **SPARK_CONF, "spark.benchmark.version": str(number)}
     body["app"]["args"] += ["--max-records-per-batch", BATCH_LIMIT]
     query = body["queries"][0]
     query["trigger"] = "1 SECONDS"
     if fixed:  # the seed's copy, inside the job's checkpoint folder
-        query["checkpoint_location"] = f"seed/{QUERY}"
+        query["checkpoint_location"] = f"seed/{seed.pipeline.query}"
     return body
 
 
@@ -305,7 +286,7 @@ def _start_job(
     """A job whose version 1 goes on from a copy of the seed; running, a few batches done;
     its run, checkpoint and when it was submitted."""
     base = ctx.tmp / "checkpoints" / job
-    checkpoint, out = base / "seed" / QUERY, ctx.tmp / "outputs" / job
+    checkpoint, out = base / "seed" / seed.pipeline.query, ctx.tmp / "outputs" / job
     _copy(seed, checkpoint, out)
     body = {"name": job, "restart_policy": {"min_backoff": "1s"}, **fields}
     assert ctx.api.post("/jobs", json=body).status_code == 201
@@ -336,7 +317,7 @@ def _update(
     # Cold, the new run is created once the old one ended; pre-warmed, its standby gets go.
     since = _at(next(s for s in op["steps"] if s["name"] in ("create_run", "go"))["at"])
     new_run = op["result"]["run_id"]
-    new_checkpoint = ctx.tmp / "checkpoints" / job / str(new_run) / QUERY
+    new_checkpoint = ctx.tmp / "checkpoints" / job / str(new_run) / seed.pipeline.query
     committed = _wait(lambda: first_commit_after(new_checkpoint, since), 600, f"{job} commit")
     last = last_commit_before(checkpoint, committed) or t0
     phases = _phases(ctx, op, t0, [run_id, new_run])
@@ -394,17 +375,19 @@ def crash_hotspare(ctx: Context, seed: Seed, rep: int) -> Switch:
 
 def flink(ctx: Context, seed: Seed, rep: int) -> Switch:
     """Flink's stop-with-savepoint + restore of its large-state job on RocksDB, with as many
-    keys as the seed holds ids; its cluster runs for this round only."""
+    keys as the seed holds ids; its cluster runs for this round only. The largest seed fills
+    for --flink-fill seconds, a smaller one in proportion to its keys (at least 60 s)."""
+    fill = max(60.0, ctx.state["flink_fill"] * seed.events / ctx.state["most_keys"])
     env = {
         **os.environ,
         "FLINK_STATE_BACKEND": "rocksdb",
         "FLINK_JOB": "sql_state_job.py",
         "STATE_KEYS": str(seed.events),
         "PAYLOAD_BYTES": "16",  # an event id's worth
-        "STEADY_S": str(ctx.state["flink_fill"]),
+        "STEADY_S": str(fill),
         # Random keys: about as many distinct keys as the seed's ids within the fill time,
         # as far as its datagen keeps up (savepoint_bytes says how big it got).
-        "STATE_RATE": str(max(50_000, int(seed.events * 1.5 / ctx.state["flink_fill"]))),
+        "STATE_RATE": str(max(50_000, int(seed.events * 1.5 / fill))),
         "SAVEPOINT_FORMAT": "NATIVE",  # RocksDB's own files, Flink's faster format
     }
     subprocess.run(
@@ -451,15 +434,13 @@ def _cleanup(ctx: Context, cluster: LocalStandaloneCluster) -> None:
 
 
 def _feed(root: Path, seeds: list[Seed], stop: threading.Event) -> None:
-    """New events all along on every seed's stream: 200 a second, new ids, event time moving
-    with the clock from the seed's."""
+    """New events all along on every seed's stream: 200 a second (new ids; or updates to
+    accounts spread over all of them), event time moving with the clock from the seed's."""
     started, next_id = time.time(), 10**11
     while not stop.is_set():
         at = T0 + int((time.time() - started) * 1000)
         for seed in seeds:
-            produce_events(
-                str(root), seed.stream, 100, start_ts_ms=at, ts_step_ms=5, first_id=next_id
-            )
+            seed.pipeline.fed_events(str(root), seed.stream, seed.events, at, next_id)
         next_id += 100
         stop.wait(0.5)
 
@@ -468,10 +449,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--pipeline", choices=sorted(PIPELINES), default="dedup")
     parser.add_argument("--sizes", default="10,100", help="MB of state, comma-separated")
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
-    parser.add_argument("--flink-fill", type=float, default=60.0, help="s to fill Flink's state")
+    parser.add_argument(
+        "--flink-fill",
+        type=float,
+        default=60.0,
+        help="s to fill Flink's state at the largest size (smaller ones in proportion)",
+    )
     parser.add_argument(
         "--keep", action="store_true", help="keep the work folder (drivers' logs, checkpoints)"
     )
@@ -486,7 +473,7 @@ def main() -> None:
         help="after building the seeds, wait while FILE exists: the seeds (not measured) can "
         "be built beside other work, the rounds then run on a quiet machine",
     )
-    parser.add_argument("--seed-child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--seed-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed_child:
         _seed_child(*args.seed_child)
@@ -506,11 +493,12 @@ def main() -> None:
     seeds: list[Seed] = []
     for mb in sizes:
         t = time.monotonic()
-        seed = build_seed(tmp, log_root, mb)
+        seed = build_seed(tmp, log_root, mb, PIPELINES[args.pipeline])
         seeds.append(seed)
         print(
-            f"seed {mb} MB: {seed.events:,} event ids, {seed.state_bytes / 1e6:.1f} MB of state "
-            f"on disk, built in {time.monotonic() - t:.0f} s",
+            f"seed {mb} MB of {args.pipeline}: {seed.events:,} keys, "
+            f"{seed.state_bytes / 1e6:.1f} MB of state on disk, built in "
+            f"{time.monotonic() - t:.0f} s",
             flush=True,
         )
     if args.hold_while:
@@ -564,7 +552,12 @@ def main() -> None:
                     work_dir=cluster.worker_dir,
                 )
                 ctx = Context(
-                    tmp, cluster, backend, client, log_root, {"flink_fill": args.flink_fill}
+                    tmp,
+                    cluster,
+                    backend,
+                    client,
+                    log_root,
+                    {"flink_fill": args.flink_fill, "most_keys": max(s.events for s in seeds)},
                 )
                 for rep in range(args.reps):
                     for seed in seeds:
@@ -705,7 +698,13 @@ def _save(
         {
             "rounds": reps,
             "seeds": [
-                {"mb": s.mb, "event_ids": s.events, "state_bytes": s.state_bytes} for s in seeds
+                {
+                    "mb": s.mb,
+                    "pipeline": s.pipeline.name,
+                    "event_ids": s.events,  # keys: event ids, or accounts
+                    "state_bytes": s.state_bytes,
+                }
+                for s in seeds
             ],
             "switches": {
                 f"{mb}mb/{strategy}": [

@@ -128,3 +128,23 @@ def expected_deduplicated(
         if record.timestamp_ms < DRAIN_MARKER_MS:
             seen.setdefault(record.key, Deduplicated(record.key, record.timestamp_ms, record.value))
     return sorted(seen.values())
+
+
+def expected_key_totals(
+    root: str | os.PathLike[str], stream: str, ranges: dict[int, tuple[int, int]] | None = None
+) -> dict[str, tuple[int, int, int]]:
+    """``build_totals`` read back as ``key_totals.current_totals`` says: {key: (events, sum of
+    the numeric values, latest event time in ms)}. (Whole numbers are summed, anything else adds 0:
+    the generators write whole numbers, and a test adds a word.)"""
+    totals: dict[str, tuple[int, int, int]] = {}
+    for _, record in log_records(root, stream, ranges):
+        if record.timestamp_ms >= DRAIN_MARKER_MS:
+            continue
+        whole = record.value.strip().removeprefix("-").isdigit()
+        count, total, last = totals.get(record.key, (0, 0, record.timestamp_ms))
+        totals[record.key] = (
+            count + 1,
+            total + (int(record.value) if whole else 0),
+            max(last, record.timestamp_ms),
+        )
+    return totals

@@ -15,7 +15,11 @@ the admin token in ``.tidegate/admin-token``). It creates:
   (stateless, JSON-lines sink);
 * job ``events-deduplicated``: ``pipelines/dedup_events.py``, each event id once over an hour
   of event time, query ``dedup_events`` (a large state, on RocksDB; Parquet sink), reading
-  stream ``events`` (with ``--count N``, N events of which one in 7 is retried).
+  stream ``events`` (with ``--count N``, N events of which one in 7 is retried);
+* job ``account-totals``: ``pipelines/key_totals.py``, a running count and sum per account,
+  kept forever, query ``key_totals`` (a large state whose batches read only the keys they
+  touch, on RocksDB; output mode update, a Parquet folder per batch), reading stream
+  ``accounts`` (with ``--count N``, N events over 1,000 accounts).
 
 Run it twice and nothing is duplicated: an existing job is kept, and a version is only added
 when the job has none with the same body. It prints ``JOB VERSION`` per line (``--json``: a
@@ -38,6 +42,7 @@ import yaml
 
 from app.resume_points.compat import CHANGELOG_CHECKPOINTING, PROVIDER_CLASS, ROCKSDB_PROVIDER
 from pipelines.dedup_events import produce_events
+from pipelines.key_totals import produce_account_events
 from tidegate_runtime.eventlog import EventLog
 from tidegate_runtime.produce import produce
 
@@ -46,6 +51,9 @@ WINDOWED_JOB = "clicks-per-minute"
 ENRICH_JOB = "clicks-enriched"
 DEDUP_JOB = "events-deduplicated"
 DEDUP_STREAM = "events"
+TOTALS_JOB = "account-totals"
+TOTALS_STREAM = "accounts"
+DEMO_ACCOUNTS = 1_000
 
 
 def _pipeline_version(
@@ -58,6 +66,7 @@ def _pipeline_version(
     *,
     source: str = "clicks",
     conf: dict[str, str] | None = None,
+    output_mode: str = "append",
 ) -> dict[str, Any]:
     """The version body of ``pipelines/<pipeline>.py``: the arguments its argparse needs and
     ``query`` (its name, stateful operators) reading ``stream`` as ``source``."""
@@ -83,7 +92,7 @@ def _pipeline_version(
                         "options": {"root": str(root), "stream": stream},
                     }
                 ],
-                "output_mode": "append",
+                "output_mode": output_mode,
                 "trigger": "5 SECONDS",
             }
         ],
@@ -111,6 +120,22 @@ def dedup_events_version(root: Path, stream: str, out: Path, cluster: str) -> di
     query = {"name": "dedup_events", "stateful_operators": [{"kind": "dedup_within_watermark"}]}
     return _pipeline_version(
         "dedup_events", query, root, stream, out, cluster, source="events", conf=ROCKSDB_CONF
+    )
+
+
+def key_totals_version(root: Path, stream: str, out: Path, cluster: str) -> dict[str, Any]:
+    """The version body of pipelines/key_totals.py, on RocksDB, in output mode update."""
+    query = {"name": "key_totals", "stateful_operators": [{"kind": "aggregate"}]}
+    return _pipeline_version(
+        "key_totals",
+        query,
+        root,
+        stream,
+        out,
+        cluster,
+        source="accounts",
+        conf=ROCKSDB_CONF,
+        output_mode="update",
     )
 
 
@@ -182,9 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     root, out = args.root.resolve(), args.out.resolve()
     EventLog(root).create_stream(args.stream, args.partitions, exist_ok=True)
     EventLog(root).create_stream(DEDUP_STREAM, 2, exist_ok=True)
+    EventLog(root).create_stream(TOTALS_STREAM, 2, exist_ok=True)
     if args.count:
         produce(str(root), args.stream, args.partitions, rate=0, count=args.count)
         produce_events(str(root), DEDUP_STREAM, args.count, int(time.time() * 1000))
+        produce_account_events(
+            str(root), TOTALS_STREAM, args.count, DEMO_ACCOUNTS, int(time.time() * 1000)
+        )
     headers = {"Authorization": f"Bearer {token}"}
     try:
         with httpx.Client(base_url=url + "/api/v1", headers=headers, timeout=30) as api:
@@ -211,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
                     DEDUP_JOB,
                     "each event id once, over an hour of event time (RocksDB state)",
                     dedup_events_version(root, DEDUP_STREAM, out / DEDUP_JOB, args.cluster),
+                ),
+                (
+                    TOTALS_JOB,
+                    "a running count and sum per account, kept forever (RocksDB state)",
+                    key_totals_version(root, TOTALS_STREAM, out / TOTALS_JOB, args.cluster),
                 ),
             ):
                 number, created = register(api, job, description, body)

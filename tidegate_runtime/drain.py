@@ -196,6 +196,14 @@ class Drainer:
             return True
         if not operators:
             return bool(self.declared[name].get("stateful"))
+        query = self.queries.get(name)
+        last = query.lastProgress if query is not None else None
+        progress = (json.loads(last.json) if hasattr(last, "json") else dict(last)) if last else {}
+        if progress and "watermark" not in (progress.get("eventTime") or {}):
+            # No watermark in its plan (Spark reports one only then): its state, a running
+            # aggregate in update mode say, closes nothing by event time, so a marker would
+            # flush nothing, and no no-data batch would ever follow it.
+            return False
         return any(op.operator_name not in NOTHING_TO_FLUSH for op in operators)
 
     def _drain_native(self, names: list[str], refs: list[tuple[str, int, str]]) -> bool:

@@ -1,4 +1,4 @@
-"""pipelines/register_examples.py against the live server: both example pipelines become
+"""pipelines/register_examples.py against the live server: the example pipelines become
 jobs with a version each on cluster 'local', built so the pipelines' own argument parsing
 and query names accept them; running it again adds nothing."""
 
@@ -14,6 +14,7 @@ import pytest
 from pipelines import register_examples
 from pipelines.dedup_events import parse_args as dedup_args
 from pipelines.enrich import parse_args as enrich_args
+from pipelines.key_totals import parse_args as totals_args
 from pipelines.windowed_counts import parse_args as windowed_args
 from tests.cli.conftest import Cli, Live
 from tests.conftest import ADMIN_TOKEN
@@ -57,6 +58,7 @@ def test_register_examples_creates_the_log_jobs_and_versions(
         {"job": "clicks-per-minute", "version": 1, "created": True},
         {"job": "clicks-enriched", "version": 1, "created": True},
         {"job": "events-deduplicated", "version": 1, "created": True},
+        {"job": "account-totals", "version": 1, "created": True},
     ]
     offsets = json.loads(
         tg.ok("events", "offsets", "--root", str(tmp_path / "log"), "--stream", "clicks").stdout
@@ -68,6 +70,7 @@ def test_register_examples_creates_the_log_jobs_and_versions(
     assert sum(events["latest"].values()) == 40 + 6, events  # ids 0, 7, ..., 35 retried
 
     assert sorted(j["name"] for j in tg.json("jobs", "list")) == [
+        "account-totals",
         "clicks-enriched",
         "clicks-per-minute",
         "events-deduplicated",
@@ -79,6 +82,15 @@ def test_register_examples_creates_the_log_jobs_and_versions(
     assert dedup["conf"]["spark.sql.streaming.stateStore.providerClass"].endswith(
         "RocksDBStateStoreProvider"
     )
+    totals = tg.json("versions", "show", "account-totals", "1")
+    t = totals_args(_Spark(), totals["app"]["args"], managed=True)  # type: ignore[arg-type]
+    assert [q["name"] for q in totals["queries"]] == [t.query_name] == ["key_totals"]
+    assert totals["queries"][0]["output_mode"] == "update" and t.stream == "accounts"
+    assert totals["conf"] == dedup["conf"]  # RocksDB with changelog checkpointing
+    accounts = json.loads(
+        tg.ok("events", "offsets", "--root", str(tmp_path / "log"), "--stream", "accounts").stdout
+    )
+    assert sum(accounts["latest"].values()) == 40, accounts
     windowed = tg.json("versions", "show", "clicks-per-minute", "1")
     enrich = tg.json("versions", "show", "clicks-enriched", "1")
     assert windowed["cluster"] == enrich["cluster"] == "local"
@@ -97,5 +109,5 @@ def test_register_examples_creates_the_log_jobs_and_versions(
     # Again: the same jobs and versions, nothing added.
     assert register_examples.main(argv) == 0
     again = json.loads(capsys.readouterr().out)
-    assert [(j["version"], j["created"]) for j in again["jobs"]] == [(1, False)] * 3
+    assert [(j["version"], j["created"]) for j in again["jobs"]] == [(1, False)] * 4
     assert len(tg.json("versions", "list", "clicks-per-minute")) == 1

@@ -47,9 +47,22 @@ def test_a_query_drains_natively_once_its_readers_have_their_control_files() -> 
     assert not runtime._native("files")  # not an event log: always bounded
 
 
-def _flushing(tmp_path: Path, operator: str | None, *, stateful: bool = True) -> bool:
+class _Progressed:
+    """A running query as far as _needs_flush reads it: its last progress."""
+
+    def __init__(self, progress: dict[str, Any] | None) -> None:
+        self.lastProgress = progress
+
+
+def _flushing(
+    tmp_path: Path,
+    operator: str | None,
+    *,
+    stateful: bool = True,
+    progress: dict[str, Any] | None = None,
+) -> bool:
     """Whether a drain sends its marker to the query ``q``: a checkpoint whose one state
-    operator Spark named ``operator`` (None: no state written yet)."""
+    operator Spark named ``operator`` (None: no state written yet), its last ``progress``."""
     if operator is not None:
         FakeCheckpoint(tmp_path / "q", operator=operator)
     runtime = Runtime(
@@ -58,6 +71,7 @@ def _flushing(tmp_path: Path, operator: str | None, *, stateful: bool = True) ->
         checkpoint_dir=str(tmp_path),
         declared={"q": {"sources": [], "stateful": stateful}},
     )
+    runtime.queries["q"] = cast(Any, _Progressed(progress))
     return runtime._needs_flush("q")
 
 
@@ -69,6 +83,20 @@ def test_a_drain_flushes_windows_but_not_a_deduplication(tmp_path: Path) -> None
     assert _flushing(tmp_path / "c", "stateStoreSave")
     assert _flushing(tmp_path / "d", "symmetricHashJoin")
     assert _flushing(tmp_path / "e", "sessionWindowStateStoreSaveExec")
+
+
+def test_an_aggregate_without_a_watermark_is_not_flushed(tmp_path: Path) -> None:
+    # pipelines/key_totals.py: a running total per key in update mode. Spark reports a
+    # watermark only for a plan that has one; without it no state closes by event time, and
+    # no no-data batch would ever follow a marker (the drain would wait for one until its
+    # timeout).
+    totals = {"batchId": 4, "eventTime": {"max": "2026-01-01T00:00:00.000Z"}}
+    assert not _flushing(tmp_path / "a", "stateStoreSave", progress=totals)
+    assert not _flushing(tmp_path / "b", "stateStoreSave", progress={"batchId": 4})
+    windows = {"batchId": 4, "eventTime": {"watermark": "2026-01-01T00:00:00.000Z"}}
+    assert _flushing(tmp_path / "c", "stateStoreSave", progress=windows)
+    # No batch yet: the checkpoint's operators decide, as before.
+    assert _flushing(tmp_path / "d", "stateStoreSave", progress=None)
 
 
 def test_before_any_state_is_written_the_declaration_decides(tmp_path: Path) -> None:
@@ -89,6 +117,7 @@ class _Query:
     """A query as _drain_native sees it (stop_at_batch_boundary is replaced below)."""
 
     isActive = True
+    lastProgress = None
 
 
 class _Writer:
