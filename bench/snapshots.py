@@ -16,10 +16,12 @@ What is measured, per repetition, on one filesystem and with the page cache warm
    cache the worker uses (files of the previous manifest whose path, size and mtime did not
    change are not read again): bytes written and time as a ratio of the first export;
 4. the same second export **without the hash cache** (every file hashed again);
-5. **restore** of the second snapshot into an empty folder (what a start from a snapshot
+5. the same first export **by hard links** (``TIDEGATE_SNAPSHOT_EXPORT_LINKS``): each new
+   blob the checkpoint file it was hashed from, so only the hash reads the bytes;
+6. **restore** of the second snapshot into an empty folder (what a start from a snapshot
    does before go), copied with each hash checked (the default) and by hard links
    (``TIDEGATE_SNAPSHOT_RESTORE_LINKS``), against ``cp -r`` of the same files;
-6. the **memory** this process needed for all of it: the growth of its peak RSS, which
+7. the **memory** this process needed for all of it: the growth of its peak RSS, which
    must stay a few tens of MB whatever the state's size (files are streamed, never read
    whole).
 
@@ -220,6 +222,15 @@ def serial_export(root: Path, ck: Path) -> float:
     return seconds
 
 
+def linked_export(root: Path, ck: Path) -> float:
+    """The first export into a store of its own, each new blob a hard link to the checkpoint
+    file it was hashed from (TIDEGATE_SNAPSHOT_EXPORT_LINKS)."""
+    store = SnapshotStore(str(root), link_exports=True)
+    seconds, _ = export(store, ck, "linked")
+    shutil.rmtree(root)
+    return seconds
+
+
 def cp_r(src: Path, dest: Path, files: list[str] | None = None) -> float:
     """``cp -r src dest``; with ``files``, ``cp --parents`` of just those (the RocksDB
     layout keeps changelogs a snapshot does not need: the same bytes on both sides)."""
@@ -264,6 +275,7 @@ def main() -> None:
     try:
         kinds = (
             "export1",
+            "linked1",
             "serial1",
             "cp1",
             "export2",
@@ -299,11 +311,13 @@ def main() -> None:
             # with one file at a time (as before PUT_THREADS) is measured beside it.
             if rep % 2:
                 rows["cp1"].append(cp_r(ck, base / "copy1", same))
+                rows["linked1"].append(linked_export(base / "linked-store", ck))
                 rows["serial1"].append(serial_export(base / "serial", ck))
                 seconds, first = export(store, ck, "s1")
             else:
                 seconds, first = export(store, ck, "s1")
                 rows["serial1"].append(serial_export(base / "serial", ck))
+                rows["linked1"].append(linked_export(base / "linked-store", ck))
                 rows["cp1"].append(cp_r(ck, base / "copy1", same))
             rows["export1"].append(seconds)
             files = len(first.entries)
@@ -344,6 +358,10 @@ def main() -> None:
         print(f"  first export          {med['export1']:7.3f} s   wrote {mb(w['first'])}")
         print(f"  cp -r (same files)    {med['cp1']:7.3f} s")
         print(f"  export / cp -r        {med['export1'] / med['cp1']:7.2f} x")
+        print(
+            f"  first export by links {med['linked1']:7.3f} s   "
+            f"({med['linked1'] / med['cp1']:.2f} x cp -r; TIDEGATE_SNAPSHOT_EXPORT_LINKS)"
+        )
         print(
             f"  one file at a time    {med['serial1']:7.3f} s   "
             f"({med['serial1'] / med['cp1']:.2f} x cp -r; {store_module.PUT_THREADS} at a time is "
@@ -391,6 +409,7 @@ def main() -> None:
                     "restore_over_cp": med["restore"] / med["cp3"],
                     "restore_links_over_cp": med["restore_link"] / med["cp3"],
                     "export_over_cp": med["export1"] / med["cp1"],
+                    "export_links_over_cp": med["linked1"] / med["cp1"],
                     "serial_export_over_cp": med["serial1"] / med["cp1"],
                     "put_threads": store_module.PUT_THREADS,
                     "second_over_first_time": med["export2"] / med["export1"],

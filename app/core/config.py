@@ -81,6 +81,15 @@ class Settings(BaseSettings):
         "run as another OS user than the worker (blobs are read-only to them), or a driver "
         "could change a blob other snapshots share. Object stores and other devices always copy.",
     )
+    snapshot_export_links: bool = Field(
+        default=False,
+        description="Export to a local SNAPSHOT_ROOT by hard-linking each new checkpoint file "
+        "into the store (the very file hashed) instead of copying it: a first export costs "
+        "its hash alone, and the store holds no second copy of the bytes. A stored file is "
+        "then the checkpoint's file: turn this on only where nothing writes a checkpoint file "
+        "in place (Spark and tidegate never do; driver code could). Files on another device, "
+        "object stores and files the worker may not link are copied.",
+    )
     public_url: str | None = Field(
         default=None,
         description="URL Spark drivers use to reach this API; default http://HOST:PORT.",

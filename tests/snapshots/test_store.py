@@ -162,6 +162,67 @@ def test_a_local_restore_links_its_blobs_and_spark_writes_never_reach_them(
     assert (again / rel).read_bytes() == (ck.root / rel).read_bytes() == before
 
 
+def test_an_export_with_links_stores_the_hashed_checkpoint_files_themselves(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: with TIDEGATE_SNAPSHOT_EXPORT_LINKS a new blob on a local root is a hard
+    link to the checkpoint file it was hashed from (a first export costs its hash alone);
+    Spark's next files, written by rename, leave it as it was, and a restore by copy checks
+    it as any blob. A file the store holds already is not linked a second time."""
+    store = SnapshotStore(str(tmp_path / "store"), link_exports=True)
+    ck = FakeCheckpoint(tmp_path / "ck", delta_bytes=10_000)
+    for _ in range(3):
+        ck.batch()
+    put = _export(store, ck, "s1")
+    assert put.files_written > 0 and put.bytes_written == put.bytes_referenced
+    files_of: dict[str, set[int]] = {}  # a blob -> the inodes of the files of its content
+    for rel, entry in put.entries.items():
+        files_of.setdefault(entry["sha256"], set()).add((ck.root / rel).stat().st_ino)
+        assert Path(store.blob_path(entry["sha256"])).read_bytes() == (ck.root / rel).read_bytes()
+    for sha, inodes in files_of.items():  # each blob is one of its files, linked
+        assert Path(store.blob_path(sha)).stat().st_ino in inodes, sha
+    assert list((tmp_path / "store" / "tmp").iterdir()) == []
+    rel = "state/0/0/1.delta"
+    before = (ck.root / rel).read_bytes()
+    (ck.root / "tmp-new").write_bytes(b"a rewritten batch")
+    os.replace(ck.root / "tmp-new", ck.root / rel)  # how Spark writes: a new file, renamed
+    assert Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes() == before
+    restored = tmp_path / "restored"
+    store.restore(put.entries, restored)  # copied, every hash checked
+    assert (restored / rel).read_bytes() == before
+    ck.batch()
+    second = _export(store, ck, "s2")
+    assert 0 < second.bytes_written < second.bytes_referenced  # the new batch's files only
+    # Without the setting (the default) every blob is a copy of its own.
+    copies = SnapshotStore(str(tmp_path / "copies"))
+    for rel, entry in _export(copies, ck, "s3").entries.items():
+        assert (ck.root / rel).stat().st_ino != Path(
+            copies.blob_path(entry["sha256"])
+        ).stat().st_ino
+
+
+def test_an_export_links_only_where_the_kernel_allows_and_copies_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another device, or a file of another user under fs.protected_hardlinks: the link
+    fails and the blob is a read-only copy, as without the setting."""
+
+    def refused(src: str, dst: str, **kwargs: object) -> None:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", refused)
+    store = SnapshotStore(str(tmp_path / "store"), link_exports=True)
+    ck = FakeCheckpoint(tmp_path / "ck")
+    ck.batch()
+    put = _export(store, ck, "s1")
+    for rel, entry in put.entries.items():
+        blob = Path(store.blob_path(entry["sha256"]))
+        assert blob.stat().st_ino != (ck.root / rel).stat().st_ino
+        assert (
+            blob.stat().st_mode & 0o222 == 0 and blob.read_bytes() == (ck.root / rel).read_bytes()
+        )
+
+
 def test_manifest_is_atomic_and_versioned(make_store: Callable[[], SnapshotStore]) -> None:
     store = make_store()
     assert store.read_manifest("job", "nope") is None

@@ -27,7 +27,9 @@ def store_lock(factory: sessionmaker[Session], *, exclusive: bool) -> Iterator[b
 def store_for(settings: Settings) -> SnapshotStore:
     try:
         return SnapshotStore(
-            settings.resolved_snapshot_root, settings.snapshot_storage_options_dict
+            settings.resolved_snapshot_root,
+            settings.snapshot_storage_options_dict,
+            link_exports=settings.snapshot_export_links,
         )
     except StoreError as exc:  # misconfigured (e.g. an unknown option): not worth a retry
         raise SnapshotFailed(str(exc)) from None

@@ -34,7 +34,13 @@ import fsspec
 
 from app.snapshots.errors import StoreError
 from app.snapshots.store.remote import is_local, open_remote
-from app.snapshots.store.safe_files import copy_fd, create_regular, link_regular, open_regular
+from app.snapshots.store.safe_files import (
+    copy_fd,
+    create_regular,
+    link_fd,
+    link_regular,
+    open_regular,
+)
 
 CHUNK = 4 * 1024 * 1024
 HASH_CHUNK = 1024 * 1024
@@ -77,11 +83,16 @@ class GcResult:
 
 
 class SnapshotStore:
-    def __init__(self, url: str, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, url: str, options: Mapping[str, Any] | None = None, *, link_exports: bool = False
+    ) -> None:
         """``url``: a path or fsspec URL; ``options``: the remote filesystem's (credentials,
-        endpoint, timeouts; ignored for a local root)."""
+        endpoint, timeouts; ignored for a local root). ``link_exports``
+        (TIDEGATE_SNAPSHOT_EXPORT_LINKS): a new blob on a local root is a hard link to the
+        checkpoint file it was hashed from, where the kernel allows one, not a copy."""
         self.url = url
         self.local = is_local(url)
+        self.link_exports = link_exports and self.local
         self.fs: fsspec.AbstractFileSystem
         if self.local:
             self.fs, root = fsspec.core.url_to_fs(url)
@@ -178,7 +189,10 @@ class SnapshotStore:
     def _put_blob(self, fd: int, sha: str) -> bool:
         """Copy the open file hashed to ``sha`` into the store unless it is there; whether it
         was written. On a local root the copy stays in the kernel (sendfile), as cp does;
-        checkpoint files are never rewritten in place, so the hash read holds for the copy."""
+        checkpoint files are never rewritten in place, so the hash read holds for the copy.
+        With ``link_exports`` the blob is the hashed inode itself, linked: no byte copied
+        (RocksDB's own checkpoints share SST files the same way); where no link can be made,
+        a copy."""
         target = self.blob_path(sha)
         if self.fs.exists(target):
             return False
@@ -187,12 +201,14 @@ class SnapshotStore:
             self._mkdir(tmp_dir)
             tmp = tmp_dir / uuid.uuid4().hex
             try:
-                # Read-only: a restore may link checkpoint files to it (SNAPSHOT_RESTORE_LINKS).
-                out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
-                try:
-                    copy_fd(fd, out)
-                finally:
-                    os.close(out)
+                if not (self.link_exports and link_fd(fd, tmp)):
+                    # Read-only: a restore may link checkpoint files to it (RESTORE_LINKS).
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                    out = os.open(tmp, flags, 0o444)
+                    try:
+                        copy_fd(fd, out)
+                    finally:
+                        os.close(out)
                 self._mkdir(Path(target).parent)
                 try:
                     # Not a rename: two files of one content (commit logs often are), put at

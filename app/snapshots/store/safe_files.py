@@ -116,6 +116,22 @@ def link_regular(base: Path, rel: str, source: str) -> bool:
         os.close(parent)
 
 
+def link_fd(fd: int, path: str | Path) -> bool:
+    """Hard-link the open file ``fd`` (the very inode read, whatever its name now points
+    to) at ``path``; False where it cannot be: another device, a filesystem without hard
+    links, a file the kernel will not let this user link (fs.protected_hardlinks)."""
+    # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N links the inode behind the descriptor;
+    # Python passes that flag only with a directory fd (an absolute path ignores it).
+    root = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(f"/proc/self/fd/{fd}", path, src_dir_fd=root, follow_symlinks=True)
+    except OSError:
+        return False
+    finally:
+        os.close(root)
+    return True
+
+
 def copy_fd(src: int, dst: int) -> None:
     """Copy all of ``src`` (from its start) to ``dst``, in the kernel where it can."""
     offset = 0
