@@ -30,6 +30,7 @@ SNAPSHOT_UPDATE_STEPS = [
     "standby_ready",
     "dry_run",
     "pre_copy",
+    "prestage",
     "request_stop",
     "graceful_stop",
     "kill",

@@ -223,6 +223,37 @@ def test_an_export_links_only_where_the_kernel_allows_and_copies_elsewhere(
         )
 
 
+def test_a_restore_keeps_what_a_prestage_put_there_and_only_that(tmp_path: Path) -> None:
+    """Issue 25: restored ahead of the stop (``present``: path -> sha256), a file the
+    snapshot names with the same hash is kept as it is (not read, not written); one it names
+    with another hash is replaced, one it does not name is removed, and one missing is
+    restored: the folder ends holding exactly the snapshot."""
+    store = SnapshotStore(str(tmp_path / "store"))
+    ck = FakeCheckpoint(tmp_path / "ck", delta_bytes=10_000)
+    for _ in range(3):
+        ck.batch()
+    early = _export(store, ck, "early").entries  # what a pre-copy holds
+    dest = tmp_path / "staging"
+    store.restore(early, dest)
+    present = {rel: str(e["sha256"]) for rel, e in early.items()}
+    ck.batch()
+    final = _export(store, ck, "final").entries
+    kept_rel = next(rel for rel in early if rel.startswith("state/"))
+    kept_inode = (dest / kept_rel).stat().st_ino
+    changed = next(rel for rel in early if rel.startswith("offsets/"))
+    (dest / changed).unlink()
+    (dest / changed).write_text("not what the snapshot holds")
+    present[changed] = "0" * 64  # the prestage's record says another content
+    (dest / "state" / "0" / "0" / "stray.delta").write_bytes(b"a file the snapshot lacks")
+    hints = store.restore(final, dest, present=present)
+    assert (dest / kept_rel).stat().st_ino == kept_inode  # left alone
+    on_disk = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
+    assert on_disk == set(final) == set(hints)
+    for rel in final:
+        assert (dest / rel).read_bytes() == (ck.root / rel).read_bytes(), rel
+    assert set(final) - set(early)  # the last batch's files came after the prestage
+
+
 def test_manifest_is_atomic_and_versioned(make_store: Callable[[], SnapshotStore]) -> None:
     store = make_store()
     assert store.read_manifest("job", "nope") is None

@@ -53,6 +53,7 @@ def work(ctx: WorkerContext, op_id: int) -> dict[str, Any]:
             "result": op.result,
             "run_id": op.run_id,
             "steps": [s["name"] for s in op.steps],
+            "details": {s["name"]: s.get("detail") for s in op.steps},
         }
 
 

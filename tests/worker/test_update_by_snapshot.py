@@ -14,6 +14,8 @@ from fastapi.testclient import TestClient
 
 from app.backends.base import AppState, AppStatus
 from app.core.config import Settings
+from app.snapshots.checkpoint_files import RESTORED_HINTS
+from app.snapshots.store.blobs import SnapshotStore
 from app.worker.core.context import WorkerContext
 from tests.support.flows import (
     API,
@@ -135,6 +137,43 @@ def test_a_prewarmed_update_runs_its_dry_run_inside_the_standby(
     assert spec.conf["spark.tidegate.checkpoint_dir"].endswith(f"/j/{op['run_id']}")
     assert "spark.tidegate.dry_run" not in spec.conf and not scratch.exists()
     assert client.get(f"{API}/runs/{old_run}").json()["state"] == "stopped"
+
+
+def test_a_prewarmed_update_restores_the_pre_copy_before_the_stop(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    """Issue 25: while the old run still processes, the pre-copy is restored where the
+    standby's checkpoint will be (step ``prestage``); after the stop, ``materialise`` keeps
+    those files and restores only what the last batches added, and the checkpoint it leaves
+    is exactly the snapshot's."""
+    _, ck = running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    op = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    names = op["steps"]
+    assert names.index("pre_copy") < names.index("prestage") < names.index("request_stop")
+    prestaged = op["details"]["prestage"]["counts"]
+    assert prestaged["files"] > 0 and prestaged["bytes"] > 0, op["details"]["prestage"]
+    restored = op["details"]["materialise"]["queries"]["counts"]
+    assert 0 < restored["prestaged_bytes"] <= restored["bytes"], restored
+    new = checkpoint_dir(settings, "j", op["run_id"])
+    snapshot = get_snapshot(client, "j", op["result"]["snapshot"])
+    assert snapshot["state"] == "ready"
+    assert (new / "commits" / "2").exists()
+    assert not (new / ".counts.tidegate-restoring").exists()
+    assert not list(new.parent.glob(".*tidegate*")), list(new.parent.iterdir())
+    assert not (new / ".tidegate-prestaged.json").exists()
+    # Exactly the snapshot: the files its manifest names, each the old run's, byte for byte
+    # (no file of the pre-copy that the snapshot no longer names is left behind).
+    manifest = SnapshotStore(settings.resolved_snapshot_root).read_manifest("j", snapshot["name"])
+    assert manifest is not None
+    named = set(manifest["queries"]["counts"]["files"])
+    assert len(named) == restored["files"]
+    on_disk = {p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file()}
+    assert on_disk - named == {RESTORED_HINTS}, on_disk - named
+    assert named - on_disk == set()
+    for rel in named:
+        assert (new / rel).read_bytes() == (ck.root / rel).read_bytes(), rel
 
 
 def test_a_prewarmed_update_refused_by_its_dry_run_releases_the_standby(

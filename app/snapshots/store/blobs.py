@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -256,10 +257,19 @@ class SnapshotStore:
         return doc
 
     def restore(
-        self, entries: Mapping[str, Mapping[str, Any]], dest: Path, *, link: bool = False
+        self,
+        entries: Mapping[str, Mapping[str, Any]],
+        dest: Path,
+        *,
+        link: bool = False,
+        present: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Put each blob at ``dest/<relative path>``, copied and its hash checked. Returns
         the hints (path -> sha256, size, mtime_ns) that let a later export skip rereading them.
+
+        ``present`` (path -> sha256): files a restore put in ``dest`` before (``prestage``).
+        Each that the entries name with the same hash stays as it is; any other file in
+        ``dest`` is removed, so ``dest`` ends holding exactly the entries.
 
         With ``link`` (TIDEGATE_SNAPSHOT_RESTORE_LINKS), from a local store on the
         checkpoints' filesystem, a file is a hard link to its blob instead: no byte is copied,
@@ -270,6 +280,10 @@ class SnapshotStore:
         hints: dict[str, Any] = {}
         dest.mkdir(parents=True, exist_ok=True)
         items = sorted(entries.items())
+        if present:
+            kept = self._keep_present(entries, dest, present)
+            hints.update(kept)
+            items = [(rel, entry) for rel, entry in items if rel not in kept]
         if link and self.local:
             for rel, entry in items:
                 # A filesystem that cannot link will not for the next file: copy from then on.
@@ -279,6 +293,31 @@ class SnapshotStore:
         done = self._each(lambda item: self._restore_file(dest, *item, link=False)[0], items)
         hints.update(zip((rel for rel, _ in items), done, strict=True))
         return hints
+
+    @staticmethod
+    def _keep_present(
+        entries: Mapping[str, Mapping[str, Any]], dest: Path, present: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """The hints of the files in ``dest`` that ``entries`` name with the hash ``present``
+        says they have, and of the size they name; every other file below ``dest`` removed."""
+        kept: dict[str, Any] = {}
+        for path in sorted(dest.rglob("*")):
+            if stat.S_ISDIR(path.lstat().st_mode):
+                continue
+            rel = path.relative_to(dest).as_posix()
+            entry = entries.get(rel)
+            st = path.lstat()
+            if (
+                entry is not None
+                and present.get(rel) == entry["sha256"]
+                and stat.S_ISREG(st.st_mode)
+                and st.st_size == int(entry.get("size", st.st_size))
+            ):
+                sha = str(entry["sha256"])
+                kept[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            else:
+                path.unlink()
+        return kept
 
     def _restore_file(
         self, dest: Path, rel: str, entry: Mapping[str, Any], *, link: bool

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from app.core import run_states as states
@@ -33,9 +34,16 @@ def snapshot_failed(exc: Exception) -> OperationFailed:
 
 
 def save_snapshot(
-    ctx: WorkerContext, steps: Steps, snapshot_id: int, *, stop: bool, timeout: float
+    ctx: WorkerContext,
+    steps: Steps,
+    snapshot_id: int,
+    *,
+    stop: bool,
+    timeout: float,
+    after_pre_copy: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Export (after stopping the run at a batch boundary, with ``stop``), then retention."""
+    """Export (after stopping the run at a batch boundary, with ``stop``), then retention.
+    ``after_pre_copy``: what the caller does next while the run still processes."""
     with ctx.factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
         if snapshot is None or snapshot.run_id is None:
@@ -64,6 +72,8 @@ def save_snapshot(
     stopping = done.step_done("request_stop")
     if stop and run_state == states.RUNNING and not stopping:
         steps.run("pre_copy", pre_copy)
+        if after_pre_copy is not None:
+            after_pre_copy()
     if stop and (run_state in states.ACTIVE or stopping):
         run_state = stop_run(ctx, run_id, "snapshot", steps, timeout).state
 

@@ -20,6 +20,7 @@ from app.core import run_states as states
 from app.core.plans import StoredPlan
 from app.operations.models import Operation
 from app.runs.models import Run
+from app.snapshots import restore
 from app.snapshots.errors import SnapshotFailed
 from app.snapshots.export import mark_failed, snapshot_for_operation
 from app.snapshots.models import Snapshot
@@ -147,12 +148,33 @@ def _save_snapshot(u: Update) -> None:
         u.snapshot_id,
         stop=True,
         timeout=float(u.op.params.get("timeout_seconds", 120)),
+        after_pre_copy=lambda: u.steps.run("prestage", lambda: _prestage(u)),
     )
+
+
+def _prestage(u: Update) -> dict[str, Any]:
+    """Pre-warmed, while the old run still processes: the pre-copy restored where the
+    standby's checkpoints will be, so that after the stop ``materialise`` restores only what
+    the last batches changed. Best effort: a query not prestaged is restored whole."""
+    if u.standby_run is None:
+        return {"skipped": "not pre-warmed: the new run is made after the stop"}
+    plan = planned(u.steps, "dry_run_plan")
+    queries = list(u.target.version.queries)
+    return restore.prestage(
+        u.ctx.factory, u.ctx.settings, u.snapshot_id, plan, u.standby_run, queries
+    )
+
+
+def _discard_prestaged(u: Update) -> None:
+    if u.standby_run is not None:
+        queries = list(u.target.version.queries)
+        restore.discard_prestaged(u.ctx.settings, u.target.job_name, u.standby_run, queries)
 
 
 def _old_version_again(u: Update, exc: OperationFailed) -> OperationFailed:
     """The snapshot that stops the old run failed: the standby released, the old version starts
     again from its own checkpoint, unless a person cancelled the job meanwhile."""
+    _discard_prestaged(u)
     mark_failed(u.ctx.factory, u.snapshot_id, str(exc))
     standby.release(u.ctx, u.standby_run, "the snapshot that stops the old run failed")
     if _cancelled(u):
@@ -162,6 +184,7 @@ def _old_version_again(u: Update, exc: OperationFailed) -> OperationFailed:
 
 def _unless_cancelled(u: Update) -> None:
     if _cancelled(u):
+        _discard_prestaged(u)
         standby.release(u.ctx, u.standby_run, "the job was cancelled")
         raise OperationFailed(
             f"the job was cancelled during the update: run {u.old_run_id} is cancelled "
@@ -189,6 +212,7 @@ def _roll_back(u: Update, exc: OperationFailed) -> OperationFailed:
     """The new version failed after the stop: it stops, and the old version starts again
     from the same snapshot. The error to end the operation with, saying which happened."""
     why = str(exc)
+    _discard_prestaged(u)  # unless materialise used it
     failed_run = new_run_of_a_failed_update(u.steps, u.standby_run)
     new_version, old_version, name = u.new_version, u.old_version, u.snapshot
     stop_for_rollback(u.ctx, u.steps, failed_run)
@@ -235,7 +259,8 @@ UPDATE_BY_SNAPSHOT: tuple[Phase[Update], ...] = (
     Phase(
         "2. the stop: the snapshot, pre-copied while the old run processes, then the old run "
         "stopped at a batch boundary and the rest exported (app/worker/kinds/snapshot.py::"
-        "save_snapshot: pre_copy, request_stop, graceful_stop, kill, stopped, export, retention)",
+        "save_snapshot: pre_copy, then prestage (the pre-copy restored where the standby's "
+        "checkpoints will be), request_stop, graceful_stop, kill, stopped, export, retention)",
         (Part(_save_snapshot),),
         on_failure=_old_version_again,
     ),
