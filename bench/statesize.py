@@ -42,6 +42,8 @@ throughout. Each tidegate switch also prints when each step ended: where the sec
     python bench/statesize.py --sizes 10,1000 --results statesize-1gb --hold-while /tmp/hold
     # the same for running totals, whose batch does not grow with the state
     python bench/statesize.py --pipeline totals --sizes 10,1000 --strategies update-snapshot,flink
+    # seeds built once in a folder of their own and reused by the next run (until rounds ran)
+    python bench/statesize.py --pipeline totals --sizes 10,1000 --seeds /tmp/totals-seeds
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ from bench.upgrade import (
     measure_crash,
 )
 from pipelines.register_examples import ROCKSDB_CONF
+from tidegate_runtime.eventlog import EventLog
 
 STEADY_SECONDS = 3.0
 DRAIN_REQUESTED = "step request_drain"  # the phase an update by drain fixes its end offsets at
@@ -132,17 +135,34 @@ def du(path: Path) -> int:
 
 def build_seed(work: Path, log_root: Path, mb: int, pipeline: Pipeline) -> Seed:
     """``mb`` MB worth of keys through the pipeline with local Spark, in a child process
-    (its JVM gone before anything is measured)."""
+    (its JVM gone before anything is measured); or the seed built there before (--seeds),
+    if its stream has not grown since."""
     keys, stream = pipeline.keys_for(mb), f"{pipeline.name}-{mb}mb"
-    pipeline.seed_events(str(log_root), stream, keys)
     base = work / f"seed-{mb}mb"
-    child = [pipeline.name, str(log_root), stream, str(base), str(keys)]
-    subprocess.run(
-        [sys.executable, __file__, "--seed-child", *child],
-        check=True,
-        cwd=ROOT,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-    )
+    record = base / "seed.json"
+    if record.exists():
+        kept = json.loads(record.read_text())
+        latest = EventLog(log_root).stream(stream).latest_offsets()
+        if (
+            kept["pipeline"] != pipeline.name
+            or {int(p): o for p, o in kept["log"].items()} != latest
+        ):
+            raise SystemExit(
+                f"{base} was built for {kept['pipeline']} and its stream has grown since (rounds "
+                "ran on it): give --seeds a new folder"
+            )
+        keys = int(kept["keys"])
+    else:
+        pipeline.seed_events(str(log_root), stream, keys)
+        child = [pipeline.name, str(log_root), stream, str(base), str(keys)]
+        subprocess.run(
+            [sys.executable, __file__, "--seed-child", *child],
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        )
+        latest = EventLog(log_root).stream(stream).latest_offsets()
+        record.write_text(json.dumps({"pipeline": pipeline.name, "keys": keys, "log": latest}))
     checkpoint = base / "checkpoint"
     return Seed(mb, pipeline, stream, keys, checkpoint, base / "out", du(checkpoint / "state"))
 
@@ -473,6 +493,12 @@ def main() -> None:
         help="after building the seeds, wait while FILE exists: the seeds (not measured) can "
         "be built beside other work, the rounds then run on a quiet machine",
     )
+    parser.add_argument(
+        "--seeds",
+        type=Path,
+        help="where the seeds and their event log live: built there once, reused by the next "
+        "run as long as no round has run on them (the rounds feed their streams)",
+    )
     parser.add_argument("--seed-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed_child:
@@ -489,11 +515,12 @@ def main() -> None:
         chosen.remove("flink")
 
     tmp = Path(tempfile.mkdtemp(prefix="tidegate-bench-statesize-"))
-    log_root = tmp / "log"
+    seeds_dir = args.seeds or tmp
+    log_root = seeds_dir / "log"
     seeds: list[Seed] = []
     for mb in sizes:
         t = time.monotonic()
-        seed = build_seed(tmp, log_root, mb, PIPELINES[args.pipeline])
+        seed = build_seed(seeds_dir, log_root, mb, PIPELINES[args.pipeline])
         seeds.append(seed)
         print(
             f"seed {mb} MB of {args.pipeline}: {seed.events:,} keys, "
