@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tidegate_runtime.control import Runtime
-from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.eventlog import NewRecord
+from tidegate_runtime.produce import append_pairs
 from tidegate_runtime.source import read_events, with_event_time
 
 WATERMARK_DELAY = "1 hour"
@@ -55,17 +56,7 @@ def produce_events(
     root: str, stream: str, count: int, start_ts_ms: int, ts_step_ms: int = 10, first_id: int = 0
 ) -> dict[int, int]:
     """Append ``events_with_retries`` to ``stream`` (2 partitions); its latest offsets."""
-    target = EventLog(root).create_stream(stream, 2, exist_ok=True)
-    batches: dict[int, list[NewRecord]] = {0: [], 1: []}
-    for partition, record in events_with_retries(count, start_ts_ms, ts_step_ms, first_id):
-        batches[partition].append(record)
-        if len(batches[partition]) >= 10_000:
-            target.append(partition, batches[partition])
-            batches[partition] = []
-    for partition, records in batches.items():
-        if records:
-            target.append(partition, records)
-    return target.latest_offsets()
+    return append_pairs(root, stream, events_with_retries(count, start_ts_ms, ts_step_ms, first_id))
 
 
 def parse_args(spark: SparkSession, argv: list[str], *, managed: bool) -> argparse.Namespace:

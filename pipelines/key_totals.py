@@ -33,7 +33,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tidegate_runtime.control import Runtime
-from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.eventlog import NewRecord
+from tidegate_runtime.produce import append_pairs
 from tidegate_runtime.source import read_events, without_drain_marker
 
 QUERY = "key_totals"
@@ -113,17 +114,8 @@ def produce_account_events(
     first: int = 0,
 ) -> dict[int, int]:
     """Append ``account_events`` to ``stream`` (2 partitions); its latest offsets."""
-    target = EventLog(root).create_stream(stream, 2, exist_ok=True)
-    batches: dict[int, list[NewRecord]] = {0: [], 1: []}
-    for partition, record in account_events(count, accounts, start_ts_ms, ts_step_ms, first):
-        batches[partition].append(record)
-        if len(batches[partition]) >= 10_000:
-            target.append(partition, batches[partition])
-            batches[partition] = []
-    for partition, records in batches.items():
-        if records:
-            target.append(partition, records)
-    return target.latest_offsets()
+    events = account_events(count, accounts, start_ts_ms, ts_step_ms, first)
+    return append_pairs(root, stream, events)
 
 
 def parse_args(spark: SparkSession, argv: list[str], *, managed: bool) -> argparse.Namespace:

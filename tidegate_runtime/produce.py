@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Self
 
 from tidegate_runtime.eventlog import EventLog, NewRecord, Stream
@@ -23,6 +23,27 @@ _MIN_TICK_S = 0.02
 def partition_for_key(key: str, partitions: int) -> int:
     """Stable key → partition mapping (CRC32), identical in every process."""
     return zlib.crc32(key.encode()) % partitions
+
+
+def append_pairs(
+    root: str | os.PathLike[str],
+    stream: str,
+    pairs: Iterable[tuple[int, NewRecord]],
+    partitions: int = 2,
+) -> dict[int, int]:
+    """Append (partition, record) pairs to ``stream`` (made if missing), in their order within
+    each partition, 10,000 records an append; the stream's latest offsets."""
+    target = EventLog(root).create_stream(stream, partitions, exist_ok=True)
+    batches: dict[int, list[NewRecord]] = {p: [] for p in range(partitions)}
+    for partition, record in pairs:
+        batches[partition].append(record)
+        if len(batches[partition]) >= 10_000:
+            target.append(partition, batches[partition])
+            batches[partition] = []
+    for partition, records in batches.items():
+        if records:
+            target.append(partition, records)
+    return target.latest_offsets()
 
 
 class Producer:
