@@ -69,7 +69,8 @@ class BatchDirectories:
         shutil.rmtree(writing, ignore_errors=True)
         rows.write.mode("overwrite").parquet(str(writing))
         for old in self.output.glob(f"{BATCH_PREFIX}*"):
-            if int(old.name[len(BATCH_PREFIX) :]) >= batch_id:
+            number = old.name[len(BATCH_PREFIX) :]
+            if number.isdigit() and int(number) >= batch_id:
                 shutil.rmtree(old)
         os.replace(writing, self.output / f"{BATCH_PREFIX}{batch_id}")
 
@@ -78,8 +79,11 @@ def current_totals(output: str | os.PathLike[str]) -> dict[str, tuple[int, int, 
     """{key: (events, total, latest event time in ms)}: each key's row in its highest batch."""
     import pyarrow.parquet as pq
 
+    folders = Path(output).glob(f"{BATCH_PREFIX}*")
     batches = sorted(
-        (int(p.name[len(BATCH_PREFIX) :]), p) for p in Path(output).glob(f"{BATCH_PREFIX}*")
+        (int(p.name[len(BATCH_PREFIX) :]), p)
+        for p in folders
+        if p.name[len(BATCH_PREFIX) :].isdigit()
     )
     totals: dict[str, tuple[int, int, int]] = {}
     for _, path in batches:

@@ -199,7 +199,9 @@ class Drainer:
         query = self.queries.get(name)
         last = query.lastProgress if query is not None else None
         progress = (json.loads(last.json) if hasattr(last, "json") else dict(last)) if last else {}
-        if progress and "watermark" not in (progress.get("eventTime") or {}):
+        # Only an executed batch's progress says what the plan holds: a trigger that ran no
+        # batch since the start reports no state operators and no event time at all.
+        if progress.get("stateOperators") and "watermark" not in (progress.get("eventTime") or {}):
             # No watermark in its plan (Spark reports one only then): its state, a running
             # aggregate in update mode say, closes nothing by event time, so a marker would
             # flush nothing, and no no-data batch would ever follow it.

@@ -87,8 +87,9 @@ class Settings(BaseSettings):
         "into the store (the very file hashed) instead of copying it: a first export costs "
         "its hash alone, and the store holds no second copy of the bytes. A stored file is "
         "then the checkpoint's file: turn this on only where nothing writes a checkpoint file "
-        "in place (Spark and tidegate never do; driver code could). Files on another device, "
-        "object stores and files the worker may not link are copied.",
+        "in place (Spark and tidegate never do; driver code could). Only files of the worker's "
+        "own OS user that no one else may write are linked; files of another user, on another "
+        "device or on object stores are copied.",
     )
     public_url: str | None = Field(
         default=None,

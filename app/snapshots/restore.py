@@ -6,6 +6,7 @@ snapshots a run started from."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import uuid
@@ -24,6 +25,8 @@ from app.snapshots.store.access import store_for
 from app.snapshots.store.blobs import SnapshotStore, copy_tree_files
 from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
 from tidegate_runtime.files import write_atomic
+
+log = logging.getLogger(__name__)
 
 # In a query's staging folder: the files restored ahead of its materialise (``prestage``),
 # path -> sha256. Written last, so a folder with it holds every file it names, whole.
@@ -92,7 +95,7 @@ def materialise(
         staging = _staging(dest)
         present = _take_prestaged(staging) if source.get("snapshot") is not None else {}
         if not present:
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove(staging)
             staging.mkdir(parents=True)
         try:
             if source.get("snapshot") is not None:
@@ -150,9 +153,16 @@ def materialise(
 
 def _take_prestaged(staging: Path) -> dict[str, str]:
     """The files ``prestage`` left in ``staging`` (path -> sha256), its mark removed first: a
-    materialise cut short from here on leaves a folder that the next one starts anew."""
+    materialise cut short from here on leaves a folder that the next one starts anew. A
+    staging folder that is not a plain folder (a link driver code put there) is removed and
+    never read through."""
     try:
-        present = json.loads((staging / PRESTAGED).read_text())
+        if staging.is_symlink() or not staging.is_dir():
+            staging.unlink(missing_ok=True)
+            return {}
+        fd = os.open(staging / PRESTAGED, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as mark:
+            present = json.loads(mark.read())
         (staging / PRESTAGED).unlink()
     except (OSError, ValueError):
         return {}
@@ -173,13 +183,16 @@ def prestage(
     restores only what the last batches changed (at 1 GB a restore by copy is about a second,
     inside the pause). ``plan`` binds the new queries to the old run's (the plan before the
     stop); a query it cannot prestage is restored whole after the stop, as without this."""
-    store = store_for(settings)
     with factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
         if snapshot is None or snapshot.run_id is None:
             return {}
         job_name, name, old_run = snapshot.job.name, snapshot.name, snapshot.run_id
-    manifest = store.read_manifest(job_name, name)
+    try:
+        store = store_for(settings)
+        manifest = store.read_manifest(job_name, name)
+    except (SnapshotError, OSError, ValueError) as exc:
+        return {"error": str(exc)}
     if manifest is None or not manifest.get("pre_copy"):
         return {}
     specs = {q["name"]: q for q in queries}
@@ -189,24 +202,26 @@ def prestage(
         pre_copied = (manifest.get("queries") or {}).get(source.get("query"))
         if source.get("run") != old_run or pre_copied is None or item["query"] not in specs:
             continue
-        files = {
-            rel: entry
-            for rel, entry in pre_copied["files"].items()
-            if "state" in item["parts"] or not rel.startswith("state/")
-        }
-        dest = checkpoint_path(
-            settings.resolved_checkpoint_root, job_name, run_id, specs[item["query"]]
-        )
-        staging = _staging(dest)
+        staging: Path | None = None
         try:
+            files = {
+                rel: entry
+                for rel, entry in pre_copied["files"].items()
+                if "state" in item["parts"] or not rel.startswith("state/")
+            }
+            dest = checkpoint_path(
+                settings.resolved_checkpoint_root, job_name, run_id, specs[item["query"]]
+            )
             refuse_links_below(settings.resolved_checkpoint_root, dest)
-            shutil.rmtree(staging, ignore_errors=True)
+            staging = _staging(dest)
+            _remove(staging)
             staging.mkdir(parents=True)
             store.restore(files, staging, link=settings.snapshot_restore_links)
             present = {rel: str(entry["sha256"]) for rel, entry in files.items()}
             write_atomic(staging / PRESTAGED, json.dumps(present).encode())
-        except (PathOutsideRoot, SnapshotError, OSError) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
+        except (PathOutsideRoot, SnapshotError, OSError, KeyError, TypeError, ValueError) as exc:
+            if staging is not None:
+                _remove(staging)
             done[item["query"]] = {"error": str(exc)}
             continue
         done[item["query"]] = {
@@ -216,15 +231,26 @@ def prestage(
     return done
 
 
+def _remove(staging: Path) -> None:
+    """A staging folder gone, whatever it is: a link is removed, never followed."""
+    if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
+        staging.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def discard_prestaged(
     settings: Settings, job_name: str, run_id: int, queries: list[dict[str, Any]]
 ) -> None:
-    """What ``prestage`` left for run ``run_id``, removed: its update failed before using it."""
+    """What ``prestage`` left for run ``run_id`` (whole or cut short), removed: its update
+    failed before ``materialise`` used it. Never raises: it tidies up after a failure."""
     for spec in queries:
-        dest = checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
-        staging = _staging(dest)
-        if (staging / PRESTAGED).exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        try:
+            dest = checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
+            refuse_links_below(settings.resolved_checkpoint_root, dest)
+            _remove(_staging(dest))
+        except (PathOutsideRoot, OSError, KeyError, ValueError) as exc:
+            log.warning("run %s: a prestaged checkpoint was not removed: %s", run_id, exc)
 
 
 def _snapshot_files(

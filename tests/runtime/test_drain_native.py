@@ -90,13 +90,18 @@ def test_an_aggregate_without_a_watermark_is_not_flushed(tmp_path: Path) -> None
     # watermark only for a plan that has one; without it no state closes by event time, and
     # no no-data batch would ever follow a marker (the drain would wait for one until its
     # timeout).
-    totals = {"batchId": 4, "eventTime": {"max": "2026-01-01T00:00:00.000Z"}}
+    ran = {"stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 3}]}
+    totals = {"batchId": 4, "eventTime": {"max": "2026-01-01T00:00:00.000Z"}, **ran}
     assert not _flushing(tmp_path / "a", "stateStoreSave", progress=totals)
-    assert not _flushing(tmp_path / "b", "stateStoreSave", progress={"batchId": 4})
-    windows = {"batchId": 4, "eventTime": {"watermark": "2026-01-01T00:00:00.000Z"}}
+    assert not _flushing(tmp_path / "b", "stateStoreSave", progress={"batchId": 4, **ran})
+    windows = {"batchId": 4, "eventTime": {"watermark": "2026-01-01T00:00:00.000Z"}, **ran}
     assert _flushing(tmp_path / "c", "stateStoreSave", progress=windows)
     # No batch yet: the checkpoint's operators decide, as before.
     assert _flushing(tmp_path / "d", "stateStoreSave", progress=None)
+    # Restarted on a quiet stream: Spark reports a trigger that ran no batch with no state
+    # operators and no event time, whatever the plan holds; not a reason to skip the flush.
+    idle = {"batchId": 4, "eventTime": {}, "stateOperators": []}
+    assert _flushing(tmp_path / "e", "stateStoreSave", progress=idle)
 
 
 def test_before_any_state_is_written_the_declaration_decides(tmp_path: Path) -> None:

@@ -193,6 +193,13 @@ def test_an_export_with_links_stores_the_hashed_checkpoint_files_themselves(
     ck.batch()
     second = _export(store, ck, "s2")
     assert 0 < second.bytes_written < second.bytes_referenced  # the new batch's files only
+    # A file others may write (or another user's) is copied, read-only, even with the setting.
+    shared = ck.root / "state" / "0" / "0" / "shared.delta"
+    shared.write_bytes(b"group-writable")
+    shared.chmod(0o664)
+    put = store.put_files(ck.root, ["state/0/0/shared.delta"])
+    blob = Path(store.blob_path(put.entries["state/0/0/shared.delta"]["sha256"]))
+    assert blob.stat().st_ino != shared.stat().st_ino and blob.stat().st_mode & 0o222 == 0
     # Without the setting (the default) every blob is a copy of its own.
     copies = SnapshotStore(str(tmp_path / "copies"))
     for rel, entry in _export(copies, ck, "s3").entries.items():
@@ -245,7 +252,15 @@ def test_a_restore_keeps_what_a_prestage_put_there_and_only_that(tmp_path: Path)
     (dest / changed).write_text("not what the snapshot holds")
     present[changed] = "0" * 64  # the prestage's record says another content
     (dest / "state" / "0" / "0" / "stray.delta").write_bytes(b"a file the snapshot lacks")
+    # Links driver code could plant there: removed, never followed.
+    elsewhere = tmp_path / "another-jobs-checkpoint"
+    (elsewhere / "0").mkdir(parents=True)
+    (elsewhere / "0" / "1.delta").write_bytes(b"not ours")
+    (dest / "state" / "1").symlink_to(elsewhere, target_is_directory=True)
+    (dest / "state" / "0" / "0" / "linked.delta").symlink_to(elsewhere / "0" / "1.delta")
     hints = store.restore(final, dest, present=present)
+    assert (elsewhere / "0" / "1.delta").read_bytes() == b"not ours"
+    assert not (dest / "state" / "1").is_symlink()
     assert (dest / kept_rel).stat().st_ino == kept_inode  # left alone
     on_disk = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
     assert on_disk == set(final) == set(hints)

@@ -83,6 +83,14 @@ class GcResult:
     bytes_freed: int = 0
 
 
+def _only_ours(fd: int) -> bool:
+    """The open file is this process's user's and no one else may write it: only such a file
+    becomes a blob by a link. A driver running as another user keeps its files; their blobs
+    are copies, read-only to it (what SNAPSHOT_RESTORE_LINKS relies on)."""
+    st = os.fstat(fd)
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
 class SnapshotStore:
     def __init__(
         self, url: str, options: Mapping[str, Any] | None = None, *, link_exports: bool = False
@@ -202,7 +210,7 @@ class SnapshotStore:
             self._mkdir(tmp_dir)
             tmp = tmp_dir / uuid.uuid4().hex
             try:
-                if not (self.link_exports and link_fd(fd, tmp)):
+                if not (self.link_exports and _only_ours(fd) and link_fd(fd, tmp)):
                     # Read-only: a restore may link checkpoint files to it (RESTORE_LINKS).
                     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
                     out = os.open(tmp, flags, 0o444)
@@ -299,24 +307,29 @@ class SnapshotStore:
         entries: Mapping[str, Mapping[str, Any]], dest: Path, present: Mapping[str, str]
     ) -> dict[str, Any]:
         """The hints of the files in ``dest`` that ``entries`` name with the hash ``present``
-        says they have, and of the size they name; every other file below ``dest`` removed."""
+        says they have, and of the size they name; every other file below ``dest`` removed.
+        Walked and removed through directory descriptors, never through a link."""
         kept: dict[str, Any] = {}
-        for path in sorted(dest.rglob("*")):
-            if stat.S_ISDIR(path.lstat().st_mode):
-                continue
-            rel = path.relative_to(dest).as_posix()
-            entry = entries.get(rel)
-            st = path.lstat()
-            if (
-                entry is not None
-                and present.get(rel) == entry["sha256"]
-                and stat.S_ISREG(st.st_mode)
-                and st.st_size == int(entry.get("size", st.st_size))
-            ):
-                sha = str(entry["sha256"])
-                kept[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-            else:
-                path.unlink()
+        for top, dirs, names, dir_fd in os.fwalk(dest, follow_symlinks=False):
+            base = Path(top).relative_to(dest)
+            for name in list(dirs):  # a link to a folder is listed as one: removed
+                if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=dir_fd)
+                    dirs.remove(name)
+            for name in names:
+                rel = (base / name).as_posix()
+                entry = entries.get(rel)
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if (
+                    entry is not None
+                    and present.get(rel) == entry["sha256"]
+                    and stat.S_ISREG(st.st_mode)
+                    and st.st_size == int(entry.get("size", st.st_size))
+                ):
+                    sha = str(entry["sha256"])
+                    kept[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+                else:
+                    os.unlink(name, dir_fd=dir_fd)
         return kept
 
     def _restore_file(

@@ -156,36 +156,42 @@ def _prestage(u: Update) -> dict[str, Any]:
     """Pre-warmed, while the old run still processes: the pre-copy restored where the
     standby's checkpoints will be, so that after the stop ``materialise`` restores only what
     the last batches changed. Best effort: a query not prestaged is restored whole."""
-    if u.standby_run is None:
+    standby_run = u.standby_run
+    if standby_run is None:
         return {"skipped": "not pre-warmed: the new run is made after the stop"}
     plan = planned(u.steps, "dry_run_plan")
     queries = list(u.target.version.queries)
     return restore.prestage(
-        u.ctx.factory, u.ctx.settings, u.snapshot_id, plan, u.standby_run, queries
+        u.ctx.factory, u.ctx.settings, u.snapshot_id, plan, standby_run, queries
     )
 
 
-def _discard_prestaged(u: Update) -> None:
-    if u.standby_run is not None:
+def _discard_prestaged(u: Update, run_id: int | None) -> None:
+    """After the failure was handled (it never raises): what ``prestage`` left unused."""
+    if run_id is not None:
         queries = list(u.target.version.queries)
-        restore.discard_prestaged(u.ctx.settings, u.target.job_name, u.standby_run, queries)
+        restore.discard_prestaged(u.ctx.settings, u.target.job_name, run_id, queries)
 
 
 def _old_version_again(u: Update, exc: OperationFailed) -> OperationFailed:
     """The snapshot that stops the old run failed: the standby released, the old version starts
     again from its own checkpoint, unless a person cancelled the job meanwhile."""
-    _discard_prestaged(u)
     mark_failed(u.ctx.factory, u.snapshot_id, str(exc))
-    standby.release(u.ctx, u.standby_run, "the snapshot that stops the old run failed")
-    if _cancelled(u):
-        return exc
-    return restart_old_run(u.ctx, u.steps, u.old_run_id, u.old_version, u.new_version, exc)
+    standby_run = u.standby_run
+    standby.release(u.ctx, standby_run, "the snapshot that stops the old run failed")
+    try:
+        if _cancelled(u):
+            return exc
+        return restart_old_run(u.ctx, u.steps, u.old_run_id, u.old_version, u.new_version, exc)
+    finally:
+        _discard_prestaged(u, standby_run)
 
 
 def _unless_cancelled(u: Update) -> None:
     if _cancelled(u):
-        _discard_prestaged(u)
-        standby.release(u.ctx, u.standby_run, "the job was cancelled")
+        standby_run = u.standby_run
+        standby.release(u.ctx, standby_run, "the job was cancelled")
+        _discard_prestaged(u, standby_run)
         raise OperationFailed(
             f"the job was cancelled during the update: run {u.old_run_id} is cancelled "
             f"and version {u.new_version} was not started (snapshot '{u.snapshot}' "
@@ -212,7 +218,13 @@ def _roll_back(u: Update, exc: OperationFailed) -> OperationFailed:
     """The new version failed after the stop: it stops, and the old version starts again
     from the same snapshot. The error to end the operation with, saying which happened."""
     why = str(exc)
-    _discard_prestaged(u)  # unless materialise used it
+    try:
+        return _roll_back_from_the_snapshot(u, why)
+    finally:
+        _discard_prestaged(u, u.standby_run)  # unless materialise used it
+
+
+def _roll_back_from_the_snapshot(u: Update, why: str) -> OperationFailed:
     failed_run = new_run_of_a_failed_update(u.steps, u.standby_run)
     new_version, old_version, name = u.new_version, u.old_version, u.snapshot
     stop_for_rollback(u.ctx, u.steps, failed_run)
