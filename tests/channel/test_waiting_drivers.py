@@ -160,9 +160,12 @@ def test_many_waiting_drivers_leave_reads_fast_and_connections_few(api: Api, db:
         assert all(not a.done() for a in asks), "a long-poll answered before go"
 
         went = time.monotonic()
-        for run_id, _ in standbys:
+        answers = []
+        for (run_id, _), ask in zip(standbys, asks, strict=True):
             _go(db, run_id)
-        answers = [a.result() for a in asks]
+            # Its answer before the next go: that go stops this run, as the one it replaces,
+            # and a driver that read after the stop would rightly hear "no go".
+            answers.append(ask.result())
     assert all(status == 200 and body["go"] for _, status, body, _ in answers), answers[:3]
     assert max(at for at, *_ in answers) - went < 5.0
 
@@ -216,9 +219,9 @@ def test_waiters_beyond_the_limit_get_503_with_retry_after(api: Api, db: Engine)
         # wait=0 is a plain read, never refused for the limit.
         _, status, body, _ = _ask(api.url, *standbys[LIMIT], 0)
         assert status == 200 and not body["go"]
-        for run_id, _ in standbys[:LIMIT]:
+        for (run_id, _), ask in zip(standbys[:LIMIT], asks, strict=True):
             _go(db, run_id)
-        assert all(a.result()[2]["go"] for a in asks)
+            assert ask.result()[2]["go"]  # heard before the next go stops this run
 
 
 def _running_runs(api: Api, db: Engine, count: int) -> list[tuple[int, str]]:
