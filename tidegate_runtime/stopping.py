@@ -133,16 +133,41 @@ def _thread_alive(query: StreamingQuery) -> bool:
 
 
 def fence(spark: SparkSession, client: ControlClient, attempt: int) -> None:
-    """Stopped by the control plane (or drained): stop the Spark session as well, so no
+    """Stopped by the control plane (or drained): stop the Spark context as well, so no
     executor and no state-store maintenance can write a checkpoint again, then say so.
     The next driver on these checkpoints gets go on this report instead of waiting for
-    this process and its JVM to exit and the backend to notice."""
+    this process and its JVM to exit and the backend to notice.
+
+    The JVM's context is stopped first and the report sent at once; PySpark's own stop
+    comes after it: it only tidies this process (its accumulator server takes half a
+    second to shut down, the poll interval of Python's socketserver), and the next
+    driver's go must not wait for that."""
     try:
-        spark.stop()
+        tidy = _stop_jvm_context(spark)
     except Exception as exc:  # not fenced after all: the backend must see it exit
-        log.warning("could not stop the Spark session: %s", exc)
+        log.warning("could not stop the Spark context: %s", exc)
         return
     try:
         client.fenced(attempt)
     except Exception as exc:  # the run ends anyway, when the backend sees this exit
         log.warning("could not report the fence: %s", exc)
+    if tidy:
+        try:
+            spark.stop()  # the JVM's part is done: Python's servers and the gateway's session
+        except Exception as exc:
+            log.warning("could not tidy the stopped Spark session: %s", exc)
+
+
+def _stop_jvm_context(spark: SparkSession) -> bool:
+    """Stop the session's SparkContext in the JVM (executors released, schedulers and
+    state stores shut); True when PySpark's own stop is still to come. A session with no
+    JVM context in this process (Spark Connect) is stopped whole."""
+    try:
+        jsc = spark.sparkContext._jsc
+    except Exception:  # Spark Connect has no SparkContext
+        jsc = None
+    if jsc is None:
+        spark.stop()
+        return False
+    jsc.stop()
+    return True

@@ -1,7 +1,8 @@
 """The runtime's fence (tidegate_runtime/stopping.py::fence, called by
 Runtime.await_termination), against a scripted session and channel: a driver stopped by
-tidegate, or drained, stops its Spark session before it says it is fenced, and says nothing
-when the session would not stop or when tidegate did not stop it. (On real Spark, both
+tidegate, or drained, stops its Spark session before it says it is fenced (the JVM's
+context first, PySpark's tidying after the report), and says nothing when the session
+would not stop or when tidegate did not stop it. (On real Spark, both
 backends: tests/support/stack.py::assert_switch.)"""
 
 from __future__ import annotations
@@ -19,6 +20,27 @@ class Session:
         self.calls.append("spark.stop")
         if self.fail:
             raise RuntimeError("the JVM is gone")
+
+
+class JavaContext:
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    def stop(self) -> None:
+        self.calls.append("jvm context stop")
+
+
+class SparkContextOf:
+    def __init__(self, calls: list[str]) -> None:
+        self._jsc = JavaContext(calls)
+
+
+class JvmSession(Session):
+    """A session whose SparkContext lives in a JVM of this process (not Spark Connect)."""
+
+    def __init__(self, calls: list[str]) -> None:
+        super().__init__(calls)
+        self.sparkContext = SparkContextOf(calls)
 
 
 class Channel:
@@ -74,3 +96,15 @@ def test_an_unreachable_control_plane_does_not_fail_the_driver() -> None:
     runtime._stop.set()
     runtime.await_termination()  # no exception: the run ends when the backend sees the exit
     assert calls == ["spark.stop", "fenced 3"]
+
+
+def test_the_report_waits_for_the_jvm_context_not_for_pysparks_tidying() -> None:
+    calls: list[str] = []
+    runtime = Runtime(
+        JvmSession(calls),  # type: ignore[arg-type]
+        client=Channel(calls),  # type: ignore[arg-type]
+        attempt=3,
+    )
+    runtime._stop.set()
+    runtime.await_termination()
+    assert calls == ["jvm context stop", "fenced 3", "spark.stop"]

@@ -110,17 +110,33 @@ def _headers(headers: dict[str, str]) -> email.message.Message:
 
 @pytest.mark.spark
 def test_the_warm_up_runs_every_step_on_a_real_session(
-    spark: Any, caplog: pytest.LogCaptureFixture
+    spark: Any, caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every step runs (none is skipped with a warning) on a session with no pandas: the
     data source manager, a Python worker, an Arrow read of a Python data source, an
-    aggregation; afterwards the event-log source is registered."""
-    with caplog.at_level(logging.WARNING, logger="tidegate.runtime"):
-        warm_up(spark)
+    aggregation, Parquet files written into the dry run's scratch folder and removed;
+    afterwards the event-log source is registered."""
+    removed: dict[str, list[str]] = {}
+    rmtree = standby.shutil.rmtree
+
+    def seen_then_removed(path: Any, **kwargs: Any) -> None:
+        removed[str(path)] = sorted(p.name for p in Path(path).glob("*.parquet"))
+        rmtree(path, **kwargs)
+
+    monkeypatch.setattr(standby.shutil, "rmtree", seen_then_removed)
+    spark.conf.set(DRY_RUN_DIR_CONF, f"file:{tmp_path}")
+    try:
+        with caplog.at_level(logging.WARNING, logger="tidegate.runtime"):
+            warm_up(spark)
+    finally:
+        spark.conf.unset(DRY_RUN_DIR_CONF)
     assert [r.getMessage() for r in caplog.records] == []
     assert spark.read.format("tidegate_warm_up").load().count() == max(
         1, spark.sparkContext.defaultParallelism
     )
+    written = removed[str(tmp_path / ".tidegate-warm-up-files")]
+    assert len(written) == max(1, spark.sparkContext.defaultParallelism)  # one file a slot
+    assert list(tmp_path.iterdir()) == []  # nothing left in the scratch folder
 
 
 class Conf:
