@@ -8,9 +8,12 @@ waiting below is not a re-entry). Runs the scripted-backend test of that update
     .venv/bin/python scripts/update_rooms.py            # the summary
     .venv/bin/python scripts/update_rooms.py --path     # and the modules in the order entered
     .venv/bin/python scripts/update_rooms.py --all      # also calls between the services
+    .venv/bin/python scripts/update_rooms.py --folders  # a folder of app/ is one room
 
 By default only the worker's calls count (what the operation thread does on its way through
-app/worker/); with ``--all`` also the services' calls among themselves.
+app/worker/); with ``--all`` also the services' calls among themselves. The summary also
+splits the re-entries by caller: those made by the step lists (the kinds, the standby's
+readying, the step runner), which call the room each step needs in turn, and the rest.
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ TEST = (
 )
 # The chaos tests' hook (app/worker/core/context.py::fault_point): a no-op in production.
 PLUMBING = frozenset({"fault_point"})
+# Where an update is a list of steps, each calling the room it needs (a list re-enters rooms by
+# construction): the kinds, the standby's readying, the step runner and the executor.
+STEP_LISTS = (
+    "app/worker/kinds/",
+    "app/worker/standby/ready.py",
+    "app/worker/core/steps.py",
+    "app/worker/execute.py",
+)
+FOLDERS = "--folders" in sys.argv
 
 
 def _room(frame: FrameType) -> str | None:
@@ -46,7 +58,15 @@ def _room(frame: FrameType) -> str | None:
         return None
     if relative.parts[:2] == ("snapshots", "store"):
         return None
-    return "app/" + str(relative)
+    return "app/" + str(relative.parent if FOLDERS else relative)
+
+
+def _module(frame: FrameType | None) -> str:
+    """The frame's module as a path below the repository ("" for a frame outside it)."""
+    if frame is None:
+        return ""
+    path = Path(frame.f_code.co_filename)
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else ""
 
 
 class Tracer:
@@ -57,6 +77,7 @@ class Tracer:
         self.entered: list[str] = []
         self.reentries: list[str] = []
         self.reentered_by: list[str] = []
+        self.by_step_lists = 0
 
     def profile(self, frame: FrameType, event: str, _: Any) -> None:
         if event != "call":
@@ -78,6 +99,7 @@ class Tracer:
             f = f.f_back
         if room in self.entered and room not in below:
             self.reentries.append(room)
+            self.by_step_lists += _module(frame.f_back).startswith(STEP_LISTS)
             self.reentered_by.append(f"{room}::{frame.f_code.co_name} from {caller}")
         self.entered.append(room)
 
@@ -119,6 +141,8 @@ def main() -> int:
         f"\nmodules entered: {len(rooms)}; entries: {len(tracer.entered)}; "
         f"re-entries (a module left, entered again): {len(tracer.reentries)}"
     )
+    lists = tracer.by_step_lists
+    print(f"  of them made by the step lists: {lists}; elsewhere: {len(tracer.reentries) - lists}")
     for room, n in again.most_common():
         print(f"  {n:3d}  {room}")
     if "--path" in sys.argv:
