@@ -29,6 +29,8 @@ import urllib.error
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from tidegate_runtime import checkpoint as cp
+
 log = logging.getLogger("tidegate.runtime")
 
 STANDBY_CONF = "spark.tidegate.standby"
@@ -150,14 +152,7 @@ def _write_warm_up_files(spark: Any, slots: int) -> None:
         rows = spark.range(0, slots * 10, 1, slots).selectExpr("id", "CAST(id AS STRING) AS s")
         rows.write.mode("overwrite").parquet(target)
     finally:
-        shutil.rmtree(_local_path(target), ignore_errors=True)
-
-
-def _local_path(path: str) -> str:
-    for scheme in ("file://", "file:"):
-        if path.startswith(scheme):
-            return path[len(scheme) :]
-    return path
+        shutil.rmtree(cp._local(target), ignore_errors=True)
 
 
 def _read_warm_up_source(spark: Any, slots: int) -> None:
