@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m tidegate_runtime.pyspark_zip  # bytecode in pyspark.zip: each query starts faster
 	touch $(STAMP)
 
 install: $(STAMP)

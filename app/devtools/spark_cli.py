@@ -1,4 +1,5 @@
-"""`tidegate spark up|down`: a local Spark standalone cluster for development and tests."""
+"""`tidegate spark up|down|status`: a local Spark standalone cluster for development and tests;
+`tidegate spark precompile`: bytecode in a Spark installation's Python zips."""
 
 from __future__ import annotations
 
@@ -97,3 +98,20 @@ def status(work_dir: WorkDir = Path(".tidegate/spark")) -> None:
         raise typer.Exit(1)
     for key in ("master_url", "rest_url", "ui_url", "worker_dir"):
         typer.echo(f"{key}={state[key]}")
+
+
+@spark_app.command()
+def precompile(
+    spark_home: Annotated[
+        Path | None, typer.Argument(help="Default: SPARK_HOME, else pyspark's own.")
+    ] = None,
+) -> None:
+    """Add bytecode to SPARK_HOME/python/lib/*.zip, so each Python process Spark starts (one
+    per streaming query on a Python data source) skips compiling pyspark. Run once per Spark
+    installation, on every node; `make install` and the image do it for theirs.
+
+    Example: tidegate spark precompile /opt/spark
+    """
+    from tidegate_runtime.pyspark_zip import main as precompile_zips
+
+    raise typer.Exit(precompile_zips([str(spark_home)] if spark_home else []))
