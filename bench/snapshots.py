@@ -59,7 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.store import blobs as store_module
-from app.snapshots.store.blobs import PutResult, SnapshotStore, known_hashes
+from app.snapshots.store.blobs import PutResult, SnapshotStore
+from app.snapshots.store.local_tree import known_hashes
 from bench.common import save
 from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch
 

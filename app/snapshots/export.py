@@ -33,7 +33,8 @@ from app.snapshots.checkpoint_files import (
 from app.snapshots.errors import SnapshotFailed, StoreError
 from app.snapshots.models import FAILED, READY, Snapshot
 from app.snapshots.store.access import store_for, store_lock
-from app.snapshots.store.blobs import FileKey, SnapshotStore, known_hashes
+from app.snapshots.store.blobs import SnapshotStore
+from app.snapshots.store.local_tree import FileKey, known_hashes
 from tidegate_runtime.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)

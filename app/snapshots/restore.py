@@ -22,7 +22,8 @@ from app.snapshots.checkpoint_files import RESTORED_HINTS, checkpoint_path, sele
 from app.snapshots.errors import SnapshotError, SnapshotFailed
 from app.snapshots.models import READY, Snapshot, SnapshotUse
 from app.snapshots.store.access import store_for
-from app.snapshots.store.blobs import SnapshotStore, copy_tree_files
+from app.snapshots.store.blobs import SnapshotStore
+from app.snapshots.store.local_tree import copy_tree_files
 from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
 from tidegate_runtime.files import write_atomic
 

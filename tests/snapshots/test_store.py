@@ -11,7 +11,8 @@ import pytest
 
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import StoreError
-from app.snapshots.store.blobs import SnapshotStore, known_hashes
+from app.snapshots.store.blobs import SnapshotStore
+from app.snapshots.store.local_tree import known_hashes
 from tests.support.checkpoints import FakeCheckpoint
 
 

@@ -14,7 +14,8 @@ from fastapi.testclient import TestClient
 from app.core.config import Settings
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import UnsafeFileError
-from app.snapshots.store.blobs import SnapshotStore, copy_tree_files
+from app.snapshots.store.blobs import SnapshotStore
+from app.snapshots.store.local_tree import copy_tree_files
 from app.worker.core.context import WorkerContext
 from tests.support.checkpoints import FakeCheckpoint
 from tests.support.flows import API, operate, running_job

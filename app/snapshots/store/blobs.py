@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -34,6 +33,7 @@ from typing import Any, TypeVar
 import fsspec
 
 from app.snapshots.errors import StoreError
+from app.snapshots.store.local_tree import FileKey, hash_fd, keep_present
 from app.snapshots.store.remote import is_local, open_remote
 from app.snapshots.store.safe_files import (
     copy_fd,
@@ -44,13 +44,9 @@ from app.snapshots.store.safe_files import (
 )
 
 CHUNK = 4 * 1024 * 1024
-HASH_CHUNK = 1024 * 1024
 # Files put at once: two cores hash while the kernel copies (measured in bench/snapshots.py).
 PUT_THREADS = 4
 MANIFEST_FORMAT = 1
-# A file's identity for the hash cache: same path, size and mtime means the same content
-# (state files are never rewritten in place).
-FileKey = tuple[str, int, int]
 
 
 _T = TypeVar("_T")
@@ -188,7 +184,7 @@ class SnapshotStore:
             hashed = wrote = False
             if sha is None or not self.fs.exists(self.blob_path(sha)):
                 hashed = True
-                sha = _hash_fd(fd)
+                sha = hash_fd(fd)
                 wrote = self._put_blob(fd, sha)
         finally:
             os.close(fd)
@@ -289,7 +285,7 @@ class SnapshotStore:
         dest.mkdir(parents=True, exist_ok=True)
         items = sorted(entries.items())
         if present:
-            kept = self._keep_present(entries, dest, present)
+            kept = keep_present(entries, dest, present)
             hints.update(kept)
             items = [(rel, entry) for rel, entry in items if rel not in kept]
         if link and self.local:
@@ -301,36 +297,6 @@ class SnapshotStore:
         done = self._each(lambda item: self._restore_file(dest, *item, link=False)[0], items)
         hints.update(zip((rel for rel, _ in items), done, strict=True))
         return hints
-
-    @staticmethod
-    def _keep_present(
-        entries: Mapping[str, Mapping[str, Any]], dest: Path, present: Mapping[str, str]
-    ) -> dict[str, Any]:
-        """The hints of the files in ``dest`` that ``entries`` name with the hash ``present``
-        says they have, and of the size they name; every other file below ``dest`` removed.
-        Walked and removed through directory descriptors, never through a link."""
-        kept: dict[str, Any] = {}
-        for top, dirs, names, dir_fd in os.fwalk(dest, follow_symlinks=False):
-            base = Path(top).relative_to(dest)
-            for name in list(dirs):  # a link to a folder is listed as one: removed
-                if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-                    os.unlink(name, dir_fd=dir_fd)
-                    dirs.remove(name)
-            for name in names:
-                rel = (base / name).as_posix()
-                entry = entries.get(rel)
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                if (
-                    entry is not None
-                    and present.get(rel) == entry["sha256"]
-                    and stat.S_ISREG(st.st_mode)
-                    and st.st_size == int(entry.get("size", st.st_size))
-                ):
-                    sha = str(entry["sha256"])
-                    kept[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-                else:
-                    os.unlink(name, dir_fd=dir_fd)
-        return kept
 
     def _restore_file(
         self, dest: Path, rel: str, entry: Mapping[str, Any], *, link: bool
@@ -432,43 +398,3 @@ class SnapshotStore:
         if not self.fs.exists(base):
             return 0
         return sum(int(i.get("size") or 0) for i in self.fs.find(base, detail=True).values())
-
-
-def _hash_fd(fd: int) -> str:
-    # One buffer per file, read into: PUT_THREADS hashing at once allocate no 4 MiB object
-    # per read (the process's RSS stays flat, bench/snapshots.py).
-    digest = hashlib.sha256()
-    buffer = bytearray(HASH_CHUNK)
-    view = memoryview(buffer)
-    offset = 0
-    while read := os.preadv(fd, [buffer], offset):
-        digest.update(view[:read])
-        offset += read
-    return digest.hexdigest()
-
-
-def known_hashes(checkpoint: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[FileKey, str]:
-    """Hash-cache entries for files of ``checkpoint`` as a manifest or restore hints list
-    them (path -> sha256, size, mtime_ns)."""
-    out: dict[FileKey, str] = {}
-    for rel, entry in files.items():
-        if "mtime_ns" in entry:
-            out[(str(checkpoint / rel), int(entry["size"]), int(entry["mtime_ns"]))] = str(
-                entry["sha256"]
-            )
-    return out
-
-
-def copy_tree_files(src: Path, files: Iterable[str], dest: Path) -> None:
-    """Plain copy of ``files`` from one checkpoint to another (resume from run coordinates)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for rel in files:
-        source = open_regular(src, rel)
-        try:
-            target = create_regular(dest, rel)
-            try:
-                copy_fd(source, target)
-            finally:
-                os.close(target)
-        finally:
-            os.close(source)
