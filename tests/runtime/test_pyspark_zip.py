@@ -136,7 +136,7 @@ def test_the_installed_spark_imports_its_streaming_source_runner_without_compili
     seen = probe(zips, ["pyspark.sql.streaming.python_streaming_source_runner"])
 
     assert seen["compiled"] == [], (
-        f"{len(seen['compiled'])} modules compiled from {zips}: run `make install` "
-        "(or `python -m tidegate_runtime.pyspark_zip`)"
+        f"{len(seen['compiled'])} modules compiled from {zips}: run "
+        "`.venv/bin/python -m tidegate_runtime.pyspark_zip` (a fresh `make install` does)"
     )
     assert ".zip" in seen["files"]["pyspark.sql.streaming.python_streaming_source_runner"]

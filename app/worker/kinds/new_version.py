@@ -11,7 +11,7 @@ from app.operations.models import Operation
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import Steps, planned
 from app.worker.core.version import Target
-from app.worker.runs.start import start_planned
+from app.worker.runs.start import start_planned, take_over
 from app.worker.runs.verify import verify, verify_bounds
 from app.worker.standby import standby
 
@@ -43,7 +43,7 @@ def start(u: NewVersion) -> None:
     plan = planned(u.steps, "plan")
     standby_run = u.standby_run
     u.started = (
-        standby.take_over(u.ctx, u.op, u.steps, plan, u.target, standby_run)
+        take_over(u.ctx, u.op, u.steps, plan, u.target, standby_run)
         if standby_run is not None
         else start_planned(u.ctx, u.op, u.steps, plan, u.target)
     )

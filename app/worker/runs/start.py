@@ -1,7 +1,9 @@
-"""Starting a version on its plan: reserve the run's id, materialise its checkpoints, and
-only then create the run (the reconciler submits it) and await its start, so the supervisor
-never sees a run to submit whose checkpoints are not in place. A pre-warmed start takes the
-standby's id instead and says go (app/worker/standby/standby.py::take_over)."""
+"""Starting a version on its plan, cold or pre-warmed. Cold (``start_planned``): reserve the
+run's id, materialise its checkpoints, and only then create the run (the reconciler submits
+it) and await its start, so the supervisor never sees a run to submit whose checkpoints are
+not in place. Pre-warmed (``take_over``): the ready standby's id instead of a new one, the
+same materialise, and go for the run's creation and submission (app/worker/standby/ holds the
+standby's readying and release)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from typing import Any
 
 from sqlalchemy import text
 
+from app.core import run_states as states
 from app.core.db import transaction
+from app.core.errors import Conflict
 from app.core.plans import StoredPlan
 from app.jobs.models import Job
 from app.operations import state as op_state
@@ -87,3 +91,47 @@ def create_planned_run(
         restore.record_uses(session, run_id, plan)
         op_state.move_to_run(session, op.id, run_id)
         return {"run_id": run_id, "version": target.number}
+
+
+def take_over(
+    ctx: WorkerContext,
+    op: Operation,
+    steps: Steps,
+    plan: StoredPlan,
+    target: Target,
+    run_id: int,
+) -> dict[str, Any]:
+    """The ready standby becomes the job's run: its id is the run's (step ``reserve_run``), the
+    plan's checkpoints are materialised into it, go, and its start awaited. The same steps as
+    a cold start's above, with go for the run's creation and submission."""
+    steps.run("reserve_run", lambda: {"run_id": run_id, "standby": True})
+    materialise(ctx, steps, plan, target, run_id)
+    steps.run("go", lambda: go(ctx, op, run_id, plan))
+    return started(ctx, op, run_id)
+
+
+def go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
+    """The step after the new checkpoints are materialised: the standby starts its queries
+    and becomes the job's current run. Refused while the run it replaces may still run."""
+    with transaction(ctx.factory) as session:
+        run = runs.lock_run(session, run_id)
+        assert run is not None
+        if run.state == states.STANDBY:
+            restore.record_uses(session, run_id, plan)
+            op_state.move_to_run(session, op.id, run_id)
+            try:
+                run = runs.go(session, run, reason=f"go from operation {op.id}")
+            except Conflict as exc:  # the replaced run may still run: all of this undone
+                raise OperationFailed(exc.detail) from None
+        elif run.go_at is None:
+            raise OperationFailed(
+                f"the standby run {run_id} is {run.state}, not waiting: "
+                f"{run.last_error or run.stop_reason or 'it was released'}",
+                {"standby_run_id": run_id},
+            )
+        assert run.go_at is not None
+        return {
+            "run_id": run_id,
+            "go_at": run.go_at.isoformat(),
+            "standby_ready_at": run.standby_ready_at.isoformat() if run.standby_ready_at else None,
+        }

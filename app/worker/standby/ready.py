@@ -1,6 +1,6 @@
 """Before the stop, the next run's driver started ahead as a *standby* and made ready: session
 built, Python started, waiting inside ``Runtime.from_spark`` before the job reaches its
-queries, so nothing touches a checkpoint before go (app/worker/standby/standby.py::take_over
+queries, so nothing touches a checkpoint before go (app/worker/runs/start.py::take_over
 gives it). Everything an update does before the stop to get one is here, in order.
 
 A pre-warmed update runs its dry run inside its standby's driver, so one driver start serves

@@ -1,7 +1,8 @@
-"""The pre-warmed switch after the stop: once the old run has ended and the new checkpoints are
-in place, the ready standby gets go (``take_over``); a standby whose go will not come is
-released. Getting it ready, before the stop, is app/worker/standby/ready.py. Also a
-restart's *spare* (the run's next attempt started ahead, ``prepare_spare``).
+"""A standby's life around the switch: whether an operation wants one, the one a resumed
+operation had ready (``recorded``), and its release when its go will not come. Getting it
+ready, before the stop, is app/worker/standby/ready.py; its go, after the stop, is
+app/worker/runs/start.py::take_over. Also a restart's *spare* (the run's next attempt
+started ahead, ``prepare_spare``).
 
 Fencing: the standby's driver waits inside ``Runtime.from_spark`` before the job reaches its
 queries, so nothing touches a checkpoint before go; go is given only once the run it replaces
@@ -20,19 +21,13 @@ from sqlalchemy import select
 
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
-from app.core.errors import Conflict
-from app.core.plans import StoredPlan
-from app.operations import state as op_state
 from app.operations.models import Operation
 from app.runs import service as runs
 from app.runs import spares
 from app.runs.models import Run
-from app.snapshots import restore
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
-from app.worker.core.version import Target
 from app.worker.reconcile.reconciler import pass_now, wait_for_run
-from app.worker.runs import start as cold_start
 
 log = logging.getLogger(__name__)
 
@@ -44,33 +39,6 @@ def wanted(op: Operation) -> bool:
     """On unless the operation says ``prewarm: false`` (the API writes the job's setting on it
     when the request does not say)."""
     return op.params.get("prewarm") is not False
-
-
-def go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
-    """The step after the new checkpoints are materialised: the standby starts its queries
-    and becomes the job's current run. Refused while the run it replaces may still run."""
-    with transaction(ctx.factory) as session:
-        run = runs.lock_run(session, run_id)
-        assert run is not None
-        if run.state == states.STANDBY:
-            restore.record_uses(session, run_id, plan)
-            op_state.move_to_run(session, op.id, run_id)
-            try:
-                run = runs.go(session, run, reason=f"go from operation {op.id}")
-            except Conflict as exc:  # the replaced run may still run: all of this undone
-                raise OperationFailed(exc.detail) from None
-        elif run.go_at is None:
-            raise OperationFailed(
-                f"the standby run {run_id} is {run.state}, not waiting: "
-                f"{run.last_error or run.stop_reason or 'it was released'}",
-                {"standby_run_id": run_id},
-            )
-        assert run.go_at is not None
-        return {
-            "run_id": run_id,
-            "go_at": run.go_at.isoformat(),
-            "standby_ready_at": run.standby_ready_at.isoformat() if run.standby_ready_at else None,
-        }
 
 
 def prepare_spare(ctx: WorkerContext, op: Operation, steps: Steps, run_id: int) -> None:
@@ -162,23 +130,6 @@ def release(ctx: WorkerContext, run_id: int | None, why: str) -> None:
         wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "exit")
     except OperationFailed as exc:  # the reconciler goes on killing it; say so in the log
         log.warning("standby run %s: %s", run_id, exc)
-
-
-def take_over(
-    ctx: WorkerContext,
-    op: Operation,
-    steps: Steps,
-    plan: StoredPlan,
-    target: Target,
-    run_id: int,
-) -> dict[str, Any]:
-    """The ready standby becomes the job's run: its id is the run's (step ``reserve_run``), the
-    plan's checkpoints are materialised into it, go, and its start awaited. The same steps as
-    a cold start's (app/worker/runs/start.py), with go for the run's creation and submission."""
-    steps.run("reserve_run", lambda: {"run_id": run_id, "standby": True})
-    cold_start.materialise(ctx, steps, plan, target, run_id)
-    steps.run("go", lambda: go(ctx, op, run_id, plan))
-    return cold_start.started(ctx, op, run_id)
 
 
 def recorded(steps: Steps) -> int | None:
