@@ -74,6 +74,7 @@ bench: $(STAMP)
 	$(PY) bench/metrics.py
 	$(PY) bench/fleet.py
 	$(PY) bench/statesize.py
+	$(PY) bench/query_start.py
 	TIDEGATE_SUITE=full $(PY) -m pytest -q -s tests/operations/test_lifecycle_rocksdb.py
 	@for extra in bench/snapshots.py bench/drain.py; do \
 		if [ -f $$extra ]; then echo "== $$extra"; $(PY) $$extra || exit 1; fi; \

@@ -28,6 +28,8 @@ import time
 import zipfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from bench.common import ROOT, median, save, table
 from tidegate_runtime import pyspark_zip
 
@@ -94,7 +96,7 @@ def child(queries: int) -> None:
 def run_round(home: Path, queries: int) -> list[float]:
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
-        [sys.executable, "-m", "bench.query_start", "--child", str(queries)],
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(queries)],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -172,3 +172,21 @@ def test_snapshots_on_the_rocksdb_layout(server_url: str, tmp_path: Path) -> Non
     # The second export writes the new changelogs only: never the shared SSTs again.
     assert figures["ratios"]["second_over_first_bytes"] < 0.5, figures
     assert figures["peak_rss_growth_mb"] >= 0
+
+
+@pytest.mark.spark
+def test_query_start(server_url: str, tmp_path: Path) -> None:
+    """Two local Sparks, one on each variant of the zips, each timing one query's start
+    after its first."""
+    stdout, figures = _run(
+        "query_start",
+        ["--rounds", "1", "--queries", "2"],
+        server_url,
+        tmp_path,
+        limit=180,
+        name="query-start",
+    )
+    for variant in ("shipped", "precompiled"):
+        seconds = figures["seconds"][variant]
+        assert len(seconds) == 1 and _positive(seconds[0]), variant
+    assert "vs shipped" in stdout
