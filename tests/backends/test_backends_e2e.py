@@ -69,6 +69,20 @@ def _observe_until(backend: Backend, backend_id: str, wanted: set[AppState]) -> 
     return seen
 
 
+def _found(backend: Backend, tag: str) -> str | None:
+    """``find`` once it can tell. A standalone master says RUNNING as it hands the driver to
+    a worker, which writes the launch command (where the tag is) a moment later; until then
+    ``find`` says it cannot tell yet (TemporaryBackendError), as a caller retries."""
+
+    def attempt() -> tuple[bool, str | None]:
+        try:
+            return True, backend.find(tag)
+        except TemporaryBackendError:
+            return False, None
+
+    return wait_for(attempt, lambda answer: answer[0], timeout=60, what=f"find({tag!r})")[1]
+
+
 def _stream_lifecycle(backend: Backend) -> tuple[str, str]:
     """Submit the stream, see it run and find it by tag, kill it, see it KILLED.
     Returns (tag, backend id)."""
@@ -84,8 +98,8 @@ def _stream_lifecycle(backend: Backend) -> tuple[str, str]:
 
     seen = _observe_until(backend, backend_id, {AppState.RUNNING})
     assert seen in ([AppState.PENDING, AppState.RUNNING], [AppState.RUNNING]), seen
-    assert backend.find(tag) == backend_id
-    assert backend.find(unique_tag("nobody")) is None
+    assert _found(backend, tag) == backend_id
+    assert _found(backend, unique_tag("nobody")) is None
 
     log = wait_for(
         # The whole log: Spark logs hundreds of lines between the start and the first batch.
