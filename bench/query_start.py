@@ -116,7 +116,7 @@ def main() -> None:
     if args.child:
         child(args.child)
         return
-    home = pyspark_zip.default_spark_home()
+    home = pyspark_zip.spark_home()
     figures: dict[str, list[float]] = {v: [] for v in VARIANTS}
     loads: list[float] = []
     with tempfile.TemporaryDirectory() as scratch:

@@ -20,6 +20,7 @@ else changes:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import py_compile
 import shutil
@@ -84,13 +85,16 @@ def precompile(archive: Path) -> int:
     return len(compiled)
 
 
-def default_spark_home() -> Path:
-    """``SPARK_HOME``, or the distribution inside the installed pyspark package."""
-    if os.environ.get("SPARK_HOME"):
-        return Path(os.environ["SPARK_HOME"])
-    from pyspark.find_spark_home import _find_spark_home
-
-    return Path(_find_spark_home())
+def spark_home() -> Path:
+    """The Spark that tidegate runs: ``$SPARK_HOME`` when it holds ``bin/spark-class``, else the
+    distribution inside the installed pyspark package (the one rule for every caller)."""
+    env = os.environ.get("SPARK_HOME")
+    if env and (Path(env) / "bin" / "spark-class").exists():
+        return Path(env)
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("pyspark is not installed and SPARK_HOME names no Spark distribution")
+    return Path(spec.origin).parent
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("spark_home", nargs="?", type=Path, help="default: SPARK_HOME or pyspark's")
     args = parser.parse_args(argv)
-    home = args.spark_home or default_spark_home()
+    try:
+        home = args.spark_home or spark_home()
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     zips = spark_python_zips(home)
     if not zips:
         print(f"no python/lib/*.zip under {home}: nothing to do", file=sys.stderr)

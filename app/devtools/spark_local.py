@@ -8,7 +8,6 @@ another process (``tidegate spark down``) can stop what ``tidegate spark up`` st
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import logging
 import os
@@ -23,21 +22,12 @@ from typing import Any
 import httpx
 import psutil
 
+from tidegate_runtime.pyspark_zip import spark_home
+
 logger = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
-
-
-def spark_home() -> Path:
-    """``$SPARK_HOME`` when it holds ``bin/spark-class``, else the installed pyspark package."""
-    env = os.environ.get("SPARK_HOME")
-    if env and (Path(env) / "bin" / "spark-class").exists():
-        return Path(env)
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("pyspark is not installed and SPARK_HOME is not set")
-    return Path(spec.origin).parent
 
 
 def find_free_port(host: str = HOST) -> int:

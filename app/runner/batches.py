@@ -24,7 +24,6 @@ import psutil
 
 from app.core.paths import private_dir
 from app.core.redaction import redact
-from app.devtools.spark_local import spark_home
 from app.runner.driver_io import (
     ENV_KEY,
     driver_environment,
@@ -35,6 +34,7 @@ from app.runner.driver_io import (
     tail_lines,
     terminate,
 )
+from tidegate_runtime.pyspark_zip import spark_home
 
 logger = logging.getLogger(__name__)
 

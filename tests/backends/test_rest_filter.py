@@ -23,9 +23,10 @@ from fastapi.testclient import TestClient
 from app.backends.base import PermanentBackendError, SubmitSpec
 from app.backends.registry import backend_for
 from app.clusters.models import Cluster
-from app.devtools.spark_local import HOST, find_free_port, spark_env, spark_home
+from app.devtools.spark_local import HOST, find_free_port, spark_env
 from tests.support.e2e import app_path
 from tests.support.waiting import stop_process
+from tidegate_runtime.pyspark_zip import spark_home
 
 pytestmark = pytest.mark.e2e
 

@@ -52,7 +52,7 @@ def probe(zips: list[Path], modules: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def make_zip(path: Path, files: dict[str, str]) -> Path:
+def make_zip(path: Path, files: dict[str, str | bytes]) -> Path:
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name, text in files.items():
             zf.writestr(name, text)
@@ -98,9 +98,7 @@ def test_bytecode_that_no_longer_matches_its_source_is_ignored(tmp_path: Path) -
     pyspark_zip.precompile(archive)
     with zipfile.ZipFile(archive) as zf:
         stale = zf.read("m.pyc")
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("m.py", "answer = 'new'\n")
-        zf.writestr("m.pyc", stale)
+    make_zip(archive, {"m.py": "answer = 'new'\n", "m.pyc": stale})
 
     seen = probe([archive], ["m"])
 
@@ -130,7 +128,7 @@ def test_the_command_says_when_there_is_nothing_to_precompile(tmp_path: Path, ca
 
 def test_the_installed_spark_imports_its_streaming_source_runner_without_compiling() -> None:
     """What every new query on a Python data source starts: `make install` precompiled it."""
-    zips = pyspark_zip.spark_python_zips(pyspark_zip.default_spark_home())
+    zips = pyspark_zip.spark_python_zips(pyspark_zip.spark_home())
     assert [z.name for z in zips][-1] == "pyspark.zip", zips
 
     seen = probe(zips, ["pyspark.sql.streaming.python_streaming_source_runner"])

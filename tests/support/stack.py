@@ -32,7 +32,7 @@ from app.devtools.spark_local import find_free_port
 from app.snapshots.store.blobs import SnapshotStore
 from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
-from tests.support.waiting import wait_for
+from tests.support.waiting import ends_with_the_tests, wait_for
 
 wait_until = wait_for  # the name most e2e and chaos tests import
 
@@ -96,6 +96,7 @@ class Stack:
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=ends_with_the_tests,
         )
         self.workers.append(proc)
         return proc

@@ -4,6 +4,8 @@ a deadline passes; never read once, never waited for with a fixed sleep."""
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import subprocess
 import threading
 import time
@@ -79,3 +81,16 @@ def stop_process(proc: subprocess.Popen[Any], grace: float = 20.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+def ends_with_the_tests() -> None:
+    """``preexec_fn`` for a long-lived helper process (an API, a worker): the kernel sends it
+    SIGTERM when the test process dies, so a killed pytest leaves no worker polling on.
+
+    Linux only (``prctl(PR_SET_PDEATHSIG)``); the signal follows the thread that started the
+    child, so start such helpers from the test's main thread, as the stacks do."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_PR_SET_PDEATHSIG = 1

@@ -23,7 +23,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.support.chaos.harness import Chaos, kill_active_runs
 from tests.support.e2e import runner_cluster
 from tests.support.stack import ROOT, Stack, fresh_database
-from tests.support.waiting import stop_process, wait_for
+from tests.support.waiting import ends_with_the_tests, stop_process, wait_for
 
 
 @dataclass
@@ -103,6 +103,7 @@ def _api_process(tmp: Path, database_url: str, number: int) -> Api:
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
+        preexec_fn=ends_with_the_tests,
     )
     client = httpx.Client(
         base_url=url + "/api/v1", timeout=30, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
