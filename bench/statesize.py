@@ -16,6 +16,8 @@ new files and never rewrites one, so the copies never touch the seed):
   update-snapshot   tidegate: POST /jobs/{job}/update strategy snapshot, pre-warmed (the new
             driver waits as a standby while the old one processes);
   update-drain      the same by drain (the new version starts fresh at the drained offsets);
+  update-snapshot-2cores   the same with two executor cores per app, one per state
+            partition, as docs/state-stores.md advises (the others run one);
   update-snapshot-cold, update-drain-cold   the same, not pre-warmed (``prewarm: false``):
             the new driver is submitted after the old one ended;
   update-drain-untried  update-drain without its trial (``dry_run: false``): the standby
@@ -291,7 +293,12 @@ def bare(ctx: Context, seed: Seed, rep: int) -> Switch:
 
 def _version(ctx: Context, seed: Seed, out: Path, *, fixed: bool, number: int) -> dict[str, Any]:
     body = seed.pipeline.version(ctx.log_root, seed.stream, out, "standalone")
-    body["conf"] = {**body["conf"], **SPARK_CONF, "spark.benchmark.version": str(number)}
+    body["conf"] = {
+        **body["conf"],
+        **SPARK_CONF,
+        **ctx.state.get("executor_conf", {}),
+        "spark.benchmark.version": str(number),
+    }
     body["app"]["args"] += ["--max-records-per-batch", BATCH_LIMIT]
     query = body["queries"][0]
     query["trigger"] = "1 SECONDS"
@@ -321,9 +328,15 @@ def _start_job(
 
 
 def _update(
-    ctx: Context, seed: Seed, rep: int, strategy: str, prewarm: bool = True, trial: bool = True
+    ctx: Context,
+    seed: Seed,
+    rep: int,
+    strategy: str,
+    prewarm: bool = True,
+    trial: bool = True,
+    label: str = "",
 ) -> Switch:
-    variant = ("" if prewarm else "-cold") + ("" if trial else "-untried")
+    variant = ("" if prewarm else "-cold") + ("" if trial else "-untried") + label
     job = f"update-{strategy}{variant}-{seed.mb}-{rep}"
     run_id, checkpoint, started = _start_job(ctx, seed, job, {})
     out = ctx.tmp / "outputs" / (job if strategy == "snapshot" else f"{job}-v2")
@@ -349,6 +362,16 @@ def _update(
 
 def update_snapshot(ctx: Context, seed: Seed, rep: int) -> Switch:
     return _update(ctx, seed, rep, "snapshot")
+
+
+def update_snapshot_2cores(ctx: Context, seed: Seed, rep: int) -> Switch:
+    """update-snapshot with an executor core per state partition for both versions, as
+    docs/state-stores.md advises: each partition's store loads in its own task at once."""
+    ctx.state["executor_conf"] = {"spark.executor.cores": "2", "spark.cores.max": "2"}
+    try:
+        return _update(ctx, seed, rep, "snapshot", label="-2cores")
+    finally:
+        ctx.state.pop("executor_conf")
 
 
 def update_drain(ctx: Context, seed: Seed, rep: int) -> Switch:
@@ -435,6 +458,7 @@ Strategy = Callable[[Context, Seed, int], Switch]
 STRATEGIES: dict[str, Strategy] = {
     "bare": bare,
     "update-snapshot": update_snapshot,
+    "update-snapshot-2cores": update_snapshot_2cores,
     "update-drain": update_drain,
     "update-snapshot-cold": update_snapshot_cold,
     "update-drain-cold": update_drain_cold,
