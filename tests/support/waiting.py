@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -87,8 +88,11 @@ def ends_with_the_tests() -> None:
     """``preexec_fn`` for a long-lived helper process (an API, a worker): the kernel sends it
     SIGTERM when the test process dies, so a killed pytest leaves no worker polling on.
 
-    Linux only (``prctl(PR_SET_PDEATHSIG)``); the signal follows the thread that started the
-    child, so start such helpers from the test's main thread, as the stacks do."""
+    Linux only (``prctl(PR_SET_PDEATHSIG)``; elsewhere it does nothing); the signal follows
+    the thread that started the child, so start such helpers from the test's main thread, as
+    the stacks do."""
+    if not sys.platform.startswith("linux"):  # elsewhere the helpers end with the stacks only
+        return
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
