@@ -58,3 +58,31 @@ def first_line(text: str | None) -> str:
 
 def tail_lines(text: str, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:]) if lines > 0 else ""
+
+
+# A Python driver's traceback ends in the exception that ended it; what its JVM logs while it
+# stops after it (the stack traces of queries torn down with it) can push that line out of
+# any tail.
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def python_cause(text: str) -> str | None:
+    """The exception line of the last Python traceback in ``text``: the first line after it
+    that is not indented."""
+    at = text.rfind(_TRACEBACK)
+    if at < 0:
+        return None
+    for line in text[at + len(_TRACEBACK) :].splitlines()[1:]:
+        if line.strip() and not line[0].isspace():
+            return line.strip()
+    return None
+
+
+def cause_and_tail(text: str, lines: int) -> str:
+    """A failed driver's log as a person needs it: the exception that ended it first (when
+    the tail no longer holds it), then the last ``lines`` lines."""
+    tail = tail_lines(text, lines)
+    cause = python_cause(text)
+    if cause and cause not in tail:
+        return f"{cause}\n[...]\n{tail}"
+    return tail

@@ -48,6 +48,8 @@ STATES: dict[str, AppState] = {
 # Livy refuses new sessions while too many are starting; that passes.
 _BUSY = re.compile(r"too many|rejected", re.I)
 _DUPLICATE = re.compile(r"duplicate session name", re.I)
+# Lines read back from a failed batch's log to find the exception that ended it.
+LOG_SCAN_LINES = 1000
 
 
 def env_conf(env: dict[str, str]) -> dict[str, str]:
@@ -173,8 +175,13 @@ class LivyBackend:
     def log_tail(self, backend_id: str, lines: int = 50) -> str | None:
         what = f"log {backend_id}"
         try:
+            # Read further back than the tail shown: the exception that ended the driver
+            # may lie before it (_http.cause_and_tail).
             resp = self._call(
-                "GET", f"/batches/{backend_id}/log", what=what, params={"size": lines}
+                "GET",
+                f"/batches/{backend_id}/log",
+                what=what,
+                params={"size": max(lines, LOG_SCAN_LINES)},
             )
             if resp.status_code == 404:
                 return None
@@ -184,7 +191,7 @@ class LivyBackend:
             return None
         if not isinstance(log, list):
             return None
-        return "\n".join(str(x) for x in log) or None
+        return _http.cause_and_tail("\n".join(str(x) for x in log), lines) or None
 
     def _call(self, method: str, path: str, *, what: str, **kwargs: Any) -> httpx.Response:
         if self._auth is not None:

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.backends import _http
 from app.backends.base import AppState, PermanentBackendError, SubmitSpec, TemporaryBackendError
 from app.backends.livy import LivyBackend
 from app.backends.standalone import StandaloneBackend
@@ -541,7 +542,8 @@ def test_livy_status_404_is_unknown_and_dead_has_log() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/log"):
-            assert request.url.params["size"] == "50"
+            # Read back further than the 50 lines shown, for the cause (below).
+            assert int(request.url.params["size"]) >= 50
             return httpx.Response(
                 200,
                 json={"id": 1, "from": 0, "total": 2, "log": ["Traceback", "RuntimeError: boom"]},
@@ -628,3 +630,46 @@ def test_standalone_rejects_odd_ids(bad: str) -> None:
     with pytest.raises(PermanentBackendError):
         backend.kill(bad)
     assert backend.log_tail(bad) is None
+
+
+# ---- a failed driver's log ---------------------------------------------------------------------
+
+_TORN_DOWN = [
+    "26/11/29 23:28:45 INFO SparkContext: Starting",
+    "Traceback (most recent call last):",
+    '  File "app.py", line 65, in <module>',
+    "    main(sys.argv[1:])",
+    "tidegate_runtime.channel_client.UndeclaredQuery: query 'enrich' is not declared",
+    "26/11/29 23:28:45 INFO SparkContext: Invoking stop() from shutdown hook",
+    *[f"\tat org.apache.spark.Frame{i}(Frame.scala:{i})" for i in range(80)],
+]
+
+
+def test_a_failed_driver_s_cause_comes_first_when_shutdown_noise_buried_it() -> None:
+    shown = _http.cause_and_tail("\n".join(_TORN_DOWN), 50)
+    lines = shown.splitlines()
+    assert lines[0] == (
+        "tidegate_runtime.channel_client.UndeclaredQuery: query 'enrich' is not declared"
+    )
+    assert lines[1] == "[...]" and lines[2:] == _TORN_DOWN[-50:]
+
+
+def test_a_tail_that_holds_the_cause_is_shown_as_it_is() -> None:
+    text = "\n".join(_TORN_DOWN[:8])
+    assert _http.cause_and_tail(text, 50) == text
+    assert _http.python_cause("no traceback here\n\tat x") is None
+
+
+def test_livy_log_of_a_failed_batch_reads_back_far_enough_to_put_its_cause_first() -> None:
+    asked: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        size = int(request.url.params["size"])
+        asked.append(size)
+        return httpx.Response(200, json={"id": 7, "log": _TORN_DOWN[-size:]})
+
+    shown = _livy(handler).log_tail("7", 30)
+    assert asked and asked[0] > len(_TORN_DOWN)
+    assert shown is not None
+    assert shown.splitlines()[0].endswith("query 'enrich' is not declared")
+    assert shown.splitlines()[2:] == _TORN_DOWN[-30:]

@@ -280,7 +280,8 @@ def _ended(
             states.FAILED,
             reason=f"the standby's driver ended before go ({status.raw_state})",
             stop_reason="failure",
-            last_error=f"the standby's driver ended before go: {detail}"[-ERROR_LIMIT:],
+            # Its head: the backend puts the exception that ended the driver first.
+            last_error=f"the standby's driver ended before go: {detail}"[:ERROR_LIMIT],
         )
     if status.state == AppState.SUCCEEDED:
         return transition(session, run, states.SUCCEEDED, reason="the application finished")
