@@ -79,10 +79,8 @@ def python_cause(text: str) -> str | None:
 
 
 def cause_and_tail(text: str, lines: int) -> str:
-    """A failed driver's log as a person needs it: the exception that ended it first (when
-    the tail no longer holds it), then the last ``lines`` lines."""
+    """A failed driver's log as a person needs it: the exception that ended it first, then
+    the last ``lines`` lines (a reader that keeps only the head of it keeps the cause)."""
     tail = tail_lines(text, lines)
     cause = python_cause(text)
-    if cause and cause not in tail:
-        return f"{cause}\n[...]\n{tail}"
-    return tail
+    return f"{cause}\n[...]\n{tail}" if cause else tail

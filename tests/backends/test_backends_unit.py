@@ -552,7 +552,7 @@ def test_livy_status_404_is_unknown_and_dead_has_log() -> None:
 
     status = _livy(handler).status("1")
     assert status.state is AppState.FAILED
-    assert status.message == "Traceback\nRuntimeError: boom"
+    assert status.message == "Traceback\nRuntimeError: boom"  # no header: not a traceback
 
 
 def test_livy_kill_is_idempotent() -> None:
@@ -654,10 +654,11 @@ def test_a_failed_driver_s_cause_comes_first_when_shutdown_noise_buried_it() -> 
     assert lines[1] == "[...]" and lines[2:] == _TORN_DOWN[-50:]
 
 
-def test_a_tail_that_holds_the_cause_is_shown_as_it_is() -> None:
+def test_the_cause_comes_first_even_when_the_tail_holds_it() -> None:
     text = "\n".join(_TORN_DOWN[:8])
-    assert _http.cause_and_tail(text, 50) == text
+    assert _http.cause_and_tail(text, 50) == f"{_TORN_DOWN[4]}\n[...]\n{text}"
     assert _http.python_cause("no traceback here\n\tat x") is None
+    assert _http.cause_and_tail("no traceback here", 50) == "no traceback here"
 
 
 def test_livy_log_of_a_failed_batch_reads_back_far_enough_to_put_its_cause_first() -> None:
