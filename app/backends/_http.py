@@ -62,7 +62,7 @@ def tail_lines(text: str, lines: int) -> str:
 
 # A Python driver's traceback ends in the exception that ended it; what its JVM logs while it
 # stops after it (the stack traces of queries torn down with it) can push that line out of
-# any tail.
+# any tail; cause_first puts it ahead of the tail.
 _TRACEBACK = "Traceback (most recent call last):"
 
 
@@ -78,9 +78,8 @@ def python_cause(text: str) -> str | None:
     return None
 
 
-def cause_and_tail(text: str, lines: int) -> str:
-    """A failed driver's log as a person needs it: the exception that ended it first, then
-    the last ``lines`` lines (a reader that keeps only the head of it keeps the cause)."""
-    tail = tail_lines(text, lines)
-    cause = python_cause(text)
-    return f"{cause}\n[...]\n{tail}" if cause else tail
+def cause_first(shown: str, log: str) -> str:
+    """``shown`` (a tail of a failed driver's ``log``) as a person needs it: the exception
+    that ended the driver first, so a reader that keeps only the head of it keeps the cause."""
+    cause = python_cause(log)
+    return f"{cause}\n[...]\n{shown}" if cause else shown

@@ -176,7 +176,7 @@ class LivyBackend:
         what = f"log {backend_id}"
         try:
             # Read further back than the tail shown: the exception that ended the driver
-            # may lie before it (_http.cause_and_tail).
+            # may lie before it (_http.cause_first).
             resp = self._call(
                 "GET",
                 f"/batches/{backend_id}/log",
@@ -191,7 +191,8 @@ class LivyBackend:
             return None
         if not isinstance(log, list):
             return None
-        return _http.cause_and_tail("\n".join(str(x) for x in log), lines) or None
+        text = "\n".join(str(x) for x in log)
+        return _http.cause_first(_http.tail_lines(text, lines), text) or None
 
     def _call(self, method: str, path: str, *, what: str, **kwargs: Any) -> httpx.Response:
         if self._auth is not None:

@@ -200,11 +200,13 @@ class StandaloneBackend:
             return AppStatus(backend_id, AppState.UNKNOWN, "NOT_FOUND", message or None)
         state = STATES.get(raw, AppState.UNKNOWN)
         parts = [_without_stack(message)] if message else []
+        tail = ""
         if state is AppState.FAILED:
-            tail = self._safe_tail(backend_id, data.get("workerId"), 30)
+            tail = self._safe_tail(backend_id, data.get("workerId"), 30) or ""
             if tail:
                 parts.append(tail)
-        return AppStatus(backend_id, state, raw, "\n".join(parts) or None)
+        # The Python traceback is stdout's, last: its exception goes first, as in Livy's log.
+        return AppStatus(backend_id, state, raw, _http.cause_first("\n".join(parts), tail) or None)
 
     def statuses(self) -> dict[str, AppStatus]:
         # The master's JSON lists active and (its retained) completed drivers; one missing

@@ -264,6 +264,7 @@ def test_standalone_failed_status_carries_local_log_tail(tmp_path: Path) -> None
     assert status.state is AppState.FAILED
     assert status.message is not None
     assert status.message.endswith("RuntimeError: boom")
+    assert status.message.startswith("RuntimeError: boom\n[...]\n")  # the cause first
     assert "SparkUserAppException" in status.message
     assert "Launch Command" not in status.message
     assert backend.log_tail("driver-1", lines=1) == (
@@ -646,7 +647,8 @@ _TORN_DOWN = [
 
 
 def test_a_failed_driver_s_cause_comes_first_when_shutdown_noise_buried_it() -> None:
-    shown = _http.cause_and_tail("\n".join(_TORN_DOWN), 50)
+    log = "\n".join(_TORN_DOWN)
+    shown = _http.cause_first(_http.tail_lines(log, 50), log)
     lines = shown.splitlines()
     assert lines[0] == (
         "tidegate_runtime.channel_client.UndeclaredQuery: query 'enrich' is not declared"
@@ -656,9 +658,9 @@ def test_a_failed_driver_s_cause_comes_first_when_shutdown_noise_buried_it() -> 
 
 def test_the_cause_comes_first_even_when_the_tail_holds_it() -> None:
     text = "\n".join(_TORN_DOWN[:8])
-    assert _http.cause_and_tail(text, 50) == f"{_TORN_DOWN[4]}\n[...]\n{text}"
+    assert _http.cause_first(text, text) == f"{_TORN_DOWN[4]}\n[...]\n{text}"
     assert _http.python_cause("no traceback here\n\tat x") is None
-    assert _http.cause_and_tail("no traceback here", 50) == "no traceback here"
+    assert _http.cause_first("no traceback here", "no traceback here") == "no traceback here"
 
 
 def test_livy_log_of_a_failed_batch_reads_back_far_enough_to_put_its_cause_first() -> None:
