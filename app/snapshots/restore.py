@@ -21,6 +21,7 @@ from app.core.plans import PlannedSource, StoredPlan
 from app.snapshots.checkpoint_files import RESTORED_HINTS, checkpoint_path, select_files
 from app.snapshots.errors import SnapshotError, SnapshotFailed
 from app.snapshots.models import READY, Snapshot, SnapshotUse
+from app.snapshots.store import digests
 from app.snapshots.store.access import store_for
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import copy_tree_files
@@ -30,7 +31,7 @@ from tidegate_runtime.files import write_atomic
 log = logging.getLogger(__name__)
 
 # In a query's staging folder: the files restored ahead of its materialise (``prestage``),
-# path -> sha256. Written last, so a folder with it holds every file it names, whole.
+# path -> content id. Written last, so a folder with it holds every file it names, whole.
 PRESTAGED = ".tidegate-prestaged.json"
 
 
@@ -147,13 +148,13 @@ def materialise(
             done[item["query"]]["prestaged_bytes"] = sum(
                 int(e.get("size") or 0)
                 for rel, e in files.items()
-                if present.get(rel) == e.get("sha256")
+                if present.get(rel) == digests.content_id(e)
             )
     return done
 
 
 def _take_prestaged(staging: Path) -> dict[str, str]:
-    """The files ``prestage`` left in ``staging`` (path -> sha256), its mark removed first: a
+    """The files ``prestage`` left in ``staging`` (path -> content id), its mark removed first: a
     materialise cut short from here on leaves a folder that the next one starts anew. A
     staging folder that is not a plain folder (a link driver code put there) is removed and
     never read through."""
@@ -167,7 +168,9 @@ def _take_prestaged(staging: Path) -> dict[str, str]:
         (staging / PRESTAGED).unlink()
     except (OSError, ValueError):
         return {}
-    return {str(k): str(v) for k, v in present.items()} if isinstance(present, dict) else {}
+    if not isinstance(present, dict):
+        return {}
+    return {str(k): digests.from_mark(str(v)) for k, v in present.items()}
 
 
 def prestage(
@@ -218,7 +221,7 @@ def prestage(
             _remove(staging)
             staging.mkdir(parents=True)
             store.restore(files, staging, link=settings.snapshot_restore_links)
-            present = {rel: str(entry["sha256"]) for rel, entry in files.items()}
+            present = {rel: digests.content_id(entry) for rel, entry in files.items()}
             write_atomic(staging / PRESTAGED, json.dumps(present).encode())
         except (PathOutsideRoot, SnapshotError, OSError, KeyError, TypeError, ValueError) as exc:
             if staging is not None:

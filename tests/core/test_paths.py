@@ -148,12 +148,16 @@ def test_event_log_roots_default_to_the_data_dir(tmp_path: Path) -> None:
 
 
 def test_a_manifest_s_hash_must_be_a_digest_before_it_names_a_blob(tmp_path: Path) -> None:
-    """Issue 26, #13: a manifest is read back from storage; a crafted ``sha256`` such as
-    ``../../<elsewhere>`` must not become a path the restore reads."""
+    """Issue 26, #13: a manifest is read back from storage; a crafted hash such as
+    ``../../<elsewhere>`` must not become a path the restore reads, whichever algorithm's
+    key names it (BLAKE3, or SHA-256 as format 1 manifests did)."""
     store = SnapshotStore(str(tmp_path / "store"))
     outside = tmp_path / "secret"
     outside.write_text("not a blob")
-    for bad in ("../../secret", "ab/../../../secret", "A" * 64, "0" * 63, ""):
-        with pytest.raises(StoreError, match="not a SHA-256"):
-            store.restore({"state/1.delta": {"sha256": bad, "size": 1}}, tmp_path / "dest")
+    for key in ("blake3", "sha256"):
+        for bad in ("../../secret", "ab/../../../secret", "A" * 64, "0" * 63, ""):
+            with pytest.raises(StoreError, match="not a content id"):
+                store.restore({"state/1.delta": {key: bad, "size": 1}}, tmp_path / "dest")
+    with pytest.raises(StoreError, match="names no content hash"):
+        store.restore({"state/1.delta": {"md5": "0" * 64, "size": 1}}, tmp_path / "dest")
     assert not (tmp_path / "dest" / "state" / "1.delta").exists()

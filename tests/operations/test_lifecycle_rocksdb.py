@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
+from app.snapshots.store.digests import content_id
 from pipelines.register_examples import ROCKSDB_CONF
 from tests.operations.test_lifecycle_e2e import _operate, _windowed_version
 from tests.support.backends import Target
@@ -117,8 +118,8 @@ def test_the_lifecycle_on_rocksdb_with_changelog_checkpointing(
     old, new = _manifest_files(stack, job, "r1"), _manifest_files(stack, job, "r2")
     # RocksDB's files (a changelog, or a full checkpoint if maintenance just made one).
     assert any(rel.endswith((".changelog", ".zip")) for rel in new), sorted(new)
-    known = {entry["sha256"] for entry in old.values()}
-    fresh = {e["sha256"]: e["size"] for e in new.values() if e["sha256"] not in known}
+    known = {content_id(entry) for entry in old.values()}
+    fresh = {content_id(e): e["size"] for e in new.values() if content_id(e) not in known}
     snapshot = stack.client.get(f"/jobs/{job}/snapshots/r2").json()
     assert 0 < snapshot["bytes_written"] <= sum(fresh.values()), (snapshot, fresh)
     assert snapshot["bytes_written"] < snapshot["size_bytes"], snapshot

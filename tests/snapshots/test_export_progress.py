@@ -16,7 +16,7 @@ from app.client.wait import progress_fields, render
 from app.core.config import Settings
 from app.snapshots import export as snapshot_export
 from app.snapshots.export import ExportProgress
-from app.snapshots.store import blobs as store_module
+from app.snapshots.store import digests
 from app.worker import execute as ops
 from app.worker.core.context import WorkerContext
 from app.worker.kinds import snapshot as snapshot_kind
@@ -39,7 +39,7 @@ def test_export_reports_progress_while_it_copies(
     # lasts about a second and reports many times. The copy waits for the watcher to have
     # read the API once per file (lockstep, bounded), so the watcher sees every report
     # however loaded the machine is.
-    real_hash = store_module.hash_fd
+    real_hash = digests.hash_fd
     looked = threading.Event()
 
     def slow_hash(fd: int) -> str:
@@ -48,7 +48,7 @@ def test_export_reports_progress_while_it_copies(
         time.sleep(0.01)
         return real_hash(fd)
 
-    monkeypatch.setattr(store_module, "hash_fd", slow_hash)
+    monkeypatch.setattr(digests, "hash_fd", slow_hash)
     monkeypatch.setattr(snapshot_export, "PROGRESS_SECONDS", 0.05)
     reports: list[dict[str, Any]] = []
     real_set = snapshot_kind.set_result

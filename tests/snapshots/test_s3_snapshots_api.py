@@ -14,6 +14,7 @@ from app.core.config import Settings
 from app.snapshots import retention
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.store.blobs import SnapshotStore
+from app.snapshots.store.digests import content_id
 from app.worker.core.context import WorkerContext
 from tests.support.api import ADMIN_TOKEN
 from tests.support.flows import (
@@ -47,13 +48,14 @@ def _store(settings: Settings) -> SnapshotStore:
 
 
 def _blob_names(store: SnapshotStore) -> set[str]:
-    return {p.rsplit("/", 1)[-1] for p in store.fs.find(f"{store.root}/blobs")}
+    return set(store.fs.find(f"{store.root}/blobs"))
 
 
 def _named(store: SnapshotStore, job: str, name: str) -> set[str]:
     doc = store.read_manifest(job, name)
     assert doc is not None
-    return {e["sha256"] for q in doc["queries"].values() for e in q["files"].values()}
+    files = [e for q in doc["queries"].values() for e in q["files"].values()]
+    return {store.blob_path(content_id(e)) for e in files}
 
 
 def test_export_dedup_retention_restore_and_delete_in_s3(

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.resume_points.compat import PROVIDER_CLASS, ROCKSDB_PROVIDER
+from app.snapshots.store.digests import content_id
 from pipelines.ground_truth import expected_enrich
 from tests.operations.test_lifecycle_e2e import _expected, _job, _operate, _output
 from tests.support.backends import Target
@@ -168,13 +169,17 @@ def test_new_version_from_a_snapshot_of_a_running_job(
         return files
 
     old_blobs, new_blobs = blobs("first"), blobs("before-v2")
-    shared = {r for r, e in new_blobs.items() if old_blobs.get(r, {}).get("sha256") == e["sha256"]}
+    shared = {
+        r
+        for r, e in new_blobs.items()
+        if r in old_blobs and content_id(old_blobs[r]) == content_id(e)
+    }
     assert any(r.startswith("state/") for r in shared), (old_blobs, new_blobs)
     assert any(r.startswith("state/") and r not in shared for r in new_blobs)  # new deltas
     # Only files the first snapshot did not hold were written (each content once; the store
     # may hold some already, from other jobs).
-    known = {e["sha256"] for e in old_blobs.values()}
-    fresh = {e["sha256"]: e["size"] for e in new_blobs.values() if e["sha256"] not in known}
+    known = {content_id(e) for e in old_blobs.values()}
+    fresh = {content_id(e): e["size"] for e in new_blobs.values() if content_id(e) not in known}
     assert 0 < snapshot["bytes_written"] <= sum(fresh.values()), (snapshot, fresh)
     (query,) = snapshot["queries"]
     coordinates = stack.client.get(f"/jobs/{job}/snapshot-coordinates").json()["coordinates"]

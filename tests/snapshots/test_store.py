@@ -3,15 +3,19 @@ local folder, a file:// URL and S3 (moto's server, see conftest ``make_store``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.snapshots.checkpoint_files import select_files
 from app.snapshots.errors import StoreError
 from app.snapshots.store.blobs import SnapshotStore
+from app.snapshots.store.digests import content_id
 from app.snapshots.store.local_tree import known_hashes
 from tests.support.checkpoints import FakeCheckpoint
 
@@ -104,7 +108,7 @@ def test_identical_files_in_one_export_are_written_once(
     put = store.put_files(ck, files)
     assert put.files_written == 25 and put.bytes_written == 25 * 30_000
     assert list(put.entries) == files  # in the order asked, whatever finished first
-    assert len({put.entries[f"same-{i}"]["sha256"] for i in range(24)}) == 1
+    assert len({content_id(put.entries[f"same-{i}"]) for i in range(24)}) == 1
     assert len(_blobs(store)) == 25
 
 
@@ -121,7 +125,7 @@ def test_restore_round_trip_and_corruption(
     for rel in put.entries:
         assert (dest / rel).read_bytes() == (ck.root / rel).read_bytes()
     assert set(hints) == set(put.entries)
-    sha = put.entries["state/0/0/1.delta"]["sha256"]
+    sha = content_id(put.entries["state/0/0/1.delta"])
     store.fs.pipe_file(store.blob_path(sha), b"rot")
     with pytest.raises(StoreError, match="corrupt"):
         store.restore(put.entries, tmp_path / "again")
@@ -147,16 +151,16 @@ def test_a_local_restore_links_its_blobs_and_spark_writes_never_reach_them(
     dest = tmp_path / "restored"
     hints = store.restore(put.entries, dest, link=True)
     for rel, entry in put.entries.items():
-        blob = Path(store.blob_path(entry["sha256"]))
+        blob = Path(store.blob_path(content_id(entry)))
         assert (dest / rel).stat().st_ino == blob.stat().st_ino, rel
         assert (copied / rel).stat().st_ino != blob.stat().st_ino, rel
         assert blob.stat().st_mode & 0o222 == 0, rel  # read-only
         assert hints[rel]["size"] == entry["size"]
     rel = "state/0/0/1.delta"
-    before = Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes()
+    before = Path(store.blob_path(content_id(put.entries[rel]))).read_bytes()
     (dest / "tmp-new").write_bytes(b"the next batch's file")
     os.replace(dest / "tmp-new", dest / rel)  # how Spark writes: a new file, renamed
-    assert Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes() == before
+    assert Path(store.blob_path(content_id(put.entries[rel]))).read_bytes() == before
     # A second restore of the same snapshot is still exactly the snapshot.
     again = tmp_path / "again"
     store.restore(put.entries, again, link=True)
@@ -178,8 +182,8 @@ def test_an_export_with_links_stores_the_hashed_checkpoint_files_themselves(
     assert put.files_written > 0 and put.bytes_written == put.bytes_referenced
     files_of: dict[str, set[int]] = {}  # a blob -> the inodes of the files of its content
     for rel, entry in put.entries.items():
-        files_of.setdefault(entry["sha256"], set()).add((ck.root / rel).stat().st_ino)
-        assert Path(store.blob_path(entry["sha256"])).read_bytes() == (ck.root / rel).read_bytes()
+        files_of.setdefault(content_id(entry), set()).add((ck.root / rel).stat().st_ino)
+        assert Path(store.blob_path(content_id(entry))).read_bytes() == (ck.root / rel).read_bytes()
     for sha, inodes in files_of.items():  # each blob is one of its files, linked
         assert Path(store.blob_path(sha)).stat().st_ino in inodes, sha
     assert list((tmp_path / "store" / "tmp").iterdir()) == []
@@ -187,7 +191,7 @@ def test_an_export_with_links_stores_the_hashed_checkpoint_files_themselves(
     before = (ck.root / rel).read_bytes()
     (ck.root / "tmp-new").write_bytes(b"a rewritten batch")
     os.replace(ck.root / "tmp-new", ck.root / rel)  # how Spark writes: a new file, renamed
-    assert Path(store.blob_path(put.entries[rel]["sha256"])).read_bytes() == before
+    assert Path(store.blob_path(content_id(put.entries[rel]))).read_bytes() == before
     restored = tmp_path / "restored"
     store.restore(put.entries, restored)  # copied, every hash checked
     assert (restored / rel).read_bytes() == before
@@ -199,13 +203,13 @@ def test_an_export_with_links_stores_the_hashed_checkpoint_files_themselves(
     shared.write_bytes(b"group-writable")
     shared.chmod(0o664)
     put = store.put_files(ck.root, ["state/0/0/shared.delta"])
-    blob = Path(store.blob_path(put.entries["state/0/0/shared.delta"]["sha256"]))
+    blob = Path(store.blob_path(content_id(put.entries["state/0/0/shared.delta"])))
     assert blob.stat().st_ino != shared.stat().st_ino and blob.stat().st_mode & 0o222 == 0
     # Without the setting (the default) every blob is a copy of its own.
     copies = SnapshotStore(str(tmp_path / "copies"))
     for rel, entry in _export(copies, ck, "s3").entries.items():
         assert (ck.root / rel).stat().st_ino != Path(
-            copies.blob_path(entry["sha256"])
+            copies.blob_path(content_id(entry))
         ).stat().st_ino
 
 
@@ -224,7 +228,7 @@ def test_an_export_links_only_where_the_kernel_allows_and_copies_elsewhere(
     ck.batch()
     put = _export(store, ck, "s1")
     for rel, entry in put.entries.items():
-        blob = Path(store.blob_path(entry["sha256"]))
+        blob = Path(store.blob_path(content_id(entry)))
         assert blob.stat().st_ino != (ck.root / rel).stat().st_ino
         assert (
             blob.stat().st_mode & 0o222 == 0 and blob.read_bytes() == (ck.root / rel).read_bytes()
@@ -232,7 +236,7 @@ def test_an_export_links_only_where_the_kernel_allows_and_copies_elsewhere(
 
 
 def test_a_restore_keeps_what_a_prestage_put_there_and_only_that(tmp_path: Path) -> None:
-    """Issue 25: restored ahead of the stop (``present``: path -> sha256), a file the
+    """Issue 25: restored ahead of the stop (``present``: path -> content id), a file the
     snapshot names with the same hash is kept as it is (not read, not written); one it names
     with another hash is replaced, one it does not name is removed, and one missing is
     restored: the folder ends holding exactly the snapshot."""
@@ -243,7 +247,7 @@ def test_a_restore_keeps_what_a_prestage_put_there_and_only_that(tmp_path: Path)
     early = _export(store, ck, "early").entries  # what a pre-copy holds
     dest = tmp_path / "staging"
     store.restore(early, dest)
-    present = {rel: str(e["sha256"]) for rel, e in early.items()}
+    present = {rel: content_id(e) for rel, e in early.items()}
     ck.batch()
     final = _export(store, ck, "final").entries
     kept_rel = next(rel for rel in early if rel.startswith("state/"))
@@ -251,7 +255,7 @@ def test_a_restore_keeps_what_a_prestage_put_there_and_only_that(tmp_path: Path)
     changed = next(rel for rel in early if rel.startswith("offsets/"))
     (dest / changed).unlink()
     (dest / changed).write_text("not what the snapshot holds")
-    present[changed] = "0" * 64  # the prestage's record says another content
+    present[changed] = "blake3:" + "0" * 64  # the prestage's record says another content
     (dest / "state" / "0" / "0" / "stray.delta").write_bytes(b"a file the snapshot lacks")
     # Links driver code could plant there: removed, never followed.
     elsewhere = tmp_path / "another-jobs-checkpoint"
@@ -276,7 +280,7 @@ def test_manifest_is_atomic_and_versioned(make_store: Callable[[], SnapshotStore
     where = store.write_manifest("job", "s", {"queries": {}})
     assert where.endswith("/manifests/job/s.json")
     assert store.local or where.startswith("s3://")  # a URL the operator can use
-    assert store.read_manifest("job", "s") == {"format": 1, "queries": {}}
+    assert store.read_manifest("job", "s") == {"format": 2, "queries": {}}
     assert store.manifests() == [("job", "s")]
     leftovers = store.fs.ls(f"{store.root}/manifests/job", detail=False)
     assert [str(p).rsplit("/", 1)[-1] for p in leftovers] == ["s.json"]
@@ -302,3 +306,62 @@ def test_gc_keeps_what_live_manifests_name(
     store.restore(doc["queries"]["q"]["files"], tmp_path / "r")  # nothing s2 needs was lost
     result = store.gc(set())
     assert store.total_blob_bytes() == 0 and result.manifests_deleted == 1
+
+
+def _legacy_snapshot(store: SnapshotStore, ck: FakeCheckpoint, name: str) -> dict[str, Any]:
+    """A snapshot as tidegate wrote it before BLAKE3 (manifest format 1): each file's blob
+    at ``blobs/<sha256[:2]>/<sha256>``, entries naming it by ``sha256``."""
+    entries: dict[str, Any] = {}
+    for rel in select_files(ck.root, ck.batches).files:
+        path = ck.root / rel
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        store.fs.makedirs(f"{store.root}/blobs/{digest[:2]}", exist_ok=True)
+        store.fs.pipe_file(f"{store.root}/blobs/{digest[:2]}/{digest}", data)
+        entries[rel] = {"sha256": digest, "size": len(data), "mtime_ns": path.stat().st_mtime_ns}
+    query = {"batch_id": ck.batches, "checkpoint": str(ck.root), "files": entries}
+    doc = {"format": 1, "queries": {"q": query}}
+    store.fs.makedirs(f"{store.root}/manifests/job", exist_ok=True)
+    store.fs.pipe_file(store.manifest_path("job", name), json.dumps(doc).encode())
+    return entries
+
+
+def test_snapshots_named_by_sha256_are_restored_shared_and_kept(
+    tmp_path: Path, make_store: Callable[[], SnapshotStore]
+) -> None:
+    """A store written before BLAKE3 goes on working: its snapshots restore (every SHA-256
+    checked), the next export shares their blobs instead of writing the files again (the
+    hash cache knows them by their SHA-256), and gc keeps the blobs live manifests name
+    under either algorithm."""
+    store = make_store()
+    ck = FakeCheckpoint(tmp_path / "ck", delta_bytes=20_000)
+    for _ in range(3):
+        ck.batch()
+    old = _legacy_snapshot(store, ck, "s1")
+    doc = store.read_manifest("job", "s1")
+    assert doc is not None and doc["format"] == 1
+    restored = tmp_path / "restored"
+    hints = store.restore(old, restored)
+    for rel, entry in old.items():
+        assert (restored / rel).read_bytes() == (ck.root / rel).read_bytes()
+        assert content_id(hints[rel]) == f"sha256:{entry['sha256']}"
+    ck.batch()
+    new = _export(store, ck, "s2", known_hashes(ck.root, old))
+    shared = [rel for rel in old if rel in new.entries]
+    assert shared and all(new.entries[rel]["sha256"] == old[rel]["sha256"] for rel in shared)
+    added = [rel for rel in new.entries if rel not in old]
+    assert added and all("blake3" in new.entries[rel] for rel in added)
+    assert new.bytes_written == sum(new.entries[rel]["size"] for rel in added)
+    # Mixed manifests restore whole; gc keeps both kinds of blob a live manifest names.
+    again = tmp_path / "again"
+    store.restore(new.entries, again)
+    assert all((again / rel).read_bytes() == (ck.root / rel).read_bytes() for rel in new.entries)
+    result = store.gc({("job", "s2")})
+    assert result.manifests_deleted == 1
+    named = {store.blob_path(content_id(entry)) for entry in new.entries.values()}
+    assert set(_blobs(store)) == named
+    # A SHA-256 blob that rotted is caught like any other.
+    rel = shared[0]
+    store.fs.pipe_file(store.blob_path(f"sha256:{old[rel]['sha256']}"), b"rot")
+    with pytest.raises(StoreError, match="corrupt"):
+        store.restore({rel: new.entries[rel]}, tmp_path / "rotten")

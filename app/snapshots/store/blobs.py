@@ -2,8 +2,9 @@
 
 Layout::
 
-    blobs/<sha256[:2]>/<sha256>      every distinct file once (two-level fan-out, like git)
-    manifests/<job>/<snapshot>.json  relative path -> sha256 + size, per query; written last
+    blobs/blake3/<hex[:2]>/<hex>     every distinct file once, by its BLAKE3 (``digests``)
+    blobs/<hex[:2]>/<hex>            ... or by its SHA-256, as format 1 manifests named them
+    manifests/<job>/<snapshot>.json  relative path -> content id + size, per query; written last
     tmp/                             uploads in flight (local roots), swept by gc
 
 A snapshot exists once its manifest does; the manifest is written after every blob it names,
@@ -18,10 +19,8 @@ callers keep it from running while an export is in flight (see ``snapshots.servi
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -33,7 +32,8 @@ from typing import Any, TypeVar
 import fsspec
 
 from app.snapshots.errors import StoreError
-from app.snapshots.store.local_tree import FileKey, hash_fd, keep_present
+from app.snapshots.store import digests
+from app.snapshots.store.local_tree import FileKey, keep_present
 from app.snapshots.store.remote import is_local, open_remote
 from app.snapshots.store.safe_files import (
     copy_fd,
@@ -46,11 +46,12 @@ from app.snapshots.store.safe_files import (
 CHUNK = 4 * 1024 * 1024
 # Files put at once: two cores hash while the kernel copies (measured in bench/snapshots.py).
 PUT_THREADS = 4
-MANIFEST_FORMAT = 1
+# 2: entries name BLAKE3 content (``{"blake3": hex}``) beside 1's SHA-256 (``{"sha256": hex}``).
+MANIFEST_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 
 
 _T = TypeVar("_T")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass
@@ -132,12 +133,9 @@ class SnapshotStore:
 
     # ---- paths ------------------------------------------------------------------------
 
-    def blob_path(self, sha256: str) -> str:
-        # A manifest is data read back from storage: its hash must be one before it names
-        # a path (a crafted one could say "../../elsewhere").
-        if not _SHA256.fullmatch(sha256):
-            raise StoreError(f"not a SHA-256 hex digest: {sha256[:80]!r}")
-        return f"{self.root}/blobs/{sha256[:2]}/{sha256}"
+    def blob_path(self, content: str) -> str:
+        """The blob of a content id (``digests``); StoreError for anything that is not one."""
+        return f"{self.root}/blobs/{digests.blob_rel(content)}"
 
     def manifest_path(self, job: str, name: str) -> str:
         return f"{self.root}/manifests/{job}/{name}.json"
@@ -152,7 +150,7 @@ class SnapshotStore:
         on_file: Callable[[str, int], None] | None = None,
     ) -> PutResult:
         """Store each file of ``checkpoint`` (relative paths) unless its content is already
-        stored. ``known`` maps (path, size, mtime_ns) to a sha256 learned earlier, so files
+        stored. ``known`` maps (path, size, mtime_ns) to a content id learned earlier, so files
         that did not change are neither reread nor rewritten. ``on_file(rel, size)`` is called
         after each file is in the store (progress), in the order of ``files``.
 
@@ -180,25 +178,25 @@ class SnapshotStore:
         fd = open_regular(checkpoint, rel)  # never through a link the driver planted
         try:
             st = os.fstat(fd)
-            sha = known.get((str(checkpoint / rel), st.st_size, st.st_mtime_ns))
+            content = known.get((str(checkpoint / rel), st.st_size, st.st_mtime_ns))
             hashed = wrote = False
-            if sha is None or not self.fs.exists(self.blob_path(sha)):
+            if content is None or not self.fs.exists(self.blob_path(content)):
                 hashed = True
-                sha = hash_fd(fd)
-                wrote = self._put_blob(fd, sha)
+                content = digests.hash_fd(fd)
+                wrote = self._put_blob(fd, content)
         finally:
             os.close(fd)
-        entry = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        entry = digests.entry(content, st.st_size, st.st_mtime_ns)
         return _Put(entry, st.st_size, hashed, wrote)
 
-    def _put_blob(self, fd: int, sha: str) -> bool:
-        """Copy the open file hashed to ``sha`` into the store unless it is there; whether it
+    def _put_blob(self, fd: int, content: str) -> bool:
+        """Copy the open file hashed to ``content`` into the store unless it is there; whether it
         was written. On a local root the copy stays in the kernel (sendfile), as cp does;
         checkpoint files are never rewritten in place, so the hash read holds for the copy.
         With ``link_exports`` the blob is the hashed inode itself, linked: no byte copied
         (RocksDB's own checkpoints share SST files the same way); where no link can be made,
         a copy."""
-        target = self.blob_path(sha)
+        target = self.blob_path(content)
         if self.fs.exists(target):
             return False
         if self.local:
@@ -256,7 +254,7 @@ class SnapshotStore:
                 doc: dict[str, Any] = json.loads(f.read())
         except FileNotFoundError:
             return None
-        if doc.get("format") != MANIFEST_FORMAT:
+        if doc.get("format") not in _READABLE_FORMATS:
             raise StoreError(f"manifest {job}/{name} has unknown format {doc.get('format')}")
         return doc
 
@@ -269,9 +267,10 @@ class SnapshotStore:
         present: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Put each blob at ``dest/<relative path>``, copied and its hash checked. Returns
-        the hints (path -> sha256, size, mtime_ns) that let a later export skip rereading them.
+        the hints (path -> content id, size, mtime_ns) that let a later export skip rereading
+        them.
 
-        ``present`` (path -> sha256): files a restore put in ``dest`` before (``prestage``).
+        ``present`` (path -> content id): files a restore put in ``dest`` before (``prestage``).
         Each that the entries name with the same hash stays as it is; any other file in
         ``dest`` is removed, so ``dest`` ends holding exactly the entries.
 
@@ -302,19 +301,19 @@ class SnapshotStore:
         self, dest: Path, rel: str, entry: Mapping[str, Any], *, link: bool
     ) -> tuple[dict[str, Any], bool]:
         """One file of a restore: its hint, and whether it was linked (not copied)."""
-        sha = str(entry["sha256"])
+        content = digests.content_id(entry)
         linked = False
         if link:
             try:
-                linked = link_regular(dest, rel, self.blob_path(sha))
+                linked = link_regular(dest, rel, self.blob_path(content))
             except FileNotFoundError:
-                raise StoreError(f"blob {sha} is missing from the snapshot store") from None
+                raise StoreError(f"blob {content} is missing from the snapshot store") from None
         if linked:
             fd = open_regular(dest, rel)
         else:
             fd = create_regular(dest, rel)  # no link below dest, no '..' in rel
             try:
-                self.copy_blob(sha, fd)
+                self.copy_blob(content, fd)
             except BaseException:
                 os.close(fd)
                 (dest / rel).unlink(missing_ok=True)
@@ -326,24 +325,30 @@ class SnapshotStore:
         if "size" in entry and st.st_size != int(entry["size"]):
             (dest / rel).unlink(missing_ok=True)
             raise StoreError(
-                f"blob {sha} is corrupt: {st.st_size} bytes, the manifest says {entry['size']}"
+                f"blob {content} is corrupt: {st.st_size} bytes, the manifest says {entry['size']}"
             )
-        return {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}, linked
+        return digests.entry(content, st.st_size, st.st_mtime_ns), linked
 
-    def copy_blob(self, sha256: str, target: int) -> None:
-        """Write the blob to the open file ``target``, checking its hash."""
-        digest = hashlib.sha256()
+    def copy_blob(self, content: str, target: int) -> None:
+        """Write the blob to the open file ``target``, checking its hash. Read into one
+        buffer: the store's threads restoring at once allocate nothing per read."""
+        digest = digests.hasher(content)
+        buffer = bytearray(CHUNK)
+        view = memoryview(buffer)
         try:
-            with self.fs.open(self.blob_path(sha256), "rb") as src:
-                while chunk := src.read(CHUNK):
-                    digest.update(chunk)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(target, view) :]
+            with self.fs.open(self.blob_path(content), "rb") as src:
+                while read := src.readinto(buffer):
+                    digest.update(view[:read])
+                    out = view[:read]
+                    while out:
+                        out = out[os.write(target, out) :]
         except FileNotFoundError:
-            raise StoreError(f"blob {sha256} is missing from the snapshot store") from None
-        if digest.hexdigest() != sha256:
-            raise StoreError(f"blob {sha256} is corrupt (content hashes to {digest.hexdigest()})")
+            raise StoreError(f"blob {content} is missing from the snapshot store") from None
+        algorithm, expected = digests.parse(content)
+        if digest.hexdigest() != expected:
+            raise StoreError(
+                f"blob {content} is corrupt (content hashes to {algorithm}:{digest.hexdigest()})"
+            )
 
     # ---- garbage collection -----------------------------------------------------------
 
@@ -375,12 +380,13 @@ class SnapshotStore:
                 continue
             doc = self.read_manifest(job, name) or {}
             for query in (doc.get("queries") or {}).values():
-                referenced.update(e["sha256"] for e in (query.get("files") or {}).values())
+                files = (query.get("files") or {}).values()
+                referenced.update(digests.blob_rel(digests.content_id(e)) for e in files)
         base = f"{self.root}/blobs"
         if self.fs.exists(base):
             for path, info in self.fs.find(base, detail=True).items():
-                sha = str(path).rsplit("/", 1)[-1]
-                if sha not in referenced:
+                rel = str(path).removeprefix(f"{base}/")
+                if rel != str(path) and rel not in referenced:  # only what it can name
                     self.fs.rm_file(path)
                     result.blobs_deleted += 1
                     result.bytes_freed += int(info.get("size") or 0)

@@ -1,43 +1,28 @@
 """A local checkpoint tree as the snapshot store reads and writes it, apart from the blobs:
-their hashes (read through one buffer per file), the cache that lets an export skip hashing
-a file a restore wrote, a restore's destination trimmed to what it keeps, and plain copies
-from one checkpoint to another. Every path is opened below its folder's descriptor, never
-through a link (``safe_files``)."""
+the cache that lets an export skip hashing a file a restore wrote, a restore's destination
+trimmed to what it keeps, and plain copies from one checkpoint to another. Every path is
+opened below its folder's descriptor, never through a link (``safe_files``)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.snapshots.store import digests
 from app.snapshots.store.safe_files import copy_fd, create_regular, open_regular
 
-HASH_CHUNK = 1024 * 1024
 # A file's identity for the hash cache: same path, size and mtime means the same content
 # (state files are never rewritten in place).
 FileKey = tuple[str, int, int]
 
 
-def hash_fd(fd: int) -> str:
-    # One buffer per file, read into: the store's threads hashing at once allocate no 4 MiB object
-    # per read (the process's RSS stays flat, bench/snapshots.py).
-    digest = hashlib.sha256()
-    buffer = bytearray(HASH_CHUNK)
-    view = memoryview(buffer)
-    offset = 0
-    while read := os.preadv(fd, [buffer], offset):
-        digest.update(view[:read])
-        offset += read
-    return digest.hexdigest()
-
-
 def keep_present(
     entries: Mapping[str, Mapping[str, Any]], dest: Path, present: Mapping[str, str]
 ) -> dict[str, Any]:
-    """The hints of the files in ``dest`` that ``entries`` name with the hash ``present``
+    """The hints of the files in ``dest`` that ``entries`` name with the content ``present``
     says they have, and of the size they name; every other file below ``dest`` removed.
     Walked and removed through directory descriptors, never through a link."""
     kept: dict[str, Any] = {}
@@ -53,12 +38,11 @@ def keep_present(
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             if (
                 entry is not None
-                and present.get(rel) == entry["sha256"]
+                and present.get(rel) == digests.content_id(entry)
                 and stat.S_ISREG(st.st_mode)
                 and st.st_size == int(entry.get("size", st.st_size))
             ):
-                sha = str(entry["sha256"])
-                kept[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+                kept[rel] = digests.entry(digests.content_id(entry), st.st_size, st.st_mtime_ns)
             else:
                 os.unlink(name, dir_fd=dir_fd)
     return kept
@@ -66,13 +50,12 @@ def keep_present(
 
 def known_hashes(checkpoint: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[FileKey, str]:
     """Hash-cache entries for files of ``checkpoint`` as a manifest or restore hints list
-    them (path -> sha256, size, mtime_ns)."""
+    them (path -> content, size, mtime_ns)."""
     out: dict[FileKey, str] = {}
     for rel, entry in files.items():
         if "mtime_ns" in entry:
-            out[(str(checkpoint / rel), int(entry["size"]), int(entry["mtime_ns"]))] = str(
-                entry["sha256"]
-            )
+            key = (str(checkpoint / rel), int(entry["size"]), int(entry["mtime_ns"]))
+            out[key] = digests.content_id(entry)
     return out
 
 

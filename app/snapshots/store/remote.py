@@ -184,6 +184,15 @@ class _GuardedFile:
             raise self._error(exc) from None
         return data
 
+    def readinto(self, buffer: bytearray) -> int:
+        try:
+            read: int = self._f.readinto(buffer)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+        return read
+
     def close(self) -> None:
         try:
             self._f.close()
