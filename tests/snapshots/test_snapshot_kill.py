@@ -36,12 +36,12 @@ SNAPSHOT_UPDATE_STEPS = [
     "kill",
     "stopped",
     "export",
-    "retention",
     "plan",
     "reserve_run",
     "materialise",
     "go",
     "verify",
+    "retention",
 ]
 COLD_UPDATE_STEPS = ["create_run", "await_submitted"]
 assert set(SNAPSHOT_UPDATE_STEPS + COLD_UPDATE_STEPS) <= set(step_names()["update"]), step_names()[

@@ -114,6 +114,28 @@ def test_update_carries_state_over(
     )
 
 
+def test_an_update_applies_the_job_s_retention_after_go_out_of_the_pause(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings
+) -> None:
+    """Issue 25: retention and the store's garbage collection read every manifest and list
+    every blob; an update by snapshot runs them once the new run has its go, not between
+    the stop and go. They still run: with ``keep_last: 1`` the earlier snapshot goes."""
+    _, ck = running_job(client, ctx, settings)
+    assert client.put(f"{API}/jobs/j/snapshot-retention", json={"keep_last": 1}).status_code == 200
+    assert operate(client, ctx, "j", "snapshots", {"name": "before"})["state"] == "succeeded"
+    ck.batch()
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    op = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    names = op["steps"]
+    assert names.index("export") < names.index("go") < names.index("retention"), names
+    assert op["details"]["retention"]["deleted"] == ["before"], op["details"]["retention"]
+    left = [s["name"] for s in client.get(f"{API}/snapshots").json()["items"]]
+    assert left == [op["result"]["snapshot"]]
+    store = SnapshotStore(settings.resolved_snapshot_root)
+    assert store.manifests() == [("j", op["result"]["snapshot"])]
+
+
 def test_a_prewarmed_update_runs_its_dry_run_inside_the_standby(
     client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
 ) -> None:

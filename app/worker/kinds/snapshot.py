@@ -41,14 +41,17 @@ def save_snapshot(
     stop: bool,
     timeout: float,
     after_pre_copy: Callable[[], None] | None = None,
+    retention: bool = True,
 ) -> dict[str, Any]:
     """Export (after stopping the run at a batch boundary, with ``stop``), then retention.
-    ``after_pre_copy``: what the caller does next while the run still processes."""
+    ``after_pre_copy``: what the caller does next while the run still processes. Without
+    ``retention`` the caller applies it (``apply_retention``) when it suits: an update, after
+    go, since its garbage collection reads every manifest and lists every blob of the store."""
     with ctx.factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
         if snapshot is None or snapshot.run_id is None:
             raise OperationFailed(f"snapshot {snapshot_id} or its run was deleted")
-        run_id, name, job_id = snapshot.run_id, snapshot.name, snapshot.job_id
+        run_id, name = snapshot.run_id, snapshot.name
         run_state = session.get(Run, run_id).state  # type: ignore[union-attr]
     done = steps.load()
     mid_copy = f"{done.kind}:pre_copy:copying"  # where chaos tests kill a pre-copying worker
@@ -83,7 +86,21 @@ def save_snapshot(
         except SNAPSHOT_ERRORS as exc:
             raise snapshot_failed(exc) from exc
 
+    steps.run("export", export_after_the_stop)
+    if retention:
+        apply_retention(ctx, steps, snapshot_id)
+    return {"snapshot": name, "run_id": run_id, "run_state": run_state, **detail(steps, "export")}
+
+
+def apply_retention(ctx: WorkerContext, steps: Steps, snapshot_id: int) -> None:
+    """Step ``retention``: the job's retention, never to the snapshot just made, then gc."""
+
     def retention() -> dict[str, Any]:
+        with ctx.factory() as session:
+            snapshot = session.get(Snapshot, snapshot_id)
+            if snapshot is None:
+                return {"skipped": f"snapshot {snapshot_id} was deleted"}
+            job_id = snapshot.job_id
         try:
             return snapshot_retention.retention_and_gc(
                 ctx.factory, ctx.settings, job_id, snapshot_id
@@ -92,9 +109,7 @@ def save_snapshot(
             log.warning("snapshot retention/gc failed: %s", exc)
             return {"error": str(exc)}
 
-    steps.run("export", export_after_the_stop)
     steps.run("retention", retention)
-    return {"snapshot": name, "run_id": run_id, "run_state": run_state, **detail(steps, "export")}
 
 
 def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:

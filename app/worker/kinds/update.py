@@ -37,7 +37,7 @@ from app.worker.core.steps import (
 from app.worker.core.version import read_target
 from app.worker.kinds import new_version
 from app.worker.kinds.new_version import NewVersion
-from app.worker.kinds.snapshot import save_snapshot
+from app.worker.kinds.snapshot import apply_retention, save_snapshot
 from app.worker.kinds.update_fresh import update_on_fresh_state
 from app.worker.runs.control import (
     new_run_of_a_failed_update,
@@ -149,6 +149,7 @@ def _save_snapshot(u: Update) -> None:
         stop=True,
         timeout=float(u.op.params.get("timeout_seconds", 120)),
         after_pre_copy=lambda: u.steps.run("prestage", lambda: _prestage(u)),
+        retention=False,  # after go (phase 4): out of the pause
     )
 
 
@@ -206,12 +207,16 @@ def _cancelled(u: Update) -> bool:
         return run is not None and run.state == states.CANCELLED
 
 
-# 3. The start ------------------------------------------------------------------------------
+# 3. The start, 4. after it -----------------------------------------------------------------
 
 
 def _plan_after_the_stop(u: Update) -> dict[str, Any]:
     """The stored plan bound to the snapshot that stopped the old run, and re-validated."""
     return dict(plan_from_snapshot(u.ctx, u.op, u.target, u.old_run_id, u.snapshot_id))
+
+
+def _retention(u: Update) -> None:
+    apply_retention(u.ctx, u.steps, u.snapshot_id)
 
 
 def _roll_back(u: Update, exc: OperationFailed) -> OperationFailed:
@@ -272,7 +277,7 @@ UPDATE_BY_SNAPSHOT: tuple[Phase[Update], ...] = (
         "2. the stop: the snapshot, pre-copied while the old run processes, then the old run "
         "stopped at a batch boundary and the rest exported (app/worker/kinds/snapshot.py::"
         "save_snapshot: pre_copy, then prestage (the pre-copy restored where the standby's "
-        "checkpoints will be), request_stop, graceful_stop, kill, stopped, export, retention)",
+        "checkpoints will be), request_stop, graceful_stop, kill, stopped, export)",
         (Part(_save_snapshot),),
         on_failure=_old_version_again,
     ),
@@ -285,5 +290,11 @@ UPDATE_BY_SNAPSHOT: tuple[Phase[Update], ...] = (
             Step("verify", new_version.verify_started),
         ),
         on_failure=_roll_back,
+    ),
+    Phase(
+        "4. after go, out of the pause: the job's snapshot retention and the store's garbage "
+        "collection (which reads every manifest and lists every blob: on an object store, "
+        "seconds at size)",
+        (Part(_retention),),
     ),
 )
