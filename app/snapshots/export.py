@@ -64,7 +64,9 @@ def _previous_hashes(
     session: Session, store: SnapshotStore, snapshot: Snapshot
 ) -> dict[FileKey, str]:
     """File hashes the job's latest ready snapshot recorded, and this snapshot's own pre-copy:
-    unchanged files of the same checkpoints need not be read again."""
+    unchanged files of the same checkpoints need not be read again. Read under the store
+    lock, each names a blob the store holds: gc, which alone deletes blobs, takes the lock
+    exclusively and deletes a manifest before the blobs only it named."""
     previous = session.scalar(
         select(Snapshot)
         .where(Snapshot.job_id == snapshot.job_id, Snapshot.state == READY)
@@ -203,7 +205,6 @@ def export(
         job_name, name, run_id = snapshot.job.name, snapshot.name, run.id
         specs = list(run.version.queries)
         version_number = run.version.number
-        known = _previous_hashes(session, store, snapshot)
 
     queries: dict[str, Any] = {}
     manifest_queries: dict[str, Any] = {}
@@ -212,6 +213,14 @@ def export(
         progress, phases=("pre-copying", "pre-copied") if pre_copy else ("exporting", "exported")
     )
     with store_lock(factory, exclusive=False):
+        with factory() as session:
+            snapshot = session.get(Snapshot, snapshot_id)
+            if snapshot is None:
+                raise SnapshotFailed(f"snapshot {snapshot_id} was deleted during its export")
+            known = _previous_hashes(session, store, snapshot)
+        # Not asked of the store again, file by file: on an object store one request each,
+        # and after a pre-copy they are most of the state's files, inside the pause.
+        in_store = frozenset(known.values())
         # First what there is to copy (so the figures have a total), then the copying.
         planned: list[tuple[dict[str, Any], Path, int, tuple[str, ...], int]] = []
         for spec in specs:
@@ -240,7 +249,9 @@ def export(
                         figures.bytes_total += new_size - size
                         figures.files_total += len(again) - len(files)
                         files, size = again, new_size
-                    put = store.put_files(checkpoint, files, cache, on_file=figures.file_done)
+                    put = store.put_files(
+                        checkpoint, files, cache, on_file=figures.file_done, in_store=in_store
+                    )
                     info = describe(checkpoint, batch, spec)
                     break
                 except FileNotFoundError:

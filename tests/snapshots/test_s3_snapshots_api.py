@@ -127,3 +127,23 @@ def test_a_store_failing_mid_export_fails_the_snapshot(
     assert op["state"] == "succeeded", op
     assert get_snapshot(client, "j", "broken")["state"] == "ready"
     assert _blob_names(store) == _named(store, "j", "broken")
+
+
+def test_after_the_stop_the_export_asks_the_store_only_of_files_it_does_not_know(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, s3: S3Store
+) -> None:
+    """Issue 25: a snapshot that stops its run pre-copies first; after the stop, the files
+    the pre-copy stored are known to be there (its manifest, read under the store lock, names
+    them), so the export sends no request for them: on an object store one HEAD a file,
+    most of the state's files, inside the pause. Only files it hashes are looked for."""
+    running_job(client, ctx, settings, batches=3)
+    op = operate(client, ctx, "j", "snapshots", {"name": "s", "stop": True})
+    assert op["state"] == "succeeded", op
+    pre, after = op["details"]["pre_copy"], op["details"]["export"]
+    # Every file known from the pre-copy: nothing committed between it and the stop here.
+    assert after["files"] > 0 and after["hashed"] == 0, after
+    looked_for = [p for m, p in s3.proxy.requests if m == "HEAD" and "/blobs/" in p]
+    assert len(looked_for) == pre["hashed"] + after["hashed"], (pre, after, looked_for)
+    assert get_snapshot(client, "j", "s")["state"] == "ready"
+    store = _store(settings)
+    assert _blob_names(store) == _named(store, "j", "s")

@@ -23,7 +23,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,11 +148,13 @@ class SnapshotStore:
         files: Iterable[str],
         known: Mapping[FileKey, str] | None = None,
         on_file: Callable[[str, int], None] | None = None,
+        in_store: Collection[str] = (),
     ) -> PutResult:
         """Store each file of ``checkpoint`` (relative paths) unless its content is already
         stored. ``known`` maps (path, size, mtime_ns) to a content id learned earlier, so files
-        that did not change are neither reread nor rewritten. ``on_file(rel, size)`` is called
-        after each file is in the store (progress), in the order of ``files``.
+        that did not change are neither reread nor rewritten; a known content is looked for in
+        the store unless ``in_store`` names it (the caller knows its blob is there). ``on_file(rel,
+        size)`` is called after each file is in the store (progress), in the order of ``files``.
 
         ``self.threads`` files at a time (PUT_THREADS on a local root): hashing (hashlib lets
         go of the GIL) and copying (in the kernel) of one file overlap with another's, so a
@@ -161,7 +163,7 @@ class SnapshotStore:
         files = list(files)
         result = PutResult()
         known = known or {}
-        puts = self._each(lambda rel: self._put_file(checkpoint, rel, known), files)
+        puts = self._each(lambda rel: self._put_file(checkpoint, rel, known, in_store), files)
         with contextlib.closing(puts):  # on_file may raise (a cancelled operation): puts stop
             for rel, put in zip(files, puts, strict=True):
                 result.entries[rel] = put.entry
@@ -174,13 +176,17 @@ class SnapshotStore:
                     on_file(rel, put.size)
         return result
 
-    def _put_file(self, checkpoint: Path, rel: str, known: Mapping[FileKey, str]) -> _Put:
+    def _put_file(
+        self, checkpoint: Path, rel: str, known: Mapping[FileKey, str], in_store: Collection[str]
+    ) -> _Put:
         fd = open_regular(checkpoint, rel)  # never through a link the driver planted
         try:
             st = os.fstat(fd)
             content = known.get((str(checkpoint / rel), st.st_size, st.st_mtime_ns))
             hashed = wrote = False
-            if content is None or not self.fs.exists(self.blob_path(content)):
+            if content is None or (
+                content not in in_store and not self.fs.exists(self.blob_path(content))
+            ):
                 hashed = True
                 content = digests.hash_fd(fd)
                 wrote = self._put_blob(fd, content)
