@@ -22,7 +22,7 @@ from app.worker import loop
 from app.worker.core.context import WorkerContext
 from app.worker.loop import FULL_SWEEP_EVERY, Worker
 from app.worker.reconcile import sweep as sweeping
-from app.worker.reconcile.reconciler import pass_now, reconciler
+from app.worker.reconcile.reconciler import pass_now, reconciler, wait_for_run
 from app.worker.reconcile.run import due_runs
 from app.worker.reconcile.sweep import quiet_runs, sweep
 from bench.fake_livy import FakeLivy
@@ -131,6 +131,23 @@ def test_an_operations_pass_asks_the_backend_not_the_listing(
         run = session.get(Run, run_id)
         assert run is not None and run.state == states.SUCCEEDED
     assert _calls(livy)[1] == 1
+
+
+def test_an_operation_waiting_on_a_run_asks_the_backend_only_while_the_run_is_not_there_yet(
+    fleet_ctx: WorkerContext, livy: FakeLivy
+) -> None:
+    """What the database says is read first: an update's wait for a run its driver already
+    reported stopped returns without a pass (which asks the backend), between stop and go.
+    A run that is not there yet gets its pass, and the pass finds what the driver did."""
+    (run_id,) = _fleet(fleet_ctx, livy, 1)
+    running = wait_for_run(fleet_ctx, run_id, lambda r: r.state == states.RUNNING, 5, "run")
+    assert running.state == states.RUNNING and _calls(livy) == (0, 0)
+    with fleet_ctx.factory() as session:
+        batch = int(session.get(Run, run_id).backend_id)  # type: ignore[union-attr, arg-type]
+    with livy.lock:
+        livy.batches[batch]["state"] = "success"
+    ended = wait_for_run(fleet_ctx, run_id, lambda r: r.state in states.TERMINAL, 5, "end")
+    assert ended.state == states.SUCCEEDED and _calls(livy)[1] >= 1
 
 
 def test_live_workers_share_the_sweep_and_each_sweeps_all_now_and_then(

@@ -114,13 +114,23 @@ def pass_now(ctx: WorkerContext, run_id: int) -> None:
     reconciler(ctx).pass_now(run_id, timeout=max(ctx.poll_seconds, 1.0) * 30)
 
 
+def _read_run(ctx: WorkerContext, run_id: int) -> Run:
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        session.expunge(run)
+        return run
+
+
 def wait_for_run(
     ctx: WorkerContext, run_id: int, done: Callable[[Run], bool], timeout: float, what: str
 ) -> Run:
-    """Observe the run until ``done`` says so, asking the reconciler for a pass each time (it
-    alone acts on the run). Woken at once by the run's NOTIFY (a state change, a standby or
-    spare ready: app/runs/service.py::notify_run), else every poll: what the backend says of
-    the driver only a reconciler pass finds out."""
+    """Observe the run until ``done`` says so, asking the reconciler for a pass each time it
+    is not (the reconciler alone acts on the run). Woken at once by the run's NOTIFY (a state
+    change, a standby or spare ready: app/runs/service.py::notify_run), else every poll: what
+    the backend says of the driver only a reconciler pass finds out. What the database says
+    already is read first: a pass asks the backend, tens of ms that, between an update's stop
+    and its go, the output stands still for."""
     deadline = time.monotonic() + timeout
     notifier = ctx.notifier
     # Subscribed before the first read: a change committed in between is not missed.
@@ -130,11 +140,11 @@ def wait_for_run(
         else contextlib.nullcontext()
     ) as woken:
         while True:
+            run = _read_run(ctx, run_id)
+            if done(run):
+                return run
             pass_now(ctx, run_id)
-            with ctx.factory() as session:
-                run = session.get(Run, run_id)
-                assert run is not None
-                session.expunge(run)
+            run = _read_run(ctx, run_id)
             if done(run):
                 return run
             if time.monotonic() >= deadline:
