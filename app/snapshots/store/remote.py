@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import fsspec
 
@@ -168,6 +168,9 @@ def _local_source_missing(name: str, args: tuple[Any, ...]) -> bool:
     return name == "put_file" and bool(args) and not os.path.exists(str(args[0]))
 
 
+_R = TypeVar("_R")
+
+
 class _GuardedFile:
     """A remote file whose reads fail as ``StoreError`` (a missing object stays missing)."""
 
@@ -175,29 +178,22 @@ class _GuardedFile:
         self._f = f
         self._error = error
 
-    def read(self, size: int = -1) -> bytes:
+    def _guarded(self, call: Callable[[], _R]) -> _R:
         try:
-            data: bytes = self._f.read(size)
+            return call()
         except FileNotFoundError:
             raise
         except Exception as exc:
             raise self._error(exc) from None
-        return data
+
+    def read(self, size: int = -1) -> bytes:
+        return self._guarded(lambda: cast(bytes, self._f.read(size)))
 
     def readinto(self, buffer: bytearray) -> int:
-        try:
-            read: int = self._f.readinto(buffer)
-        except FileNotFoundError:
-            raise
-        except Exception as exc:
-            raise self._error(exc) from None
-        return read
+        return self._guarded(lambda: cast(int, self._f.readinto(buffer)))
 
     def close(self) -> None:
-        try:
-            self._f.close()
-        except Exception as exc:
-            raise self._error(exc) from None
+        self._guarded(self._f.close)
 
     def __enter__(self) -> _GuardedFile:
         return self
