@@ -74,6 +74,9 @@ class Runtime(Drainer, Restarter, Starter):
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
     _controlled: set[str] = field(default_factory=set)
     _terminated: set[str] = field(default_factory=set)
+    # Notified as a query's end is heard and as each report is posted: the flush before the
+    # fence waits on it, not on a poll's sleep (inside an update's pause).
+    _reported: threading.Condition = field(default_factory=threading.Condition)
     # A dry run (tidegate_runtime/dry_run.py): scratch checkpoints, noop sinks, no control
     # plane. None for a real run.
     dry_run: dry.DryRun | None = None
@@ -278,6 +281,8 @@ class Runtime(Drainer, Restarter, Starter):
                 log.warning("could not report progress: %s", exc)
             finally:
                 self._outbox.task_done()
+                with self._reported:
+                    self._reported.notify_all()
 
     def await_termination(self) -> None:
         """Block until every query ends, or a stop directive has stopped them all."""
@@ -333,9 +338,11 @@ class Runtime(Drainer, Restarter, Starter):
     def _flush_progress(self, timeout: float = 5.0) -> None:
         """Post what the listener still has: the last batches' progress is what says a
         drain or a stop reached the end (the driver must not exit before it is sent)."""
-        deadline = time.monotonic() + timeout
         ids = {str(q.runId) for q in self.queries.values() if not q.isActive}
-        while not ids <= self._terminated and time.monotonic() < deadline:
-            time.sleep(0.05)
-        while self._outbox.unfinished_tasks and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with self._reported:
+            self._reported.wait_for(
+                # Spark's listener bus posts a query's end after its last progress: once
+                # every end is heard and the outbox is empty, every report was posted.
+                lambda: ids <= self._terminated and not self._outbox.unfinished_tasks,
+                timeout,
+            )

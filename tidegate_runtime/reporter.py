@@ -38,4 +38,6 @@ class ProgressReporter(StreamingQueryListener):
     def onQueryTerminated(self, event: Any) -> None:
         # Events arrive in order: after this one, every progress of the query has been seen.
         # By run: a query restarted alone keeps its id (its checkpoint's), not its run id.
-        self.runtime._terminated.add(str(event.runId))
+        with self.runtime._reported:
+            self.runtime._terminated.add(str(event.runId))
+            self.runtime._reported.notify_all()

@@ -7,9 +7,13 @@ backends: tests/support/stack.py::assert_switch.)"""
 
 from __future__ import annotations
 
+import threading
+import time
+from types import SimpleNamespace
 from typing import Any
 
 from tidegate_runtime.control import Runtime
+from tidegate_runtime.reporter import ProgressReporter
 
 
 class Session:
@@ -108,3 +112,30 @@ def test_the_report_waits_for_the_jvm_context_not_for_pysparks_tidying() -> None
     runtime._stop.set()
     runtime.await_termination()
     assert calls == ["jvm context stop", "fenced 3", "spark.stop"]
+
+
+def test_the_flush_before_the_fence_waits_for_each_end_and_report_and_no_longer() -> None:
+    """Before the fence the runtime posts what its listener still has: it waits until Spark's
+    listener bus has said every stopped query ended (after its last progress) and every
+    report is posted, woken as each comes (inside an update's pause), never waiting out its
+    timeout once they have."""
+    calls: list[str] = []
+
+    class Posting(Channel):
+        def progress(self, report: dict[str, Any]) -> None:
+            calls.append(f"posted {report['batch_id']}")
+
+    runtime = Runtime(Session(calls), client=Posting(calls), attempt=1)  # type: ignore[arg-type]
+    runtime.queries = {"q": SimpleNamespace(runId="run-1", isActive=False)}  # type: ignore[dict-item]
+    threading.Thread(target=runtime._post_loop, daemon=True).start()
+
+    def listener_bus() -> None:
+        time.sleep(0.2)
+        runtime._outbox.put({"query": "q", "batch_id": 7})  # the last batch's progress
+        ProgressReporter(runtime).onQueryTerminated(SimpleNamespace(runId="run-1"))
+
+    threading.Thread(target=listener_bus, daemon=True).start()
+    began = time.monotonic()
+    runtime._flush_progress(timeout=60)
+    assert calls == ["posted 7"] and "run-1" in runtime._terminated
+    assert time.monotonic() - began < 30  # woken, not timed out
