@@ -156,7 +156,7 @@ class SnapshotStore:
         the store unless ``in_store`` names it (the caller knows its blob is there). ``on_file(rel,
         size)`` is called after each file is in the store (progress), in the order of ``files``.
 
-        ``self.threads`` files at a time (PUT_THREADS on a local root): hashing (hashlib lets
+        ``self.threads`` files at a time (PUT_THREADS on a local root): hashing (BLAKE3 lets
         go of the GIL) and copying (in the kernel) of one file overlap with another's, so a
         first export costs about what ``cp`` of the same files does instead of a hash pass
         plus a copy."""
@@ -344,8 +344,8 @@ class SnapshotStore:
         try:
             with self.fs.open(self.blob_path(content), "rb") as src:
                 while read := src.readinto(buffer):
-                    digest.update(view[:read])
                     out = view[:read]
+                    digest.update(out)
                     while out:
                         out = out[os.write(target, out) :]
         except FileNotFoundError:
