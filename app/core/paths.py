@@ -6,9 +6,24 @@ import os
 from pathlib import Path
 from typing import Any
 
+# Dry runs' scratch copies, below the checkpoint root: a folder per job, then per operation
+# attempt or spare (app/worker/dry_run/scratch_copy.py makes and removes them).
+SCRATCH_DIR = ".tidegate-dryrun"
+
 
 class PathOutsideRoot(ValueError):
     pass
+
+
+def scratch_dir(checkpoint_root: Path, job: str, op_id: int, attempt: int = 1) -> Path:
+    """Where an operation's dry run (its ``attempt``) works on a scratch copy."""
+    name = str(op_id) + (f"-{attempt}" if attempt > 1 else "")
+    return checkpoint_root / SCRATCH_DIR / job / name
+
+
+def spare_scratch_dir(checkpoint_root: Path, job: str, spare_tag: str) -> Path:
+    """Where a spare dry-runs (app/worker/reconcile/spare.py): one folder per spare."""
+    return checkpoint_root / SCRATCH_DIR / job / spare_tag
 
 
 def confine(candidate: str, root: Path) -> Path:

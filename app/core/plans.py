@@ -37,3 +37,16 @@ class StoredPlan(TypedDict, total=False):
     # Where the API planned it from ({"kind": "snapshot" | "resume_point" | "run" | "fresh",
     # ...}); only on the stored form.
     origin: dict[str, Any]
+
+
+def sources(plan: StoredPlan) -> dict[str, Any]:
+    """Where each query of ``plan`` starts, as an operation's result shows it: the source
+    without what it resolved to (``snapshot_id``, ``checkpoint``), or ``initialize``."""
+    return {
+        q["query"]: (
+            {k: v for k, v in source.items() if k not in ("snapshot_id", "checkpoint")}
+            if (source := q.get("source"))
+            else {"mode": "initialize"}
+        )
+        for q in plan["queries"]
+    }

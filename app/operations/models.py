@@ -61,3 +61,7 @@ class Operation(Base):
 
     def step_done(self, name: str) -> bool:
         return any(s["name"] == name for s in self.steps)
+
+    def step_details(self) -> dict[str, dict[str, Any]]:
+        """Every recorded step's detail, by the step's name."""
+        return {step["name"]: dict(step.get("detail") or {}) for step in self.steps}

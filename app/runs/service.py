@@ -208,13 +208,14 @@ def standby_ready(session: Session, run: Run) -> Run:
     return run
 
 
-def go(session: Session, run: Run, *, reason: str) -> Run:
+def go(session: Session, run_id: int, *, reason: str) -> Run:
     """The standby starts its queries: it is now its job's current, running run. Conflict
-    while the run it replaces may still run (never two drivers on one job's output)."""
-    locked = lock_run(session, run.id)
+    while the run it replaces may still run (never two drivers on one job's output). A run
+    no longer waiting is returned as it is: gone already (``go_at`` set), or released."""
+    locked = lock_run(session, run_id)
     assert locked is not None
     if locked.state != states.STANDBY:
-        return locked  # went already (a retried step)
+        return locked
     job = session.get(Job, locked.job_id)
     replaced = current_run(session, job) if job is not None else None
     if replaced is not None and replaced.id != locked.id and replaced.state in states.ACTIVE:

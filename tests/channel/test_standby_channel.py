@@ -72,7 +72,7 @@ def test_go_answers_a_waiting_standby_at_once(client: TestClient, db: Engine, cl
     with transaction(make_sessionmaker(db)) as session:
         runs.transition(session, runs.get_run(session, old), states.STOPPING, reason="t")
         runs.transition(session, runs.get_run(session, old), states.STOPPED, reason="t")
-        runs.go(session, runs.get_run(session, warm), reason="test")
+        runs.go(session, warm, reason="test")
     went = time.monotonic()
     thread.join(25)
     assert out["status"] == 200 and out["body"]["go"] is True and out["body"]["stop"] is False
@@ -96,12 +96,12 @@ def test_go_is_refused_while_the_run_it_replaces_may_still_run(
             if state != states.RUNNING:
                 runs.transition(session, runs.get_run(session, old), state, reason="t")
         with transaction(factory) as session, pytest.raises(Conflict, match=f"is {state}"):
-            runs.go(session, runs.get_run(session, warm), reason="test")
+            runs.go(session, warm, reason="test")
         with factory() as session:
             assert runs.get_run(session, warm).state == states.STANDBY  # still waiting
     with transaction(factory) as session:
         runs.transition(session, runs.get_run(session, old), states.STOPPED, reason="t")
-        runs.go(session, runs.get_run(session, warm), reason="test")
+        runs.go(session, warm, reason="test")
     with factory() as session:
         run = session.get(Run, warm)
         assert run is not None and run.state == states.RUNNING and run.go_at is not None

@@ -114,7 +114,7 @@ def _go(db: Engine, run_id: int) -> None:
             .where(Run.job_id == run.job_id, Run.id != run_id, Run.state == states.RUNNING)
             .values(state=states.STOPPED)
         )
-        runs.go(session, run, reason="test go")
+        runs.go(session, run.id, reason="test go")
 
 
 def _until(predicate: Any, seconds: float = 15) -> None:

@@ -148,7 +148,7 @@ def test_standby_drivers_show_per_job_until_go(
     with transaction(factory) as session:
         transition(session, get_run(session, run_id), states.STOPPING)
         transition(session, get_run(session, run_id), states.STOPPED)
-        runs.go(session, get_run(session, warm_id), reason="test")
+        runs.go(session, warm_id, reason="test")
     m = scrape(client)
     assert value(m, "tidegate_job_standby_drivers", job="j", ready="true") is None
     assert value(m, "tidegate_run_attempt", job="j") == 0

@@ -147,6 +147,24 @@ def test_drain_ends_the_run_drained_with_its_end_offsets(
     assert [s["name"] for s in op.steps] == ["request_drain", "drained"]
 
 
+def test_a_run_that_stops_at_a_batch_boundary_is_not_asked_to_be_killed(
+    ctx: WorkerContext, fake: FakeBackend, runtime: ScriptedRuntime
+) -> None:
+    """Once the graceful stop saw the run end, the ``kill`` step records that nothing was left
+    to kill: no kill request, and no second wait for the run (inside an update's pause)."""
+    job_id = _job_with_two_versions(ctx)
+    run_id = _running(ctx, job_id)
+    op = _run_op(ctx, _enqueue(ctx, job_id, "stop", {"timeout_seconds": 30}, run_id))
+    assert op.state == "succeeded", op.error
+    done = {s["name"]: s["detail"] for s in op.steps}
+    assert done["graceful_stop"] == {"graceful": True, "run_state": states.STOPPED}
+    assert done["kill"] == {"kill_requested": False, "why": "it stopped at a batch boundary"}
+    assert done["stopped"] == {"run_state": states.STOPPED}
+    run = _run(ctx, run_id)
+    assert run.kill_attempt is None and run.kill_requested_at is None
+    assert fake.kills == []
+
+
 def test_a_stuck_drain_fails_and_leaves_the_run_stopped_at_a_batch_boundary(
     ctx: WorkerContext, fake: FakeBackend
 ) -> None:

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from app.backends.base import AppState, AppStatus
 from app.core.config import Settings
+from app.core.plans import StoredPlan
+from app.operations.models import Operation
 from app.snapshots.checkpoint_files import RESTORED_HINTS
+from app.snapshots.models import SnapshotUse
 from app.snapshots.store.blobs import SnapshotStore
 from app.worker.core.context import WorkerContext
+from app.worker.runs import start
 from tests.support.flows import (
     API,
     COUNTS,
@@ -159,6 +164,36 @@ def test_a_prewarmed_update_runs_its_dry_run_inside_the_standby(
     assert spec.conf["spark.tidegate.checkpoint_dir"].endswith(f"/j/{op['run_id']}")
     assert "spark.tidegate.dry_run" not in spec.conf and not scratch.exists()
     assert client.get(f"{API}/runs/{old_run}").json()["state"] == "stopped"
+
+
+def _uses(ctx: WorkerContext, run_id: int) -> list[tuple[int, str]]:
+    with ctx.factory() as session:
+        rows = session.scalars(select(SnapshotUse).where(SnapshotUse.run_id == run_id)).all()
+        return sorted((use.snapshot_id, use.query) for use in rows)
+
+
+def test_go_run_again_after_its_commit_writes_nothing_twice(
+    client: TestClient, cluster: str, ctx: WorkerContext, settings: Settings, fake: FakeBackend
+) -> None:
+    """The step ``go`` commits the switch in one transaction: the standby's go, the snapshots
+    its run starts from, the operation's run. A worker killed before the step was recorded
+    runs it again: it finds the run gone already and writes nothing more."""
+    running_job(client, ctx, settings)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    done = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert done["state"] == "succeeded", done
+    with ctx.factory() as session:
+        op = session.get(Operation, _last_op(ctx))
+        assert op is not None
+        session.expunge(op)
+    recorded = op.step_details()
+    uses = _uses(ctx, done["run_id"])
+    assert len(uses) == 1, uses  # the snapshot the update saved, for its one query
+    again = start.go(ctx, op, done["run_id"], cast(StoredPlan, recorded["plan"]))
+    assert again == recorded["go"]
+    assert _uses(ctx, done["run_id"]) == uses
+    with ctx.factory() as session:
+        assert session.get(Operation, op.id).run_id == done["run_id"]  # type: ignore[union-attr]
 
 
 def test_a_prewarmed_update_restores_the_pre_copy_before_the_stop(

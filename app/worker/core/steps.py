@@ -43,7 +43,7 @@ class Steps:
 
     def details(self) -> dict[str, dict[str, Any]]:
         """Every recorded step's detail by name, in one read."""
-        return {step["name"]: dict(step.get("detail") or {}) for step in self.load().steps}
+        return self.load().step_details()
 
     def run(self, name: str, fn: Callable[[], Mapping[str, Any] | None]) -> None:
         if self.load().step_done(name):
@@ -96,9 +96,9 @@ class Phase(Generic[S]):
     on_failure: Callable[[S, OperationFailed], OperationFailed] | None = None
 
 
-def run_phases(steps: Steps, subject: S, phases: Sequence[Phase[S]]) -> None:
+def run_phases(steps: Steps, subject: S, phases: Sequence[Phase[S]]) -> dict[str, dict[str, Any]]:
     """An operation's declared list, in order: each step once, each phase's failure answered
-    by its own ``on_failure``."""
+    by its own ``on_failure``. Returns what the steps recorded (``Steps.details``)."""
     for phase in phases:
         if not phase.when(subject):
             continue
@@ -108,6 +108,7 @@ def run_phases(steps: Steps, subject: S, phases: Sequence[Phase[S]]) -> None:
             if phase.on_failure is None:
                 raise
             raise phase.on_failure(subject, exc) from None
+    return steps.details()
 
 
 def run_steps(steps: Steps, subject: S, declared: Sequence[Step[S] | Part[S]]) -> None:

@@ -20,20 +20,9 @@ from tidegate_runtime import dry_run as runtime_dryrun
 from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
 from tidegate_runtime.files import write_atomic
 
-SCRATCH_DIR = ".tidegate-dryrun"
 # Per partition, the records a fresh version's trial batch reads: enough to run its code on
 # real input, few enough that the batch costs next to nothing at any backlog.
 TRIAL_RECORDS = 200
-
-
-def scratch_dir(ctx: WorkerContext, job_name: str, op_id: int, attempt: int = 1) -> Path:
-    name = str(op_id) + (f"-{attempt}" if attempt > 1 else "")
-    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / name
-
-
-def spare_scratch_dir(ctx: WorkerContext, job_name: str, spare_tag: str) -> Path:
-    """Where a spare dry-runs (app/worker/reconcile/spare.py): one folder per spare."""
-    return ctx.settings.resolved_checkpoint_root / SCRATCH_DIR / job_name / spare_tag
 
 
 def plan_empty_batch(checkpoint: Path) -> int | None:

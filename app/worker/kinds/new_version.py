@@ -12,28 +12,21 @@ from app.worker.core.context import WorkerContext
 from app.worker.core.steps import Steps, planned
 from app.worker.core.version import Target
 from app.worker.runs.start import start_planned, take_over
-from app.worker.runs.verify import verify, verify_bounds
-from app.worker.standby import standby
+from app.worker.runs.verify import verify_for
 
 
 @dataclass
 class NewVersion:
-    """An update: the version it starts and, once started, the new run."""
+    """An update: the version it starts, the standby ready to take over (None without
+    prewarm: set by the readying before the stop, or read back by a worker resuming the
+    update) and, once started, the new run."""
 
     ctx: WorkerContext
     op: Operation
     steps: Steps
     target: Target
+    standby_run: int | None = field(init=False, default=None)
     started: dict[str, Any] = field(init=False, default_factory=dict)
-
-    @property
-    def new_version(self) -> int:
-        return self.target.number
-
-    @property
-    def standby_run(self) -> int | None:
-        """The standby that was ready before the stop (None without prewarm)."""
-        return standby.recorded(self.steps)
 
 
 def start(u: NewVersion) -> None:
@@ -52,4 +45,4 @@ def start(u: NewVersion) -> None:
 def verify_started(u: NewVersion) -> dict[str, Any]:
     """Every query of the new run commits (past the state it resumed)."""
     plan = planned(u.steps, "plan")
-    return verify(u.ctx, int(u.started["run_id"]), plan, *verify_bounds(u.op))
+    return verify_for(u.ctx, u.op, int(u.started["run_id"]), plan)

@@ -11,11 +11,8 @@ from app.operations.models import Operation
 from app.runs.models import Run
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
-from app.worker.runs.control import (
-    await_started,
-    resubmit_run,
-    stop_run,
-)
+from app.worker.runs.control import resubmit_run, stop_run
+from app.worker.runs.start import await_started
 from app.worker.standby import standby
 
 

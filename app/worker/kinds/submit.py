@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.db import transaction
+from app.core.plans import sources
 from app.jobs.models import Job, JobVersion
 from app.operations import state as op_state
 from app.operations.models import Operation
@@ -13,12 +14,8 @@ from app.worker.core.context import WorkerContext
 from app.worker.core.steps import Steps, planned
 from app.worker.core.version import read_target
 from app.worker.dry_run.attempts import dry_run
-from app.worker.runs.control import (
-    await_started,
-    await_submitted,
-)
-from app.worker.runs.plan import checked_plan, replan, sources
-from app.worker.runs.start import start_planned
+from app.worker.runs.plan import checked_plan, replan
+from app.worker.runs.start import await_started, await_submitted, start_planned
 
 
 def do_submit(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from app.core import run_states as states
-from app.core.plans import StoredPlan
+from app.core.plans import StoredPlan, sources
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.snapshots import restore
@@ -44,7 +44,7 @@ from app.worker.runs.control import (
     restart_old_run,
     stop_for_rollback,
 )
-from app.worker.runs.plan import plan_from_run, plan_from_snapshot, replan, sources
+from app.worker.runs.plan import plan_from_run, plan_from_snapshot, replan
 from app.worker.runs.start import start_planned
 from app.worker.standby import ready, standby
 
@@ -58,8 +58,9 @@ def do_update(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]
 def update_by_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
     """The steps of ``UPDATE_BY_SNAPSHOT``, in order; what the operation returns."""
     update = _update(ctx, op, steps)
-    run_phases(steps, update, UPDATE_BY_SNAPSHOT)
-    return update.result()
+    if op.steps:  # resumed: the standby made ready before, if any, is in the record
+        update.standby_run = ready.recorded(op.step_details())
+    return update.result(run_phases(steps, update, UPDATE_BY_SNAPSHOT))
 
 
 @dataclass
@@ -78,11 +79,11 @@ class Update(NewVersion):
         """Resumed after the stop: everything before it is done."""
         return self.steps.load().step_done("request_stop")
 
-    def result(self) -> dict[str, Any]:
-        done = self.steps.details()
+    def result(self, done: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """What the operation returns, from what its steps recorded (``done``)."""
         return {
             **self.started,
-            "version": self.new_version,
+            "version": self.target.number,
             "previous_run_id": self.old_run_id,
             "previous_version": self.old_version,
             "snapshot": self.snapshot,
@@ -129,7 +130,8 @@ def _dry_run_and_standby(u: Update) -> None:
     the run, and a refusal must leave the old run as it was. Pre-warmed, one driver start
     serves both: the standby runs the dry run, then waits for go."""
     plan = planned(u.steps, "dry_run_plan")
-    ready.dry_run_then_standby(ready.Readying(u.ctx, u.op, u.steps, u.target, plan))
+    readying = ready.Readying(u.ctx, u.op, u.steps, u.target, plan)
+    u.standby_run = ready.dry_run_then_standby(readying)
 
 
 def _nothing_stopped(u: Update, exc: OperationFailed) -> OperationFailed:
@@ -183,7 +185,7 @@ def _old_version_again(u: Update, exc: OperationFailed) -> OperationFailed:
     try:
         if _cancelled(u):
             return exc
-        return restart_old_run(u.ctx, u.steps, u.old_run_id, u.old_version, u.new_version, exc)
+        return restart_old_run(u.ctx, u.steps, u.old_run_id, u.old_version, u.target.number, exc)
     finally:
         _discard_prestaged(u, standby_run)
 
@@ -195,7 +197,7 @@ def _unless_cancelled(u: Update) -> None:
         _discard_prestaged(u, standby_run)
         raise OperationFailed(
             f"the job was cancelled during the update: run {u.old_run_id} is cancelled "
-            f"and version {u.new_version} was not started (snapshot '{u.snapshot}' "
+            f"and version {u.target.number} was not started (snapshot '{u.snapshot}' "
             "holds the state).",
             {"rolled_back": False, "snapshot": u.snapshot},
         )
@@ -231,7 +233,7 @@ def _roll_back(u: Update, exc: OperationFailed) -> OperationFailed:
 
 def _roll_back_from_the_snapshot(u: Update, why: str) -> OperationFailed:
     failed_run = new_run_of_a_failed_update(u.steps, u.standby_run)
-    new_version, old_version, name = u.new_version, u.old_version, u.snapshot
+    new_version, old_version, name = u.target.number, u.old_version, u.snapshot
     stop_for_rollback(u.ctx, u.steps, failed_run)
     try:
         # The one plan the API never made (it planned the new version, not the way back): by

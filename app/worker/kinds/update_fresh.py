@@ -44,7 +44,7 @@ from app.worker.runs.control import (
 )
 from app.worker.runs.plan import fresh_plan
 from app.worker.runs.start import start_planned
-from app.worker.runs.verify import committed_batches, verify, verify_bounds
+from app.worker.runs.verify import committed_batches, verify_for
 from app.worker.standby import ready, standby
 from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
 
@@ -56,8 +56,9 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     flushed, for an incompatible change of state. ``stateless``: the old run (which holds no
     state) just stops at a batch boundary."""
     update = FreshUpdate(ctx, op, steps, read_target(ctx, op.job_id, int(op.params["version"])))
-    run_phases(steps, update, UPDATE_ON_FRESH_STATE)
-    return update.result()
+    if op.steps:  # resumed: the standby made ready before, if any, is in the record
+        update.standby_run = ready.recorded(op.step_details())
+    return update.result(run_phases(steps, update, UPDATE_ON_FRESH_STATE))
 
 
 @dataclass
@@ -85,13 +86,13 @@ class FreshUpdate(NewVersion):
         ended = "positions" if self.strategy == "stateless" else "drained"
         return dict(detail(self.steps, ended).get("end_offsets") or {})
 
-    def result(self) -> dict[str, Any]:
-        done = self.steps.details()
+    def result(self, done: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """What the operation returns, from what its steps recorded (``done``)."""
         return {
             **self.started,
             "strategy": self.strategy,
             "phase": "done",
-            "version": self.new_version,
+            "version": self.target.number,
             "previous_run_id": self.old_run_id,
             "previous_version": self.old_version,
             "end_offsets": self.end_offsets,
@@ -118,9 +119,8 @@ def _trial_and_standby(u: FreshUpdate) -> None:
     its standby, which then waits warm for go. A version whose code fails there is refused
     while the old run still processes."""
     positions = committed_positions(u.ctx, u.old_run_id)
-    ready.dry_run_then_standby(
-        ready.Readying(u.ctx, u.op, u.steps, u.target, fresh_plan(u.target), positions)
-    )
+    readying = ready.Readying(u.ctx, u.op, u.steps, u.target, fresh_plan(u.target), positions)
+    u.standby_run = ready.dry_run_then_standby(readying)
 
 
 # 2. The old run ends -----------------------------------------------------------------------
@@ -151,7 +151,7 @@ def _end_old_run(u: FreshUpdate) -> None:
         if state != states.STOPPED and not u.steps.load().step_done("rollback_resubmit"):
             raise  # failed while draining, or cancelled: nothing to start again
         raise restart_old_run(
-            u.ctx, u.steps, u.old_run_id, u.old_version, u.new_version, exc
+            u.ctx, u.steps, u.old_run_id, u.old_version, u.target.number, exc
         ) from None
 
 
@@ -176,7 +176,7 @@ def _roll_back(u: FreshUpdate, exc: OperationFailed) -> OperationFailed:
     """The new version failed: it stops, and the old version starts again, fresh, from the
     same end offsets (``rollback_hand_off``, ``rollback_plan`` …) — unless the new run has
     committed batches: its startpoints are spent and its output written."""
-    new_version, old_version, end_offsets = u.new_version, u.old_version, u.end_offsets
+    new_version, old_version, end_offsets = u.target.number, u.old_version, u.end_offsets
     failed_run = new_run_of_a_failed_update(u.steps, u.standby_run)
     stop_for_rollback(u.ctx, u.steps, failed_run)
     if failed_run is not None and any(
@@ -197,7 +197,7 @@ def _roll_back(u: FreshUpdate, exc: OperationFailed) -> OperationFailed:
         back = start_planned(u.ctx, u.op, u.steps, plan, back_to, "rollback_")
         u.steps.run(
             "rollback_verify",
-            lambda: verify(u.ctx, back["run_id"], plan, *verify_bounds(u.op)),
+            lambda: verify_for(u.ctx, u.op, back["run_id"], plan),
         )
     except OperationFailed as again:
         return OperationFailed(

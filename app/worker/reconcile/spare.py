@@ -25,7 +25,7 @@ from app.auth.service import Scope, create_run_token, spare_token_name
 from app.backends.base import AppState, Backend, BackendError
 from app.core.db import transaction, utcnow
 from app.core.errors import TidegateError
-from app.core.paths import checkpoint_path
+from app.core.paths import checkpoint_path, spare_scratch_dir
 from app.resume_points import service as resume_points
 from app.runs import spares
 from app.runs.models import Run
@@ -160,7 +160,7 @@ def _dry_run_copy(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] |
         except TidegateError as exc:
             log.warning("run %s: spare %s will not dry-run (%s)", run_id, tag, exc.detail)
             return None
-    scratch = scratch_copy.spare_scratch_dir(ctx, job_name, tag)
+    scratch = spare_scratch_dir(ctx.settings.resolved_checkpoint_root, job_name, tag)
     try:
         prepared = scratch_copy.make_copy(ctx, plan, job_name, queries, scratch)
     except (SnapshotFailed, OSError) as exc:
@@ -183,7 +183,9 @@ def _forget_dry_run(ctx: WorkerContext, run_id: int, tag: str) -> None:
         run = session.get(Run, run_id)
         job_name = run.job.name if run is not None else None
     if job_name is not None:
-        scratch_copy.cleanup(scratch_copy.spare_scratch_dir(ctx, job_name, tag))
+        scratch_copy.cleanup(
+            spare_scratch_dir(ctx.settings.resolved_checkpoint_root, job_name, tag)
+        )
 
 
 def _find(backend: Backend, tag: str) -> str | None:

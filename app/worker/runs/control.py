@@ -1,6 +1,7 @@
-"""Run primitives the operations share: await a run's start, stop it (request, graceful,
-kill), drain it, and start an ended run again as a new attempt. Each states what it wants
-through app/runs/service.py and waits with app/worker/reconcile/reconciler.py::wait_for_run."""
+"""Run primitives the operations share: stop a run (request, graceful, kill), drain it, and
+start an ended run again as a new attempt (a version's start, and the wait for any run's:
+app/worker/runs/start.py). Each states what it wants through app/runs/service.py and waits
+with app/worker/reconcile/reconciler.py::wait_for_run."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import Any
 
 from app.core import run_states as states
 from app.core.db import transaction, utcnow
-from app.operations.models import Operation
 from app.resume_points.compat import KIND_OPERATORS
 from app.runs import service as runs
 from app.runs.models import Run
@@ -19,38 +19,11 @@ from app.runs.service import lock_run, transition
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
 from app.worker.reconcile.reconciler import wait_for_run
+from app.worker.runs.start import await_started
 from tidegate_runtime.chain import NOTHING_TO_FLUSH
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.
 RUNTIME_HELLO_SECONDS = 60.0
-
-
-def await_submitted(ctx: WorkerContext, run_id: int, op: Operation) -> dict[str, Any]:
-    run = wait_for_run(
-        ctx,
-        run_id,
-        lambda r: r.backend_id is not None or r.state != states.SUBMITTING,
-        float(op.params.get("timeout_seconds", 600)),
-        "reach the backend",
-    )
-    return {"backend_id": run.backend_id, "tag": run.tag}
-
-
-def await_started(ctx: WorkerContext, run_id: int, timeout: float) -> dict[str, Any]:
-    run = wait_for_run(
-        ctx, run_id, lambda r: r.state != states.SUBMITTING, timeout, "start running"
-    )
-    if run.state == states.RUNNING:
-        return {"run_id": run.id, "backend_id": run.backend_id, "attempt": run.attempt}
-    note = (
-        f" It will be restarted at {run.next_restart_at.isoformat()} per the restart policy."
-        if run.state == states.RESTARTING and run.next_restart_at
-        else ""
-    )
-    raise OperationFailed(
-        f"run {run.id} failed to start: {run.last_error or run.state}.{note}",
-        {"run_id": run.id, "run_state": run.state},
-    )
 
 
 def stop_run(
@@ -87,8 +60,11 @@ def stop_run(
             return {"graceful": False, "why": f"no clean stop within {timeout:.0f}s"}
 
     steps.run(f"{prefix}graceful_stop", graceful)
+    at_a_boundary = bool(detail(steps, f"{prefix}graceful_stop")["graceful"])
 
     def kill() -> dict[str, Any]:
+        if at_a_boundary:  # ended already: nothing to kill, nothing more to wait for
+            return {"kill_requested": False, "why": "it stopped at a batch boundary"}
         # Not a stop at a batch boundary after all: the reconciler kills the driver.
         with transaction(ctx.factory) as session:
             run = runs.request_kill(session, run_id, reason)
@@ -96,9 +72,18 @@ def stop_run(
             return {"kill_requested": wanted, "attempt": run.attempt, "run_state": run.state}
 
     steps.run(f"{prefix}kill", kill)
-    run = wait_for_run(ctx, run_id, ended, 120.0, "stop")
+    run = _ended(ctx, run_id) if at_a_boundary else wait_for_run(ctx, run_id, ended, 120.0, "stop")
     steps.run(f"{prefix}stopped", lambda: {"run_state": run.state})
     return run
+
+
+def _ended(ctx: WorkerContext, run_id: int) -> Run:
+    """A run seen ended, as it is now (detached)."""
+    with ctx.factory() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        session.expunge(run)
+        return run
 
 
 def new_run_of_a_failed_update(steps: Steps, standby_run: int | None) -> int | None:

@@ -123,14 +123,3 @@ def fresh_plan(target: Target) -> StoredPlan:
     """Every query of the version starts with a new, empty checkpoint (the API's own fresh
     plan, app/resume_points/plan.py::fresh, for a version it did not plan)."""
     return resume_plan.fresh(target.number, target.query_names)
-
-
-def sources(plan: StoredPlan) -> dict[str, Any]:
-    return {
-        q["query"]: (
-            {k: v for k, v in source.items() if k not in ("snapshot_id", "checkpoint")}
-            if (source := q.get("source"))
-            else {"mode": "initialize"}
-        )
-        for q in plan["queries"]
-    }

@@ -1,4 +1,5 @@
-"""Starting a version on its plan, cold or pre-warmed. Cold (``start_planned``): reserve the
+"""Starting a version on its plan, cold or pre-warmed, and awaiting its start (``await_started``,
+which every operation that starts a run waits with). Cold (``start_planned``): reserve the
 run's id, materialise its checkpoints, and only then create the run (the reconciler submits
 it) and await its start, so the supervisor never sees a run to submit whose checkpoints are
 not in place. Pre-warmed (``take_over``): the ready standby's id instead of a new one, the
@@ -25,7 +26,35 @@ from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail
 from app.worker.core.version import Target
-from app.worker.runs.control import await_started, await_submitted
+from app.worker.reconcile.reconciler import wait_for_run
+
+
+def await_submitted(ctx: WorkerContext, run_id: int, op: Operation) -> dict[str, Any]:
+    run = wait_for_run(
+        ctx,
+        run_id,
+        lambda r: r.backend_id is not None or r.state != states.SUBMITTING,
+        float(op.params.get("timeout_seconds", 600)),
+        "reach the backend",
+    )
+    return {"backend_id": run.backend_id, "tag": run.tag}
+
+
+def await_started(ctx: WorkerContext, run_id: int, timeout: float) -> dict[str, Any]:
+    run = wait_for_run(
+        ctx, run_id, lambda r: r.state != states.SUBMITTING, timeout, "start running"
+    )
+    if run.state == states.RUNNING:
+        return {"run_id": run.id, "backend_id": run.backend_id, "attempt": run.attempt}
+    note = (
+        f" It will be restarted at {run.next_restart_at.isoformat()} per the restart policy."
+        if run.state == states.RESTARTING and run.next_restart_at
+        else ""
+    )
+    raise OperationFailed(
+        f"run {run.id} failed to start: {run.last_error or run.state}.{note}",
+        {"run_id": run.id, "run_state": run.state},
+    )
 
 
 def start_planned(
@@ -114,22 +143,20 @@ def go(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict
     """The step after the new checkpoints are materialised: the standby starts its queries
     and becomes the job's current run. Refused while the run it replaces may still run."""
     with transaction(ctx.factory) as session:
-        run = runs.lock_run(session, run_id)
-        assert run is not None
-        if run.state == states.STANDBY:
-            restore.record_uses(session, run_id, plan)
-            op_state.move_to_run(session, op.id, run_id)
-            try:
-                run = runs.go(session, run, reason=f"go from operation {op.id}")
-            except Conflict as exc:  # the replaced run may still run: all of this undone
-                raise OperationFailed(exc.detail) from None
-        elif run.go_at is None:
+        try:
+            run = runs.go(session, run_id, reason=f"go from operation {op.id}")
+        except Conflict as exc:  # the replaced run may still run: nothing was written
+            raise OperationFailed(exc.detail) from None
+        if run.go_at is None:
             raise OperationFailed(
                 f"the standby run {run_id} is {run.state}, not waiting: "
                 f"{run.last_error or run.stop_reason or 'it was released'}",
                 {"standby_run_id": run_id},
             )
-        assert run.go_at is not None
+        this_op = session.get(Operation, op.id)
+        if this_op is not None and this_op.run_id != run_id:  # went in this transaction
+            restore.record_uses(session, run_id, plan)
+            op_state.move_to_run(session, op.id, run_id)
         return {
             "run_id": run_id,
             "go_at": run.go_at.isoformat(),

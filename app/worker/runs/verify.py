@@ -158,8 +158,9 @@ def idle_since_start(run: Run) -> set[str]:
     return idle
 
 
-def verify_bounds(op: Operation) -> tuple[float, float]:
-    return (
-        float(op.params.get("verify_seconds", 20)),
-        float(op.params.get("first_batch_seconds") or FIRST_BATCH_SECONDS),
-    )
+def verify_for(ctx: WorkerContext, op: Operation, run_id: int, plan: StoredPlan) -> dict[str, Any]:
+    """``verify`` within the operation's bounds: ``verify_seconds`` (20 unless it says) and
+    ``first_batch_seconds``."""
+    seconds = float(op.params.get("verify_seconds", 20))
+    first_batch = float(op.params.get("first_batch_seconds") or FIRST_BATCH_SECONDS)
+    return verify(ctx, run_id, plan, seconds, first_batch)

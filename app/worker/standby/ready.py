@@ -30,6 +30,7 @@ of its own and the standby starts after it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 
 from app.core import run_states as states
 from app.core.db import transaction
+from app.core.paths import scratch_dir
 from app.core.plans import StoredPlan
 from app.jobs.models import Job
 from app.operations.models import Operation
@@ -56,7 +58,7 @@ from app.worker.core.steps import (
 from app.worker.core.version import Target
 from app.worker.dry_run import attempts, driver, scratch_copy
 from app.worker.reconcile.reconciler import wait_for_run
-from app.worker.standby.standby import READY_SECONDS, recorded, release, wanted
+from app.worker.standby.standby import READY_SECONDS, release, wanted
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +87,9 @@ class Readying:
 
     @cached_property
     def scratch(self) -> Path:
-        return scratch_copy.scratch_dir(self.ctx, self.target.job_name, self.op.id)
+        return scratch_dir(
+            self.ctx.settings.resolved_checkpoint_root, self.target.job_name, self.op.id
+        )
 
     @cached_property
     def prepared(self) -> dict[str, Any]:
@@ -115,8 +119,17 @@ def dry_run_then_standby(readying: Readying) -> int | None:
     """The steps of ``READYING``: the dry run and, pre-warmed, the ready standby's run id
     (None without prewarm). OperationFailed, the standby released and the scratch copy
     removed, when the version is refused or no standby became ready: nothing was stopped."""
-    run_phases(readying.steps, readying, READYING)
-    return recorded(readying.steps)
+    return recorded(run_phases(readying.steps, readying, READYING))
+
+
+def recorded(done: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """The standby ``READYING`` left ready, from the steps' recorded details by name (how a
+    worker resuming the update finds it again): the second one's when a first was released;
+    None without one."""
+    for name in ("standby_ready_2", "standby_ready"):
+        if name in done:
+            return int(done[name]["run_id"])
+    return None
 
 
 def _scratch_copy(r: Readying) -> dict[str, Any]:

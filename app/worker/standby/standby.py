@@ -1,6 +1,6 @@
-"""A standby's life around the switch: whether an operation wants one, the one a resumed
-operation had ready (``recorded``), and its release when its go will not come. Getting it
-ready, before the stop, is app/worker/standby/ready.py; its go, after the stop, is
+"""A standby's life around the switch: whether an operation wants one, and its release when
+its go will not come. Getting it ready, before the stop, is app/worker/standby/ready.py (and
+``ready.recorded``, the one a resumed operation had ready); its go, after the stop, is
 app/worker/runs/start.py::take_over. Also a restart's *spare* (the run's next attempt
 started ahead, ``prepare_spare``).
 
@@ -130,12 +130,3 @@ def release(ctx: WorkerContext, run_id: int | None, why: str) -> None:
         wait_for_run(ctx, run_id, lambda r: r.state in states.TERMINAL, 120.0, "exit")
     except OperationFailed as exc:  # the reconciler goes on killing it; say so in the log
         log.warning("standby run %s: %s", run_id, exc)
-
-
-def recorded(steps: Steps) -> int | None:
-    """The standby that was ready before the old run stopped, read back from the steps (a
-    worker resuming the update after the stop): the second one's when a first was released."""
-    for name in ("standby_ready_2", "standby_ready"):
-        if steps.load().step_done(name):
-            return int(detail(steps, name)["run_id"])
-    return None
