@@ -6,7 +6,8 @@ waiting below is not a re-entry). Runs the scripted-backend test of that update
 ``make unit`` does.
 
     .venv/bin/python scripts/update_rooms.py            # the summary
-    .venv/bin/python scripts/update_rooms.py --path     # and the modules in the order entered
+    .venv/bin/python scripts/update_rooms.py --path     # and what re-entered each, from where
+    .venv/bin/python scripts/update_rooms.py --order    # every entry in order, re-entries marked
     .venv/bin/python scripts/update_rooms.py --all      # also calls between the services
     .venv/bin/python scripts/update_rooms.py --folders  # a folder of app/ is one room
 
@@ -77,6 +78,7 @@ class Tracer:
         self.entered: list[str] = []
         self.reentries: list[str] = []
         self.reentered_by: list[str] = []
+        self.walk: list[str] = []
         self.by_step_lists = 0
 
     def profile(self, frame: FrameType, event: str, _: Any) -> None:
@@ -97,10 +99,13 @@ class Tracer:
             if r is not None:
                 below.add(r)
             f = f.f_back
-        if room in self.entered and room not in below:
+        how = f"{room}::{frame.f_code.co_name} from {caller}"
+        again = room in self.entered and room not in below
+        if again:
             self.reentries.append(room)
             self.by_step_lists += _module(frame.f_back).startswith(STEP_LISTS)
-            self.reentered_by.append(f"{room}::{frame.f_code.co_name} from {caller}")
+            self.reentered_by.append(how)
+        self.walk.append(how + ("   <- re-entry" if again else ""))
         self.entered.append(room)
 
 
@@ -149,6 +154,10 @@ def main() -> int:
         print("\nre-entered, by which function, from where:")
         for how, n in collections.Counter(tracer.reentered_by).most_common():
             print(f"  {n:3d}  {how}")
+    if "--order" in sys.argv:
+        print("\nevery entry, in order:")
+        for how in tracer.walk:
+            print(f"  {how}")
     return int(status)
 
 

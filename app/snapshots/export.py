@@ -31,7 +31,7 @@ from app.snapshots.checkpoint_files import (
     select_files,
 )
 from app.snapshots.errors import SnapshotFailed, StoreError
-from app.snapshots.models import FAILED, READY, Snapshot
+from app.snapshots.models import READY, Snapshot
 from app.snapshots.store.access import store_for, store_lock
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import FileKey, known_hashes
@@ -39,25 +39,8 @@ from tidegate_runtime.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)
 
-ERROR_LIMIT = 4000
 # An export reports its interim figures (bytes and files copied so far) at most this often.
 PROGRESS_SECONDS = 0.5
-
-
-def snapshot_for_operation(factory: sessionmaker[Session], op_id: int) -> int:
-    with factory() as session:
-        snapshot_id = session.scalar(select(Snapshot.id).where(Snapshot.operation_id == op_id))
-    if snapshot_id is None:
-        raise SnapshotFailed(f"operation {op_id} has no snapshot (was it deleted?)")
-    return snapshot_id
-
-
-def mark_failed(factory: sessionmaker[Session], snapshot_id: int, error: str) -> None:
-    with transaction(factory) as session:
-        snapshot = session.get(Snapshot, snapshot_id, with_for_update=True)
-        if snapshot is not None and snapshot.state != READY:
-            snapshot.state, snapshot.error = FAILED, error[-ERROR_LIMIT:]
-            snapshot.completed_at = utcnow()
 
 
 def _previous_hashes(

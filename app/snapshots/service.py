@@ -13,6 +13,7 @@ from app.audit import service as audit
 from app.auth.service import Principal
 from app.core import run_states as states
 from app.core.config import Settings
+from app.core.db import utcnow
 from app.core.durations import parse_duration
 from app.core.errors import Conflict, NotFound
 from app.core.pagination import keyset_page
@@ -21,6 +22,7 @@ from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import current_run
 from app.snapshots.checkpoint_files import checkpoint_path
+from app.snapshots.errors import SnapshotFailed
 from app.snapshots.models import CREATING, FAILED, READY, Snapshot, SnapshotRetention, SnapshotUse
 from app.snapshots.pins import pin, pinned_by
 from app.snapshots.schemas import (
@@ -35,6 +37,8 @@ from app.snapshots.schemas import (
     SnapshotUseResponse,
 )
 from tidegate_runtime.checkpoint import latest_commit_batch
+
+ERROR_LIMIT = 4000  # characters of a failed snapshot's error kept (its end: the cause)
 
 
 def get_snapshot(session: Session, job_name: str, name: str, *, lock: bool = False) -> Snapshot:
@@ -103,6 +107,23 @@ def reserve(
     session.flush()
     pin(session, operation_id, [snapshot.id])
     return snapshot
+
+
+def for_operation(session: Session, op_id: int) -> Snapshot:
+    """The snapshot an operation saves (reserved when its request was accepted)."""
+    snapshot = session.scalar(select(Snapshot).where(Snapshot.operation_id == op_id))
+    if snapshot is None:
+        raise SnapshotFailed(f"operation {op_id} has no snapshot (was it deleted?)")
+    return snapshot
+
+
+def mark_failed(session: Session, snapshot_id: int, error: str) -> None:
+    """A snapshot that will not be ready: failed, with the end of its error (unless it is
+    ready already)."""
+    snapshot = session.get(Snapshot, snapshot_id, with_for_update=True)
+    if snapshot is not None and snapshot.state != READY:
+        snapshot.state, snapshot.error = FAILED, error[-ERROR_LIMIT:]
+        snapshot.completed_at = utcnow()
 
 
 def active_users(session: Session, snapshot_ids: list[int]) -> dict[int, list[int]]:

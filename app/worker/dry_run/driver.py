@@ -12,7 +12,7 @@ from typing import Any
 
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext
-from app.worker.dry_run.scratch_copy import read_result
+from app.worker.dry_run.verdict import read_result
 from tidegate_runtime import dry_run as runtime_dryrun
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,6 @@ trial instead: its queries' scratch checkpoints start empty, and each reads the 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from app.core.plans import StoredPlan
 from app.snapshots import restore
 from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
-from tidegate_runtime import dry_run as runtime_dryrun
 from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
 from tidegate_runtime.files import write_atomic
 
@@ -108,15 +106,6 @@ def make_copy(
                 for o in state_operators(scratch / item["query"])
             ]
     return {"scratch": str(scratch), "check": check, "operators": operators}
-
-
-def read_result(scratch: Path) -> dict[str, Any] | None:
-    """The verdict a dry run wrote in its scratch root, or None."""
-    try:
-        result: dict[str, Any] = json.loads((scratch / runtime_dryrun.RESULT_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return result
 
 
 def cleanup(scratch: Path) -> None:

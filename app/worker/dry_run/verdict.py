@@ -1,11 +1,16 @@
-"""What a dry run's driver said, read: a refusal names the query, the operator and what
+"""What a dry run's driver said (``read_result``: the verdict it wrote in its scratch root),
+read: a refusal names the query, the operator and what
 differs; a known transient Spark failure is an infrastructure error that proves nothing either
 way (another attempt follows)."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
+
+from tidegate_runtime import dry_run as runtime_dryrun
 
 # Dry-run drivers at most per operation when they fail for infrastructure reasons.
 ATTEMPTS = 3
@@ -106,3 +111,12 @@ def _what_differs(error_class: str, message: str, operators: list[dict[str, Any]
         if raised:
             return str(raised[-1]).strip()
     return message.splitlines()[0] if message else error_class
+
+
+def read_result(scratch: Path) -> dict[str, Any] | None:
+    """The verdict a dry run wrote in its scratch root, or None."""
+    try:
+        result: dict[str, Any] = json.loads((scratch / runtime_dryrun.RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return result

@@ -8,12 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from app.core import run_states as states
+from app.core.db import transaction
 from app.core.errors import TidegateError
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.snapshots import retention as snapshot_retention
+from app.snapshots import service as snapshots
 from app.snapshots.errors import SnapshotError, SnapshotFailed
-from app.snapshots.export import export, mark_failed, snapshot_for_operation
+from app.snapshots.export import export
 from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
@@ -113,10 +115,11 @@ def apply_retention(ctx: WorkerContext, steps: Steps, snapshot_id: int) -> None:
 
 
 def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
-    try:
-        snapshot_id = snapshot_for_operation(ctx.factory, op.id)
-    except SnapshotFailed as exc:
-        raise OperationFailed(str(exc)) from None
+    with ctx.factory() as session:
+        try:
+            snapshot_id = snapshots.for_operation(session, op.id).id
+        except SnapshotFailed as exc:
+            raise OperationFailed(str(exc)) from None
     try:
         return save_snapshot(
             ctx,
@@ -126,5 +129,6 @@ def do_snapshot(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, An
             timeout=float(op.params.get("timeout_seconds", 120)),
         )
     except OperationFailed as exc:
-        mark_failed(ctx.factory, snapshot_id, str(exc))
+        with transaction(ctx.factory) as session:
+            snapshots.mark_failed(session, snapshot_id, str(exc))
         raise

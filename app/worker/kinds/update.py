@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from app.core import run_states as states
+from app.core.db import transaction
 from app.core.plans import StoredPlan, sources
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.snapshots import restore
+from app.snapshots import service as snapshots
 from app.snapshots.errors import SnapshotFailed
-from app.snapshots.export import mark_failed, snapshot_for_operation
-from app.snapshots.models import Snapshot
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import (
     OperationFailed,
@@ -96,14 +96,13 @@ class Update(NewVersion):
 def _update(ctx: WorkerContext, op: Operation, steps: Steps) -> Update:
     """The snapshot this update saves (named when the operation was accepted), the run it
     stops and the version it starts."""
-    try:
-        snapshot_id = snapshot_for_operation(ctx.factory, op.id)
-    except SnapshotFailed as exc:
-        raise OperationFailed(str(exc)) from None
     with ctx.factory() as session:
-        snapshot = session.get(Snapshot, snapshot_id)
-        assert snapshot is not None and snapshot.run_id is not None
-        name, old_run_id = snapshot.name, snapshot.run_id
+        try:
+            snapshot = snapshots.for_operation(session, op.id)
+        except SnapshotFailed as exc:
+            raise OperationFailed(str(exc)) from None
+        assert snapshot.run_id is not None
+        snapshot_id, name, old_run_id = snapshot.id, snapshot.name, snapshot.run_id
         old_version = int(snapshot.version_number or 0)
     return Update(
         ctx=ctx,
@@ -134,9 +133,14 @@ def _dry_run_and_standby(u: Update) -> None:
     u.standby_run = ready.dry_run_then_standby(readying)
 
 
+def _mark_failed(u: Update, exc: OperationFailed) -> None:
+    with transaction(u.ctx.factory) as session:
+        snapshots.mark_failed(session, u.snapshot_id, str(exc))
+
+
 def _nothing_stopped(u: Update, exc: OperationFailed) -> OperationFailed:
     """Refused, or its driver not ready: the old run was never touched."""
-    mark_failed(u.ctx.factory, u.snapshot_id, str(exc))
+    _mark_failed(u, exc)
     return exc
 
 
@@ -179,7 +183,7 @@ def _discard_prestaged(u: Update, run_id: int | None) -> None:
 def _old_version_again(u: Update, exc: OperationFailed) -> OperationFailed:
     """The snapshot that stops the old run failed: the standby released, the old version starts
     again from its own checkpoint, unless a person cancelled the job meanwhile."""
-    mark_failed(u.ctx.factory, u.snapshot_id, str(exc))
+    _mark_failed(u, exc)
     standby_run = u.standby_run
     standby.release(u.ctx, standby_run, "the snapshot that stops the old run failed")
     try:

@@ -56,7 +56,7 @@ from app.worker.core.steps import (
     set_result,
 )
 from app.worker.core.version import Target
-from app.worker.dry_run import attempts, driver, scratch_copy
+from app.worker.dry_run import attempts, driver, scratch_copy, verdict
 from app.worker.reconcile.reconciler import wait_for_run
 from app.worker.standby.standby import READY_SECONDS, release, wanted
 
@@ -221,12 +221,12 @@ def _nothing_to_check(r: Readying) -> dict[str, Any]:
 def _verdict(r: Readying) -> dict[str, Any]:
     """The dry run's verdict, as the standby's driver wrote it (OperationFailed on a refusal)."""
     run_id = r.standby_run()
-    result = scratch_copy.read_result(r.scratch) or {
+    result = verdict.read_result(r.scratch) or {
         "ok": False,
         "message": f"the standby run {run_id} called in without a dry-run result",
     }
-    verdict = attempts.judge_dry_run(r.op, r.steps, r.target.number, r.prepared, result, 1)
-    return {**verdict, "in_standby_run": run_id}
+    judged = attempts.judge_dry_run(r.op, r.steps, r.target.number, r.prepared, result, 1)
+    return {**judged, "in_standby_run": run_id}
 
 
 def _release_the_first(r: Readying) -> dict[str, Any]:
