@@ -43,6 +43,7 @@ def stop_run(
             return {"run_state": runs.request_stop(session, run_id, reason).state}
 
     steps.run(f"{prefix}request_stop", request)
+    seen_ended: list[Run] = []  # by the graceful stop below, this time round
 
     def graceful() -> dict[str, Any]:
         # A run whose runtime talks to us stops each query at a batch boundary when its
@@ -55,6 +56,7 @@ def stop_run(
             return {"graceful": False, "why": "cancel" if reason == "cancel" else "no runtime"}
         try:
             done = wait_for_run(ctx, run_id, ended, timeout, "stop gracefully")
+            seen_ended.append(done)
             return {"graceful": True, "run_state": done.state}
         except OperationFailed:
             return {"graceful": False, "why": f"no clean stop within {timeout:.0f}s"}
@@ -72,18 +74,10 @@ def stop_run(
             return {"kill_requested": wanted, "attempt": run.attempt, "run_state": run.state}
 
     steps.run(f"{prefix}kill", kill)
-    run = _ended(ctx, run_id) if at_a_boundary else wait_for_run(ctx, run_id, ended, 120.0, "stop")
+    # Seen ended just now, or (killed, or resumed here) until it is: what is ended stays so.
+    run = seen_ended[0] if seen_ended else wait_for_run(ctx, run_id, ended, 120.0, "stop")
     steps.run(f"{prefix}stopped", lambda: {"run_state": run.state})
     return run
-
-
-def _ended(ctx: WorkerContext, run_id: int) -> Run:
-    """A run seen ended, as it is now (detached)."""
-    with ctx.factory() as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        session.expunge(run)
-        return run
 
 
 def new_run_of_a_failed_update(steps: Steps, standby_run: int | None) -> int | None:
