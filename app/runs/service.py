@@ -211,7 +211,8 @@ def standby_ready(session: Session, run: Run) -> Run:
 def go(session: Session, run_id: int, *, reason: str) -> Run:
     """The standby starts its queries: it is now its job's current, running run. Conflict
     while the run it replaces may still run (never two drivers on one job's output). A run
-    no longer waiting is returned as it is: gone already (``go_at`` set), or released."""
+    no longer waiting is returned as it is: gone already (``go_at`` set), or released or
+    failed before go."""
     locked = lock_run(session, run_id)
     assert locked is not None
     if locked.state != states.STANDBY:

@@ -158,7 +158,7 @@ def test_a_run_that_stops_at_a_batch_boundary_is_not_asked_to_be_killed(
     assert op.state == "succeeded", op.error
     done = {s["name"]: s["detail"] for s in op.steps}
     assert done["graceful_stop"] == {"graceful": True, "run_state": states.STOPPED}
-    assert done["kill"] == {"kill_requested": False, "why": "it stopped at a batch boundary"}
+    assert done["kill"] == {"kill_requested": False, "why": "it ended during the graceful stop"}
     assert done["stopped"] == {"run_state": states.STOPPED}
     run = _run(ctx, run_id)
     assert run.kill_attempt is None and run.kill_requested_at is None

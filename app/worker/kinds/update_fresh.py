@@ -56,8 +56,7 @@ def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> di
     flushed, for an incompatible change of state. ``stateless``: the old run (which holds no
     state) just stops at a batch boundary."""
     update = FreshUpdate(ctx, op, steps, read_target(ctx, op.job_id, int(op.params["version"])))
-    if op.steps:  # resumed: the standby made ready before, if any, is in the record
-        update.standby_run = ready.recorded(op.step_details())
+    # Phase 1 runs again on a resume (its steps skip what is done) and sets the standby.
     return update.result(run_phases(steps, update, UPDATE_ON_FRESH_STATE))
 
 

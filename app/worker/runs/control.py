@@ -62,11 +62,11 @@ def stop_run(
             return {"graceful": False, "why": f"no clean stop within {timeout:.0f}s"}
 
     steps.run(f"{prefix}graceful_stop", graceful)
-    at_a_boundary = bool(detail(steps, f"{prefix}graceful_stop")["graceful"])
+    ended_gracefully = bool(detail(steps, f"{prefix}graceful_stop")["graceful"])
 
     def kill() -> dict[str, Any]:
-        if at_a_boundary:  # ended already: nothing to kill, nothing more to wait for
-            return {"kill_requested": False, "why": "it stopped at a batch boundary"}
+        if ended_gracefully:  # nothing to kill, nothing more to wait for
+            return {"kill_requested": False, "why": "it ended during the graceful stop"}
         # Not a stop at a batch boundary after all: the reconciler kills the driver.
         with transaction(ctx.factory) as session:
             run = runs.request_kill(session, run_id, reason)
