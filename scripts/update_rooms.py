@@ -77,8 +77,8 @@ class Tracer:
         self.worker_only = worker_only
         self.entered: list[str] = []
         self.reentries: list[str] = []
-        self.reentered_by: list[str] = []
-        self.walk: list[str] = []
+        # Every entry in order: "<module>::<function> from <caller>", and whether it re-entered.
+        self.walk: list[tuple[str, bool]] = []
         self.by_step_lists = 0
 
     def profile(self, frame: FrameType, event: str, _: Any) -> None:
@@ -99,13 +99,11 @@ class Tracer:
             if r is not None:
                 below.add(r)
             f = f.f_back
-        how = f"{room}::{frame.f_code.co_name} from {caller}"
         again = room in self.entered and room not in below
         if again:
             self.reentries.append(room)
             self.by_step_lists += _module(frame.f_back).startswith(STEP_LISTS)
-            self.reentered_by.append(how)
-        self.walk.append(how + ("   <- re-entry" if again else ""))
+        self.walk.append((f"{room}::{frame.f_code.co_name} from {caller}", again))
         self.entered.append(room)
 
 
@@ -152,12 +150,13 @@ def main() -> int:
         print(f"  {n:3d}  {room}")
     if "--path" in sys.argv:
         print("\nre-entered, by which function, from where:")
-        for how, n in collections.Counter(tracer.reentered_by).most_common():
+        reentered_by = collections.Counter(how for how, re_entry in tracer.walk if re_entry)
+        for how, n in reentered_by.most_common():
             print(f"  {n:3d}  {how}")
     if "--order" in sys.argv:
         print("\nevery entry, in order:")
-        for how in tracer.walk:
-            print(f"  {how}")
+        for how, re_entry in tracer.walk:
+            print(f"  {how}" + ("   <- re-entry" if re_entry else ""))
     return int(status)
 
 

@@ -1,7 +1,6 @@
 """What a dry run's driver said (``read_result``: the verdict it wrote in its scratch root),
-read: a refusal names the query, the operator and what
-differs; a known transient Spark failure is an infrastructure error that proves nothing either
-way (another attempt follows)."""
+read: a refusal names the query, the operator and what differs; a known transient Spark
+failure is an infrastructure error that proves nothing either way (another attempt follows)."""
 
 from __future__ import annotations
 
