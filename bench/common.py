@@ -29,9 +29,6 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 ADMIN_TOKEN = "tg_bench_admin_token_" + uuid.uuid4().hex
-SERVER_URL = os.environ.get(
-    "TIDEGATE_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 sys.path.insert(0, str(ROOT))
 
 
@@ -126,9 +123,32 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 # ---- a scratch database ---------------------------------------------------------------------
 
 
-def _with_db(url: str, name: str) -> str:
-    base, _, query = url.partition("?")
-    return f"{base.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
+_server: str | None = None
+
+
+def server_url() -> str:
+    """The benchmarks' PostgreSQL server (its ``postgres`` database):
+    TIDEGATE_BENCH_DATABASE_URL's when set (the test suite hands its own server over), else an
+    embedded one under .tidegate/bench-pg, started on first use and stopped when the script
+    exits."""
+    global _server
+    if _server is None:
+        explicit = os.environ.get("TIDEGATE_BENCH_DATABASE_URL")
+        if explicit:
+            _server = on_database(explicit, "postgres")
+        else:
+            from app.core.embedded import embedded_database_url
+
+            embedded = embedded_database_url(ROOT / ".tidegate" / "bench-pg")
+            _server = on_database(embedded, "postgres")
+    return _server
+
+
+def on_database(url: str, name: str) -> str:
+    """``url`` with its database replaced by ``name`` (host, port, socket dir, query kept)."""
+    from sqlalchemy import make_url
+
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
 
 
 @contextmanager
@@ -137,14 +157,15 @@ def scratch_database(prefix: str) -> Iterator[str]:
     from app.core import migrate
 
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+    server = server_url()
+    with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    url = _with_db(SERVER_URL, name)
+    url = on_database(server, name)
     try:
         migrate.upgrade(url)
         yield url
     finally:
-        with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+        with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
             )

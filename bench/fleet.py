@@ -108,6 +108,7 @@ LISTING = "GET /batches?from=0 (a listing starts)"
 LONG_POLL = 25  # tidegate_runtime/standby.py::LONG_POLL_SECONDS
 API_POOL = 10  # TIDEGATE_DB_POOL_SIZE's default, which the API processes run with
 WORKER_CONCURRENCY = 4  # `tidegate worker --concurrency`'s default
+APP_NAME_PREFIX = "tidegate-bench-"  # + a server's name: PGAPPNAME of its connections
 READS = ("GET /jobs/{job}", "GET /jobs (page of 50)", "GET /runs/{id}")
 
 QUERIES = [
@@ -653,31 +654,27 @@ class Connections:
         with psycopg.connect(self.url, autocommit=True, application_name="bench") as conn:
             while not self.stopping.wait(1.0):
                 rows = conn.execute(
-                    "select client_port, application_name, state from pg_stat_activity "
+                    "select application_name, state from pg_stat_activity "
                     "where datname = current_database() and pid <> pg_backend_pid()"
                 ).fetchall()
-                owner: dict[int, str] = {}
-                for name, proc in self.procs.items():
-                    try:
-                        for c in proc.net_connections(kind="tcp"):
-                            if c.raddr and c.raddr.port == 5432:
-                                owner[c.laddr.port] = name
-                    except psutil.Error:
-                        pass
-                by_proc = Counter(owner.get(port or -1, "other") for port, _, _ in rows)
+                # Each server names its pool's connections after itself (PGAPPNAME, set by
+                # measure()); the socket, TCP or Unix, does not have to tell.
+                by_proc = Counter(self._owner(app) for app, _ in rows)
                 # In use: running a statement or inside a transaction (not idle in a pool).
-                busy = Counter(
-                    owner.get(port or -1, "other") for port, _, state in rows if state != "idle"
-                )
+                busy = Counter(self._owner(app) for app, state in rows if state != "idle")
                 self.samples.append(
                     {
                         "phase": self.phase,
                         "waiting": self.drivers.polling,
                         "by_process": dict(by_proc),
                         "busy_by_process": dict(busy),
-                        "by_application": dict(Counter(str(app) for _, app, _ in rows)),
+                        "by_application": dict(Counter(str(app) for app, _ in rows)),
                     }
                 )
+
+    def _owner(self, application: str | None) -> str:
+        name = (application or "").removeprefix(APP_NAME_PREFIX)
+        return name if name in self.procs else "other"
 
     def summary(self) -> dict[str, Any]:
         """Per phase: the most each process held at once, and the most waiting spares."""
@@ -1015,13 +1012,27 @@ def measure(url: str, fake: FleetLivy, runs: list[SeededRun], args: argparse.Nam
     worker_env = {**env, "TIDEGATE_PUBLIC_URL": api_urls[0]}
     api = ["-m", "app.cli", "api", "--no-migrate"]
     worker = ["-m", "app.cli", "worker", "--concurrency", str(WORKER_CONCURRENCY)]
+
+    def named(name: str, env: dict[str, str]) -> dict[str, str]:
+        return {**env, "PGAPPNAME": APP_NAME_PREFIX + name}  # whose connection is whose
+
     servers = [
-        serve(api, {**env, "TIDEGATE_PORT": str(ports[0])}, tmp / "api-1.log", "/healthz"),
-        serve(api, {**env, "TIDEGATE_PORT": str(ports[1])}, tmp / "api-2.log", "/healthz"),
-        serve(worker, worker_env, tmp / "worker-1.log", None),
-        serve(worker, worker_env, tmp / "worker-2.log", None),
-        serve(["bench/baseline_app.py"], env, tmp / "bare-1.log", "/healthz"),
-        serve(["bench/baseline_app.py"], env, tmp / "bare-2.log", "/healthz"),
+        serve(
+            api,
+            named("api-1", {**env, "TIDEGATE_PORT": str(ports[0])}),
+            tmp / "api-1.log",
+            "/healthz",
+        ),
+        serve(
+            api,
+            named("api-2", {**env, "TIDEGATE_PORT": str(ports[1])}),
+            tmp / "api-2.log",
+            "/healthz",
+        ),
+        serve(worker, named("worker-1", worker_env), tmp / "worker-1.log", None),
+        serve(worker, named("worker-2", worker_env), tmp / "worker-2.log", None),
+        serve(["bench/baseline_app.py"], named("bare-1", env), tmp / "bare-1.log", "/healthz"),
+        serve(["bench/baseline_app.py"], named("bare-2", env), tmp / "bare-2.log", "/healthz"),
     ]
     simulated = [r for r in runs if r.token]
     quiet = [r for r in runs if not r.token]

@@ -31,21 +31,22 @@ import httpx
 import psutil
 import psycopg
 from psycopg import sql
+from sqlalchemy import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import seed
 from bench.common import (
     ADMIN_TOKEN,
-    SERVER_URL,
     Server,
-    _with_db,
     median,
+    on_database,
     percentile,
     ratio,
     save,
     scratch_database,
     serve,
+    server_url,
     table,
     tidegate_env,
 )
@@ -143,18 +144,19 @@ def fill(url: str, jobs: int) -> None:
 def empty_copy(url: str) -> Iterator[str]:
     """A copy of the freshly migrated database ``url`` (before it is filled): the 0-job
     store, without a second migration run."""
-    source = url.rsplit("/", 1)[-1].split("?")[0]
+    source = make_url(url).database
     name = f"{source}_empty"
-    with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+    server = server_url()
+    with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(
             sql.SQL("create database {} template {}").format(
                 sql.Identifier(name), sql.Identifier(source)
             )
         )
     try:
-        yield _with_db(SERVER_URL, name)
+        yield on_database(server, name)
     finally:
-        with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+        with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
             )

@@ -1,23 +1,18 @@
 """Shared fixtures: a real PostgreSQL database per test session, migrated to head.
 
-Uses TIDEGATE_TEST_DATABASE_URL's server, else 127.0.0.1:5432, else an embedded PostgreSQL.
+Uses TIDEGATE_TEST_DATABASE_URL's server, else an embedded PostgreSQL (tests/support/database.py).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
-import psycopg
 import pytest
-from psycopg import sql
 from sqlalchemy import Engine
 
 from app.core import migrate
 from app.core.db import make_engine
-from tests.support.database import empty_every_table
+from tests.support.database import empty_every_table, scratch_database, server_url
 
 ADMIN_TOKEN = "tg_test_admin_token_0123456789abcdef"
 
@@ -38,39 +33,18 @@ pytest_plugins = [
 ]
 
 
-def _server_url(tmp_root: Path) -> str:
-    explicit = os.environ.get("TIDEGATE_TEST_DATABASE_URL")
-    if explicit:
-        return explicit
-    local = "postgresql://postgres@127.0.0.1:5432/postgres"
-    try:
-        psycopg.connect(local, connect_timeout=3).close()
-        return local
-    except psycopg.OperationalError:
-        from app.core.embedded import embedded_database_url
-
-        return embedded_database_url(tmp_root / "embedded").replace("/tidegate?", "/postgres?")
-
-
-def _with_db(url: str, name: str) -> str:
-    base, _, query = url.partition("?")
-    base = base.rsplit("/", 1)[0]
-    return f"{base}/{name}" + (f"?{query}" if query else "")
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tests' PostgreSQL server (its ``postgres`` database): everything that needs a
+    database of its own makes one here (tests.support.database.scratch_database)."""
+    return server_url(tmp_path_factory.mktemp("pg"))
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = _server_url(tmp_path_factory.mktemp("pg"))
-    name = f"tidegate_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    url = _with_db(server, name)
-    migrate.upgrade(url)
-    yield url
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-        )
+def database_url(pg_server: str) -> Iterator[str]:
+    with scratch_database(pg_server, "tidegate_test") as url:
+        migrate.upgrade(url)
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,7 +63,8 @@ def make_engine(
         connect_args={
             "connect_timeout": 5,
             "options": f"-c statement_timeout={statement_timeout_ms}",
-            "application_name": application_name,
+            # libpq's own PGAPPNAME, when set, names the process in pg_stat_activity
+            "application_name": os.environ.get("PGAPPNAME") or application_name,
         },
     )
     _ping_when_idle(engine)

@@ -28,7 +28,7 @@ OPTIONS = {
     "stream": "s",
     "kafka.sasl.jaas.config": "jaas-option-value",
     "kafka.ssl.truststore.password": "truststore-option-value",
-    "url": "jdbc:postgresql://dbuser:db-url-password@db:5432/x",
+    "url": "jdbc:postgresql://dbuser:db-url-password@db:6543/x",
 }
 
 
@@ -56,7 +56,7 @@ def test_versions_show_secret_conf_and_options_redacted(
     assert {k: version["conf"][k] for k in PLAIN} == PLAIN  # the rest as given
     options = version["queries"][0]["sources"][0]["options"]
     assert options["stream"] == "s" and options["kafka.sasl.jaas.config"] == REDACTED
-    assert options["url"] == f"jdbc:postgresql://{REDACTED}@db:5432/x"
+    assert options["url"] == f"jdbc:postgresql://{REDACTED}@db:6543/x"
 
 
 @pytest.mark.parametrize(

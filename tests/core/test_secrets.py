@@ -19,11 +19,11 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from psycopg import sql
 
 from app.core import migrate
 from app.devtools.spark_local import find_free_port
-from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
+from tests.conftest import ADMIN_TOKEN
+from tests.support.database import scratch_database
 from tests.support.e2e import RUNNER_AUTH, SPARK_TEST_CONF, spark_submit_processes
 from tests.support.stack import ROOT, wait_until
 from tests.support.waiting import stop_process
@@ -36,22 +36,14 @@ TOKEN_LINE = re.compile(r"TIDEGATE_RUN_(TOKEN|BOOTSTRAP)=(\S+)")
 
 
 @pytest.fixture
-def database(tmp_path: Path) -> Iterator[str]:
-    server = _server_url(tmp_path)
-    name = f"tidegate_secrets_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    url = _with_db(server, name)
-    migrate.upgrade(url)
-    with psycopg.connect(url, autocommit=True) as conn:  # the runner is shared: own run ids
-        conn.execute(
-            "select setval('runs_id_seq', %s, false)", (random.randrange(1, 9000) * 10**6,)
-        )
-    yield url
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-        )
+def database(pg_server: str) -> Iterator[str]:
+    with scratch_database(pg_server, "tidegate_secrets") as url:
+        migrate.upgrade(url)
+        with psycopg.connect(url, autocommit=True) as conn:  # the runner is shared: own run ids
+            conn.execute(
+                "select setval('runs_id_seq', %s, false)", (random.randrange(1, 9000) * 10**6,)
+            )
+        yield url
 
 
 def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

@@ -1,10 +1,64 @@
-"""Emptying the test database between tests (and between schemathesis examples)."""
+"""The tests' PostgreSQL: the one server every test, benchmark run and pipeline sink uses,
+databases of their own on it, and emptying the test database between tests.
+
+The server is TIDEGATE_TEST_DATABASE_URL's when it is set (the one documented override), else
+an embedded PostgreSQL started under the session's tmp dir. No test names a host or port.
+"""
 
 from __future__ import annotations
 
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 
-from sqlalchemy import Engine, text
+import psycopg
+from psycopg import sql
+from sqlalchemy import Engine, make_url, text
+
+OVERRIDE = "TIDEGATE_TEST_DATABASE_URL"
+
+
+_server: str | None = None
+
+
+def server_url(tmp_root: Path) -> str:
+    """A URL to the server's ``postgres`` database: the override's server, else an embedded
+    one, started by the first caller under ``tmp_root`` and shared by every later caller of
+    this test process (a stack, a chaos harness, the session's fixture)."""
+    global _server
+    if _server is None:
+        explicit = os.environ.get(OVERRIDE)
+        if explicit:
+            _server = on_database(explicit, "postgres")
+        else:
+            from app.core.embedded import embedded_database_url
+
+            _server = on_database(embedded_database_url(tmp_root / "embedded"), "postgres")
+    return _server
+
+
+def on_database(url: str, name: str) -> str:
+    """``url`` with its database replaced by ``name`` (host, port, socket dir, query kept)."""
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+@contextmanager
+def scratch_database(server: str, prefix: str) -> Iterator[str]:
+    """A new, empty database on ``server`` for the block; dropped after it, even when in use."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    try:
+        yield on_database(server, name)
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+            )
+
 
 # Emptying every table between tests: DELETE with foreign keys off (the session as a replica),
 # then the sequences from 1 again. TRUNCATE does the same in 0.1-0.3 s on this machine (a new

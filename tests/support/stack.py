@@ -10,7 +10,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +21,6 @@ import httpx
 import psycopg
 import pytest
 import uvicorn
-from psycopg import sql
 
 from app.api.main import create_app
 from app.core import migrate
@@ -30,7 +28,8 @@ from app.core.config import Settings
 from app.core.db import make_engine
 from app.devtools.spark_local import find_free_port
 from app.snapshots.store.blobs import SnapshotStore
-from tests.conftest import ADMIN_TOKEN, _server_url, _with_db
+from tests.conftest import ADMIN_TOKEN
+from tests.support.database import scratch_database, server_url
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
 from tests.support.waiting import ends_with_the_tests, wait_for
 
@@ -246,23 +245,14 @@ def running_stack(
 @contextmanager
 def fresh_database(tmp: Path, *, first_id: int = 1, server: str | None = None) -> Iterator[str]:
     """A migrated database of its own (dropped at the end) and ``tmp/checkpoints``; its URL."""
-    server = server or _server_url(tmp)  # another server: a test's own, which it may crash
-    name = f"tidegate_e2e_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    database_url = _with_db(server, name)
-    try:
+    server = server or server_url(tmp)  # another server: a test's own, which it may crash
+    with scratch_database(server, "tidegate_e2e") as database_url:
         migrate.upgrade(database_url)
         if first_id > 1:
             with psycopg.connect(database_url, autocommit=True) as conn:
                 conn.execute("select setval('runs_id_seq', %s, false)", (first_id,))
         (tmp / "checkpoints").mkdir()
         yield database_url
-    finally:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-            )
 
 
 @contextmanager
