@@ -296,7 +296,7 @@ def create_version(
             "their own working directory.",
             errors=[{"field": "app.file", "message": "not absolute"}],
         )
-    version_policy.check_version(body, actor, settings)
+    body = version_policy.check_version(body, actor, settings)
     _check_sources(body)
     queries = _normalise_queries(body.queries, settings, job.name)
     number = (latest_version_number(session, job) or 0) + 1

@@ -1,20 +1,17 @@
 """Who may make a version run what. A version is code the cluster runs as its service user:
 an ``admin`` token may create any version; an ``operate`` token only one whose files lie
-under an app root the admin configured (``TIDEGATE_APP_ROOTS``), checked as Spark will read
-them (lists split on commas, URLs normalised), and whose Spark conf keys are on an allow-list
-of tuning settings. See docs/security.md."""
+under an app root the admin configured (``TIDEGATE_APP_ROOTS``), parsed once, strictly, and
+stored in the canonical form that was checked (app_paths.py), and whose Spark conf keys are on
+an allow-list of tuning settings. See docs/security.md."""
 
 from __future__ import annotations
 
-import os
-import posixpath
 import re
-from pathlib import PurePosixPath
-from urllib.parse import unquote, urlsplit
 
 from app.auth.service import Principal, Scope
 from app.core.config import Settings
 from app.core.errors import Forbidden
+from app.jobs import app_paths
 from app.jobs.schemas import VersionCreate
 
 # Conf an operate token may set: an allow-list of tuning keys (resources, parallelism, SQL and
@@ -55,7 +52,6 @@ STATE_STORE_PROVIDERS = frozenset(
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 ALLOWED_CONF = re.compile("|".join(f"(?:{p})" for p in ALLOWED_CONF_PATTERNS))
 SQL_DENIED = re.compile("|".join(f"(?:{p})" for p in SQL_DENIED_PATTERNS))
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def operate_may_set(key: str, value: str) -> bool:
@@ -70,10 +66,12 @@ def app_roots(settings: Settings) -> list[str]:
     return [r.strip() for r in (settings.app_roots or "").split(",") if r.strip()]
 
 
-def check_version(body: VersionCreate, actor: Principal, settings: Settings) -> None:
-    """Raise ``Forbidden`` naming the first path or conf key an ``operate`` token may not use."""
+def check_version(body: VersionCreate, actor: Principal, settings: Settings) -> VersionCreate:
+    """The version as it is stored: an ``operate`` token's with every file in the canonical
+    form that was checked. Raise ``Forbidden`` naming the first path or conf key an operate
+    token may not use."""
     if actor.allows(Scope.ADMIN):
-        return
+        return body
     for key, value in body.conf.items():
         if not operate_may_set(key, str(value)):
             raise Forbidden(
@@ -84,45 +82,24 @@ def check_version(body: VersionCreate, actor: Principal, settings: Settings) -> 
                 errors=[{"field": f"conf.{key}", "message": "admin only"}],
             )
     roots = app_roots(settings)
-    paths = [("app.file", body.app.file)] + [("app.py_files", f) for f in body.app.py_files]
-    for field, path in paths:
-        # Spark splits file lists on commas: every piece must be under a root, as Spark sees it.
-        if not all(under_an_app_root(piece, roots) for piece in path.split(",")):
-            where = ", ".join(roots) if roots else "none are configured (TIDEGATE_APP_ROOTS)"
-            raise Forbidden(
-                f"{field} '{path}' is not under an app root ({where}): an operate token may "
-                "only run files an admin placed there. Put the file under an app root, or ask "
-                "an admin to create this version.",
-                errors=[{"field": field, "message": "outside the app roots"}],
-            )
+    file = _canonical("app.file", body.app.file, roots)
+    py_files = [_canonical("app.py_files", f, roots) for f in body.app.py_files]
+    app = body.app.model_copy(update={"file": file, "py_files": py_files})
+    return body.model_copy(update={"app": app})
 
 
-def under_an_app_root(path: str, roots: list[str]) -> bool:
-    """Whether the one file ``path`` (no list) lies under one of ``roots``, as Spark reads it."""
-    path = path.strip()
-    if not path:
-        return False
-    if _URL.match(path) and not path.startswith(("file:", "local:")):
-        return any(_URL.match(r) and _url_under(path, r) for r in roots)
-    local = path.split(":", 1)[1] if path.startswith(("file:", "local:")) else path
-    local = "/" + local.lstrip("/") if path.startswith("file://") else local
-    resolved = os.path.realpath(local)  # '..' and links resolved: the file that will run
-    for root in roots:
-        if _URL.match(root):
-            continue
-        base = os.path.realpath(root)
-        if PurePosixPath(resolved).is_relative_to(base) and resolved != base:
-            return True
-    return False
-
-
-def _url_under(url: str, root: str) -> bool:
-    """``url`` is below ``root`` once both are normalised as a client would: same scheme and
-    authority, the path percent-decoded and its '.' and '..' segments resolved."""
-    u, r = urlsplit(url), urlsplit(root)
-    if u.query or u.fragment or (u.scheme.lower(), u.netloc) != (r.scheme.lower(), r.netloc):
-        return False
-    path, base = (posixpath.normpath("/" + unquote(x.path).lstrip("/")) for x in (u, r))
-    if any(c in unquote(u.path) for c in "\\\x00"):  # no other separators, no NUL
-        return False
-    return PurePosixPath(path).is_relative_to(base) and path != base
+def _canonical(field: str, path: str, roots: list[str]) -> str:
+    if not roots:
+        refused = app_paths.Refused("no app roots are configured (TIDEGATE_APP_ROOTS)")
+    else:
+        form = app_paths.canonical(path, roots)
+        if isinstance(form, str):
+            return form
+        refused = form
+    where = ", ".join(roots) if roots else "none are configured (TIDEGATE_APP_ROOTS)"
+    raise Forbidden(
+        f"{field} '{path}' may not be run by an operate token: {refused.reason}. App roots: "
+        f"{where}. Put the file under an app root and name it plainly, or ask an admin to "
+        "create this version.",
+        errors=[{"field": field, "message": refused.reason}],
+    )

@@ -117,6 +117,47 @@ def test_operate_runs_only_files_under_an_app_root(
     assert status == 403 and "app.py_files" in str(problem["detail"])
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "file://{apps}/%2e%2e/%2e%2e/usr/lib/python3.11/timeit.py",
+        "local://{apps}/%2e%2e/%2e%2e/usr/lib/python3.11/timeit.py",
+        "file:///tmp/evil.py?/../..{apps}/job.py",
+        "file:///tmp/evil.py#/../..{apps}/job.py",
+        "file://tmp{apps}/job.py",
+        "{apps}/job.py?x",
+        "{apps}/a\\..\\..\\evil.py",
+        "{apps}/./job.py",
+        "{apps}//job.py",
+    ],
+)
+def test_issue_51_c1_a_path_spark_would_read_otherwise_is_refused(
+    operate: TestClient, apps: Path, template: str
+) -> None:
+    file = template.format(apps=apps)
+    status, problem = _version(operate, file)
+    assert status == 403, (file, problem)
+    assert file in str(problem["detail"]) and "app root" in str(problem["detail"])
+    job = str(apps / "job.py")
+    status, problem = _version(operate, job, app={"file": job, "py_files": [file]})
+    assert status == 403 and "app.py_files" in str(problem["detail"]), problem
+
+
+def test_the_version_stores_and_serves_the_canonical_form_that_was_checked(
+    operate: TestClient, apps: Path
+) -> None:
+    (apps / "lib").mkdir()
+    (apps / "lib" / "dep.py").write_text("")
+    (apps / "alias.py").symlink_to(apps / "job.py")
+    app = {"file": f"file://localhost{apps}/alias.py", "py_files": [f"local://{apps}/lib/dep.py"]}
+    status, body = _version(operate, "", app=app)
+    assert status == 201, body
+    assert body["app"]["file"] == str(apps / "job.py")
+    assert body["app"]["py_files"] == [f"local:{apps}/lib/dep.py"]
+    shown = operate.get(f"/api/v1/jobs/j/versions/{body['number']}").json()
+    assert shown["app"] == body["app"]
+
+
 @pytest.mark.parametrize("key", DENIED)
 def test_operate_may_not_set_conf_that_loads_code(
     operate: TestClient, apps: Path, key: str

@@ -1,53 +1,78 @@
-"""The version policy's path check, property-based (issue 26, #1): whatever a caller writes, a
-file it lets through lies under an app root once the URL is normalised as a client would
-normalise it, and a list Spark would split is let through only if every piece is."""
+"""The app-path check, property-based (issues 26 #1 and 51 C1): whatever a caller writes, a
+path let through is stored in a canonical form that lies under an app root, reads the same to
+every parser (nothing to decode, no dot segment), and one Spark would split is never let
+through. Spark's own reading of the stored form is in test_app_paths_spark.py."""
 
 from __future__ import annotations
 
+import os
 import posixpath
-from urllib.parse import quote, unquote, urlsplit
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.jobs.version_policy import under_an_app_root
+from app.jobs.app_paths import Refused, canonical
 
-ROOTS = ["/srv/apps", "s3a://bucket/apps"]
-SEGMENT = st.sampled_from(["..", ".", "apps", "x.py", "other", "%2e%2e", "%2E", "a%2fb", ""])
+SEGMENT = st.sampled_from(
+    ["..", ".", "apps", "x.py", "other", "%2e%2e", "%2E", "a%2fb", "", "a?b", "a#b", "a\\b", "é"]
+)
+PREFIX = st.sampled_from(
+    ["", "file:", "file://", "file:///", "file://localhost", "file://tmp", "local:", "local://"]
+)
 
 
-def _normalised(url: str) -> str:
-    return posixpath.normpath("/" + unquote(urlsplit(url).path).lstrip("/"))
+def roots(tmp: Path) -> list[str]:
+    return [str(tmp / "apps"), "s3a://bucket/apps"]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(SEGMENT, min_size=1, max_size=6), st.booleans())
-def test_a_url_let_through_lies_under_its_root(segments: list[str], encode: bool) -> None:
-    path = "/".join(quote(s, safe="%") if encode else s for s in segments)
-    url = f"s3a://bucket/apps/{path}"
-    if under_an_app_root(url, ROOTS):
-        assert _normalised(url).startswith("/apps/"), url
+@given(st.lists(SEGMENT, min_size=1, max_size=6))
+def test_a_url_let_through_lies_under_its_root_as_written(segments: list[str]) -> None:
+    url = "s3a://bucket/apps/" + "/".join(segments)
+    form = canonical(url, ["/srv/apps", "s3a://bucket/apps"])
+    if isinstance(form, str):
+        assert form == url
+        decoded = posixpath.normpath(unquote(urlsplit(url).path))
+        assert decoded == urlsplit(url).path and decoded.startswith("/apps/"), url
+
+
+@settings(max_examples=600, deadline=None)
+@given(PREFIX, st.lists(SEGMENT, min_size=1, max_size=6))
+def test_a_local_path_let_through_is_its_resolved_self_under_a_root(
+    prefix: str, segments: list[str]
+) -> None:
+    root = "/srv/apps"
+    path = prefix + root + "/" + "/".join(segments)
+    form = canonical(path, [root])
+    if isinstance(form, str):
+        plain = form.removeprefix("local:")
+        assert plain == os.path.realpath(plain) and plain.startswith(root + "/"), (path, form)
+        assert not any(c in form for c in "%?#\\,") and "/./" not in form and "/../" not in form
+        assert form.startswith("local:") == prefix.startswith("local:")
+    else:
+        assert isinstance(form, Refused) and form.reason
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.sampled_from(
-            [
-                "/srv/apps/job.py",
-                "/srv/apps/lib/x.py",
-                "/tmp/evil.zip",
-                "https://attacker.example/x.py",
-                "s3a://bucket/apps/y.py",
-                "s3a://bucket/other/y.py",
-                "",
-            ]
-        ),
-        min_size=1,
+        st.sampled_from(["/srv/apps/job.py", "/tmp/evil.zip", "s3a://bucket/apps/y.py", ""]),
+        min_size=2,
         max_size=4,
     )
 )
-def test_a_list_is_let_through_only_if_every_piece_is(pieces: list[str]) -> None:
-    inside = {"/srv/apps/job.py", "/srv/apps/lib/x.py", "s3a://bucket/apps/y.py"}
-    allowed = all(under_an_app_root(p, ROOTS) for p in ",".join(pieces).split(","))
-    assert allowed == all(p in inside for p in pieces)
+def test_a_list_spark_would_split_is_never_one_file(pieces: list[str]) -> None:
+    assert isinstance(canonical(",".join(pieces), ["/srv/apps", "s3a://bucket/apps"]), Refused)
+
+
+def test_a_link_inside_a_root_is_stored_as_the_file_it_names(tmp_path: Path) -> None:
+    apps = tmp_path / "apps"
+    (apps / "lib").mkdir(parents=True)
+    (apps / "lib" / "job.py").write_text("")
+    (apps / "job.py").symlink_to(apps / "lib" / "job.py")
+    (apps / "out.py").symlink_to(tmp_path / "evil.py")
+    assert canonical(f"file://{apps}/job.py", roots(tmp_path)) == f"{apps}/lib/job.py"
+    assert canonical(f"local:{apps}/job.py", roots(tmp_path)) == f"local:{apps}/lib/job.py"
+    assert isinstance(canonical(f"{apps}/out.py", roots(tmp_path)), Refused)
