@@ -47,6 +47,12 @@ DENIED = [
     "spark.ui.filters",
     "Spark.Jars",  # not a key Spark reads, and not one on the allow-list either
     "spark.sql.streaming.stateStore.providerClass",  # with a class of the caller's choosing
+    # Issue 51 M1: under spark.sql.*, keys that choose a program or load a class.
+    "spark.sql.execution.pyspark.python",
+    "spark.sql.parquet.output.committer.class",
+    "spark.sql.cache.serializer",
+    "spark.sql.adaptive.customCostEvaluatorClass",
+    "spark.sql.sources.commitProtocolClass",
 ]
 ALLOWED = {
     "spark.sql.shuffle.partitions": "4",
@@ -165,6 +171,30 @@ def test_operate_may_not_set_conf_that_loads_code(
     status, problem = _version(operate, str(apps / "job.py"), conf={key: "x"})
     assert status == 403
     assert f"conf '{key}'" in str(problem["detail"]) and "admin" in str(problem["detail"])
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("spark.task.cpus", "${env:AWS_SECRET_ACCESS_KEY}"),
+        ("spark.driver.maxResultSize", "${spark.hadoop.fs.s3a.secret.key}"),
+        ("spark.sql.session.timeZone", "${system:user.home}"),
+        ("spark.executor.memory", "2g${env:X}"),
+        ("spark.task.cpus", "two"),
+        ("spark.executor.memory", "lots"),
+        ("spark.network.timeout", "forever"),
+        ("spark.dynamicAllocation.enabled", "yes"),
+        ("spark.sql.session.timeZone", "Not/AZone"),
+        ("spark.sql.streaming.stateStore.compression.codec", "org.evil.Codec"),
+    ],
+)
+def test_issue_51_h1_conf_values_are_typed_and_never_substituted(
+    operate: TestClient, apps: Path, key: str, value: str
+) -> None:
+    status, problem = _version(operate, str(apps / "job.py"), conf={key: value})
+    assert status == 403, problem
+    assert f"conf '{key}'" in str(problem["detail"])
+    assert value not in str(problem), "the refusal does not echo the value"
 
 
 def test_operate_may_tune_what_the_allow_list_names(operate: TestClient, apps: Path) -> None:

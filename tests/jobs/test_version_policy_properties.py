@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.jobs import conf_policy
 from app.jobs.app_paths import Refused, canonical
 
 SEGMENT = st.sampled_from(
@@ -76,3 +78,14 @@ def test_a_link_inside_a_root_is_stored_as_the_file_it_names(tmp_path: Path) -> 
     assert canonical(f"file://{apps}/job.py", roots(tmp_path)) == f"{apps}/lib/job.py"
     assert canonical(f"local:{apps}/job.py", roots(tmp_path)) == f"local:{apps}/lib/job.py"
     assert isinstance(canonical(f"{apps}/out.py", roots(tmp_path)), Refused)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(sorted(conf_policy.ALLOWED)), st.text(max_size=24))
+def test_a_conf_value_let_through_is_plain_and_never_substituted(key: str, value: str) -> None:
+    """Issue 51 H1: whatever the value, one let through holds no '${' and nothing but the
+    characters of numbers, sizes, durations, names and zones."""
+    if conf_policy.problem(key, value) is None:
+        assert "${" not in value
+        assert re.fullmatch(r"[A-Za-z0-9._:+/-]*", value.strip()), (key, value)
+    assert conf_policy.problem(key, "${env:X}") is not None
