@@ -13,9 +13,10 @@ from prometheus_client import Counter, Histogram
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api import route_guard
 from app.audit.service import MUTATING, record_failure
 from app.auth.service import Principal, authenticate
-from app.core.errors import Unauthorized, problem
+from app.core.errors import Forbidden, Unauthorized, problem
 from app.core.request_context import set_request_id
 
 log = logging.getLogger("tidegate.access")
@@ -83,6 +84,10 @@ class RequestMiddleware:
                 await audit_if_refused()
             await send(message)
 
+        guard = route_guard.guard_for(scope)
+        if guard is not None:  # the audit names a refusal by route, even one made here
+            scope.setdefault("state", {})["route_name"] = guard.name
+        limit = guard.body_limit if guard else self.max_body_bytes
         declared = headers.get("content-length")
         if declared is not None and not (declared.isascii() and declared.isdigit()):
             response = problem(
@@ -91,14 +96,9 @@ class RequestMiddleware:
                 "The Content-Length header must be the body's size in bytes (digits only).",
             )
             await response(scope, receive, send_wrapper)
-        elif declared is not None and int(declared) > self.max_body_bytes:
-            response = problem(
-                413,
-                "Payload too large",
-                f"The request body exceeds {self.max_body_bytes} bytes; send less per call.",
-            )
-            await response(scope, receive, send_wrapper)
-        elif (refusal := await self._authenticate_first(scope, headers)) is not None:
+        elif declared is not None and int(declared) > limit:
+            await _too_large(limit)(scope, receive, send_wrapper)
+        elif (refusal := await self._authenticate_first(scope, headers, guard)) is not None:
             await refusal(scope, receive, send_wrapper)
         else:
             received = 0
@@ -108,19 +108,14 @@ class RequestMiddleware:
                 message = await receive()
                 if message["type"] == "http.request":
                     received += len(message.get("body", b""))
-                    if received > self.max_body_bytes:
-                        raise _BodyTooLarge(self.max_body_bytes)
+                    if received > limit:
+                        raise _BodyTooLarge(limit)
                 return message
 
             try:
                 await self.app(scope, limited_receive, send_wrapper)
             except _BodyTooLarge:
-                response = problem(
-                    413,
-                    "Payload too large",
-                    f"The request body exceeds {self.max_body_bytes} bytes; send less per call.",
-                )
-                await response(scope, receive, send_wrapper)
+                await _too_large(limit)(scope, receive, send_wrapper)
 
         status = status_holder["status"]
         operation = _operation(scope)
@@ -139,9 +134,12 @@ class RequestMiddleware:
         await audit_if_refused()  # an unhandled error sent no body through send_wrapper
         structlog.contextvars.unbind_contextvars("request_id")
 
-    async def _authenticate_first(self, scope: Scope, headers: dict[str, str]) -> Any:
-        """A request to the API with a body is authenticated before a byte of its body is
-        read: an anonymous client must not make the service buffer and parse megabytes. The
+    async def _authenticate_first(
+        self, scope: Scope, headers: dict[str, str], guard: route_guard.Guard | None
+    ) -> Any:
+        """A request to the API with a body is authenticated, and its token's scope checked
+        against the route's, before a byte of its body is read: neither an anonymous client
+        nor a token of too small a scope may make the service buffer and parse megabytes. The
         principal is kept for the route's own check (app/auth/deps.py). Returns the refusal,
         or None to go on (a store that cannot answer is left to the route's 503)."""
         has_body = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
@@ -167,13 +165,19 @@ class RequestMiddleware:
         except Exception:  # e.g. the store is down: the route answers for itself
             return None
         scope.setdefault("state", {})["principal"] = principal
+        try:
+            if guard is not None:
+                guard.check(principal, scope["path"])
+        except Forbidden as exc:
+            return problem(403, exc.title, exc.detail, **exc.extra)
         return None
 
     async def _audit_failure(self, scope: Scope, status: int) -> None:
         state = scope.get("state") or {}
         principal = state["principal"]
         route = scope.get("route")
-        action = getattr(route, "name", None) or f"{scope['method']} {scope['path']}"[:64]
+        # A route's name, never the raw path: a closed set, so new paths are not new rows.
+        action = getattr(route, "name", None) or state.get("route_name") or "unmatched"
         # A route may name the job itself when it is not in the path (POST /jobs).
         job = state.get("audit_job") or (scope.get("path_params") or {}).get("job")
         app = scope["app"]
@@ -209,6 +213,12 @@ def _title(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return "error"
+
+
+def _too_large(limit: int) -> Any:
+    return problem(
+        413, "Payload too large", f"The request body exceeds {limit} bytes; send less per call."
+    )
 
 
 class _BodyTooLarge(HTTPException):

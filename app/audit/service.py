@@ -85,8 +85,10 @@ def record_failure(
     repeats: Repeats | None = None,
 ) -> None:
     """A refused change is audited in its own transaction: the request's was rolled back.
-    With ``repeats``, a refusal repeated within its window is counted instead."""
-    kind = (actor, actor_token_id, action, job, status_code)
+    With ``repeats``, a refusal repeated within its window is counted instead: a repeat is
+    the same token, route and status, whatever job it names (issue 51 M2: a new job name a
+    request was a new row), and the row kept names the first one's job."""
+    kind = (actor, actor_token_id, action, status_code)
     repeated = repeats.admit(kind) if repeats is not None else 0
     if repeated is None:
         return

@@ -61,6 +61,7 @@ def require(scope: Scope) -> Callable[[Principal], Awaitable[Principal]]:
         check_scope(principal, scope)
         return principal
 
+    dep.required_scope = scope  # type: ignore[attr-defined]  # read before the body (route_guard)
     return dep
 
 

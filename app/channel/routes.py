@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.auth import service as auth
 from app.auth.deps import CurrentPrincipal, PrincipalWithoutSession, Reader
-from app.auth.service import check_run
+from app.auth.service import Scope, check_run
 from app.channel import service as channel
 from app.core.deps import AppSettings, DbSession, in_transaction
 from app.core.errors import ServiceUnavailable
@@ -42,6 +42,8 @@ def _run_channel(run_id: RunId, principal: CurrentPrincipal) -> int:
     return run_id
 
 
+# Known before the body is read (app/api/route_guard.py): a non-run token is refused unread.
+_run_channel.required_scope = Scope.RUN  # type: ignore[attr-defined]
 RunChannel = Annotated[int, Depends(_run_channel)]
 
 
@@ -51,6 +53,7 @@ def _waiting_run_channel(run_id: RunId, principal: PrincipalWithoutSession) -> i
 
 
 # The same check for a long-poll, whose token is read in a transaction of its own.
+_waiting_run_channel.required_scope = Scope.RUN  # type: ignore[attr-defined]
 WaitingRunChannel = Annotated[int, Depends(_waiting_run_channel)]
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.audit import service as audit
 from app.auth.service import Principal
 from app.core.db import utcnow
-from app.core.errors import Conflict, NotFound
+from app.core.errors import Conflict, NotFound, Unprocessable
 from app.core.paths import PathOutsideRoot, checkpoint_path
 from app.jobs.service import get_job
 from app.runs.models import Run
@@ -112,6 +112,7 @@ def _settle_committed(
 def record_applied(
     session: Session, run: Run, reports: list[AppliedReport], checkpoint_root: Path
 ) -> int:
+    _check_reports_name_declared_sources(run, reports)
     for report in reports:
         # The report's own paths are ignored: the server knows where the query's checkpoint
         # is, and that the original offsets file is kept beside offsets/N.
@@ -234,3 +235,18 @@ def revert(
         session, actor, "startpoints.revert", job=job.name, target=f"application {application_id}"
     )
     return app
+
+
+def _check_reports_name_declared_sources(run: Run, reports: list[AppliedReport]) -> None:
+    """At most one report per source the run's version declares (issue 51 M7: an unbounded
+    list held the API's database slot for seconds). Checked before any row is read."""
+    declared = {(q["name"], s["name"]) for q in run.version.queries for s in q["sources"]}
+    named = [(r.query, r.source) for r in reports]
+    unknown = [f"{q}/{s}" for q, s in named if (q, s) not in declared]
+    if len(named) > len(declared) or len(set(named)) != len(named) or unknown:
+        raise Unprocessable(
+            f"A run reports at most one application per declared source ({len(declared)} in "
+            f"version {run.version.number}); this report has {len(named)}"
+            + (f", naming undeclared sources: {', '.join(unknown[:5])}" if unknown else "")
+            + ". Nothing was recorded."
+        )

@@ -112,12 +112,14 @@ def test_a_refusal_is_on_record_when_the_client_has_its_answer(
     emptying the store next) never races it."""
     settings.resolved_checkpoint_root.mkdir(parents=True, exist_ok=True)
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    app = create_app(settings, db)
+    app.state.refusals.window = 0  # every refusal recorded: repeats of one kind are counted
     with (
-        served(create_app(settings, db), lifespan="off") as url,
+        served(app, lifespan="off") as url,
         httpx.Client(base_url=url, headers=headers, timeout=10) as http,
         db.connect() as conn,
     ):
-        for i in range(10):  # a name each: repeats of one kind are counted, not recorded
+        for i in range(10):
             assert http.post("/api/v1/jobs", json={"name": f"dup-{i}"}).status_code == 201
             assert http.post("/api/v1/jobs", json={"name": f"dup-{i}"}).status_code == 409
             refused = conn.scalar(
@@ -126,3 +128,22 @@ def test_a_refusal_is_on_record_when_the_client_has_its_answer(
             )
             conn.rollback()
             assert refused == 1, f"the refusal of dup-{i} was not on record with its answer"
+
+
+def test_new_job_names_and_made_up_paths_do_not_make_new_rows(
+    client: TestClient,
+    token_for,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 51 M2: refusals were counted per job name and, off the routes, per raw path, so
+    each new name was a new row. Now per token, route and status."""
+    reader = {"Authorization": f"Bearer {token_for('read')}"}
+    for i in range(40):
+        r = client.delete(f"/api/v1/jobs/new-name-{i}", headers=reader)
+        assert r.status_code == 403
+        r = client.post(f"/api/v1/made-up-{i}", json={}, headers=reader)
+        assert r.status_code in (404, 405)
+    events = client.get("/api/v1/events").json()["items"]
+    assert sorted((e["action"], e["status_code"]) for e in events) == [
+        ("job.delete", 403),
+        ("unmatched", 404),
+    ], events

@@ -318,3 +318,19 @@ def test_pending_startpoints_come_in_pages(client: TestClient, job: dict[str, st
     assert [s["partition"] for s in whole["pending"]] == seen and whole["next_cursor"] is None
     assert client.get(URL, params={"limit": 501}).status_code == 422
     assert client.get(URL, params={"cursor": "eyJhIjogMX0"}).status_code == 400
+
+
+def test_a_run_reports_at_most_one_application_per_declared_source(
+    client: TestClient, job: dict[str, str], db: Engine
+) -> None:
+    """Issue 51 M7: a run token posted 5,000 reports, one SELECT and INSERT each in one
+    transaction. Now the list is checked against the version's sources before any row."""
+    run_id, token = make_current_run(db, "j")
+    auth = {"Authorization": f"Bearer {token}"}
+    one = {"query": "q", "source": "events", "startpoint_ids": [], "after": {"0": 1}}
+    url = f"/api/v1/runs/{run_id}/startpoints/applied"
+    for body in ([one] * 500, [one, one], [{**one, "source": "not-declared"}]):
+        r = client.post(url, headers=auth, json=body)
+        assert r.status_code == 422, r.text
+        assert "at most one application per declared source" in r.json()["detail"]
+    assert client.post(url, headers=auth, json=[one]).status_code == 204
