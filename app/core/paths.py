@@ -79,18 +79,35 @@ def within_any(candidate: str, roots: list[Path]) -> bool:
 
 def private_dir(path: Path) -> Path:
     """``path`` (and missing parents) as a folder only its owner can enter: data, logs and
-    batch records hold tokens' neighbours, state and driver output."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.chmod(0o700)
+    batch records hold tokens' neighbours, state and driver output. Only the folders made
+    here are made private: one that exists is the admin's and keeps its mode (issue 51 M6:
+    a log file in /tmp made /tmp 0700, and another user's PostgreSQL beside it crashed)."""
+    missing: list[Path] = []
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another process: not ours to change
+            continue
+        folder.chmod(0o700)  # the umask may have taken bits mkdir's mode asked for
     return path
 
 
 def private_file(path: Path) -> Path:
     """``path`` created if missing, readable and writable by its owner only (a log file
-    others could read would show what its process logs)."""
+    others could read would show what its process logs); a file that exists keeps its mode."""
     private_dir(path.parent)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-    path.chmod(0o600)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
     return path
 
 

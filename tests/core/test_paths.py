@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.config import Settings
+from app.core.paths import private_dir, private_file
 from app.snapshots.errors import StoreError
 from app.snapshots.store.blobs import SnapshotStore
 from tests.support.api import version_body
@@ -161,3 +162,30 @@ def test_a_manifest_s_hash_must_be_a_digest_before_it_names_a_blob(tmp_path: Pat
     with pytest.raises(StoreError, match="names no content hash"):
         store.restore({"state/1.delta": {"md5": "0" * 64, "size": 1}}, tmp_path / "dest")
     assert not (tmp_path / "dest" / "state" / "1.delta").exists()
+
+
+def test_tidegate_makes_its_own_folders_private_and_leaves_others_as_they_are(
+    tmp_path: Path,
+) -> None:
+    """Issue 51 M6: TIDEGATE_LOG_FILE=/tmp/x.log made /tmp 0700 (and another user's
+    PostgreSQL beside it crashed). A folder or file that exists keeps its mode; what tidegate
+    makes is 0700 (folders) and 0600 (files), whatever the umask."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    theirs = shared / "theirs.log"
+    theirs.write_text("")
+    theirs.chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        log_file = shared / "tidegate.log"
+        private_file(log_file)  # what configure_logging does with TIDEGATE_LOG_FILE
+        made = shared / "a" / "b"
+        private_dir(made)
+        private_file(theirs)
+    finally:
+        os.umask(old)
+    mode = lambda p: p.stat().st_mode & 0o7777  # noqa: E731
+    assert mode(shared) == 0o1777 and mode(theirs) == 0o644
+    assert mode(log_file) == 0o600
+    assert mode(shared / "a") == 0o700 and mode(made) == 0o700
