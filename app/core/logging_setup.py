@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from app.core.paths import private_file
+from app.core.paths import private_dir, private_file
 from app.core.redaction import redact_log_event
 
 if TYPE_CHECKING:
@@ -17,7 +17,11 @@ if TYPE_CHECKING:
 
 
 def configure_from(settings: Settings) -> None:
-    """The process's logging as its settings say (every command's entry point calls this)."""
+    """The process's logging as its settings say (every command's entry point calls this).
+    DATA_DIR is made first, private, by whichever process starts first: a folder made below
+    it later with plain mkdir (runtime/, snapshots/) must not make it with the umask's mode,
+    and an existing DATA_DIR is the admin's to keep as it is (docs/security.md)."""
+    private_dir(settings.data_dir.absolute())
     configure_logging(
         settings.log_level,
         json=settings.log_json,
