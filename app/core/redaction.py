@@ -25,10 +25,17 @@ _SECRET_NAME = (
 SECRET_KEY = re.compile(
     rf"(?i){_SECRET_NAME}|(^|[._-])(pass|sig|sas)($|[._-])|(^|[._-])auth$"  # …auth.pass, redis.auth
 )
-# name=value where the name looks secret (URL queries, JDBC URLs, connection strings).
+# name=value where the name looks secret (URL queries, JDBC URLs, connection strings), also
+# quoted (password="…", '…') and as a JSON or YAML pair ("password": "…") (issue 51 L4).
 _SECRET_PAIR = re.compile(
-    rf"(?i)(\b[\w.-]*(?:{_SECRET_NAME}|\bpass|\bsig|\bauth)\s*=\s*)([^&;\s,'\"]+)"
+    rf"(?i)(\b[\w.-]*(?:{_SECRET_NAME}|\bpass|\bsig|\bauth)[\"']?\s*[=:]\s*)"
+    r"(\"[^\"]*\"|'[^']*'|[^&;\s,'\"]+)"
 )
+# A JAAS config in free text holds its secrets up to the closing ';'.
+_JAAS = re.compile(r"(?i)(\bjaas\.config[\"']?\s*[=:]\s*)[^;\n]*;?")
+# user/password@ (Oracle's thin JDBC URL), and an HTTP bearer token in text.
+_ORACLE = re.compile(r"(?i)(jdbc:oracle:\w+:)[^@\s]*@")
+_BEARER = re.compile(r"(?i)(\bbearer\s+)[^\s\"',;]+")
 # scheme://user:password@host or scheme://user@host (a token as the user name).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s?#]+@")
 
@@ -41,6 +48,9 @@ def redact_text(text: str) -> str:
     """``text`` with the credentials of any URL in it and secret-looking ``name=value``
     values masked."""
     text = _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _ORACLE.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = _JAAS.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     return _SECRET_PAIR.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
 
 

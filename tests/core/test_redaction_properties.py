@@ -44,3 +44,27 @@ def test_the_value_after_a_secret_flag_is_masked(name: str, value: str) -> None:
     args = ["--verbose", f"--{name}", value, "--out", "/tmp/x"]
     shown = redact(args)
     assert value not in shown and shown[-2:] == ["--out", "/tmp/x"]
+
+
+SHAPES = st.sampled_from(
+    [
+        'conf password="{v}" next',
+        "conf password='{v}' next",
+        '{{"password": "{v}", "user": "u"}}',
+        "password: {v}",
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="u" password="{v}"; next',
+        "jdbc:oracle:thin:scott/{v}@db:1521/orcl",
+        "Authorization: Bearer {v}",
+        "failed with bearer {v} at host",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SHAPES, VALUES)
+def test_issue_51_l4_the_five_forms_are_masked(shape: str, value: str) -> None:
+    """Quoted values, JSON pairs, a JAAS config in free text, Oracle's user/pass@ and a
+    bearer token in text: the secret is gone, wherever it sat."""
+    text = shape.format(v=value)
+    assert value not in redact(text), (text, redact(text))
