@@ -151,6 +151,14 @@ def on_database(url: str, name: str) -> str:
     return make_url(url).set(database=name).render_as_string(hide_password=False)
 
 
+def drop_database(server: str, name: str) -> None:
+    """Database ``name`` on ``server`` gone, even with connections still open to it."""
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+        )
+
+
 @contextmanager
 def scratch_database(prefix: str) -> Iterator[str]:
     """A new database on the benchmark server, migrated to head, dropped afterwards."""
@@ -165,10 +173,7 @@ def scratch_database(prefix: str) -> Iterator[str]:
         migrate.upgrade(url)
         yield url
     finally:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-            )
+        drop_database(server, name)
 
 
 # ---- servers ----------------------------------------------------------------------------------

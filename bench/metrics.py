@@ -39,6 +39,7 @@ from bench import seed
 from bench.common import (
     ADMIN_TOKEN,
     Server,
+    drop_database,
     median,
     on_database,
     percentile,
@@ -156,10 +157,7 @@ def empty_copy(url: str) -> Iterator[str]:
     try:
         yield on_database(server, name)
     finally:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-            )
+        drop_database(server, name)
 
 
 @contextmanager

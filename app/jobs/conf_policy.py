@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 from zoneinfo import available_timezones
 
 _INT = re.compile(r"-?[0-9]{1,10}")
@@ -36,14 +37,15 @@ def _time_zone(value: str) -> str | None:
     return None if ok else "a time zone id such as UTC or Europe/Paris, or an offset like +02:00"
 
 
-_ZONES: frozenset[str] = frozenset()
-
-
+@cache
 def _zones() -> frozenset[str]:
-    global _ZONES
-    if not _ZONES:
-        _ZONES = frozenset(available_timezones())
-    return _ZONES
+    return frozenset(available_timezones())
+
+
+def as_text(value: object) -> str:
+    """A conf value as Spark reads it: a JSON bool as ``true``/``false``, anything else as
+    its string."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 INT = _matches(_INT, "an integer")

@@ -16,8 +16,8 @@ from app.core.durations import parse_trigger
 from app.core.errors import Conflict, NotFound, PreconditionFailed, Unprocessable
 from app.core.pagination import cursor_key, cut_page, keyset_page
 from app.core.paths import PathOutsideRoot, confine_checkpoint, job_checkpoint_root
+from app.jobs import conf_policy, version_policy
 from app.jobs import sources as source_kinds
-from app.jobs import version_policy
 from app.jobs.models import Job, JobVersion
 from app.jobs.schemas import (
     JobCreate,
@@ -274,7 +274,7 @@ def _normalise_conf(conf: dict[str, Any]) -> dict[str, str]:
             )
         if not key or len(key) > 256:
             raise Unprocessable("conf keys must be 1 to 256 characters.")
-        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        out[key] = conf_policy.as_text(value)
     return out
 
 

@@ -25,9 +25,7 @@ def check_version(body: VersionCreate, actor: Principal, settings: Settings) -> 
     if actor.allows(Scope.ADMIN):
         return body
     for key, value in body.conf.items():
-        refused = conf_policy.problem(
-            key, str(value).lower() if isinstance(value, bool) else str(value)
-        )
+        refused = conf_policy.problem(key, conf_policy.as_text(value))
         if refused:
             raise Forbidden(
                 f"conf '{key}': {refused}. Fix or remove it, or ask an admin to create this "
