@@ -23,16 +23,18 @@ kept. Formats, as written by Spark 4.3:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import stat
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tidegate_runtime.files import write_atomic
+from tidegate_runtime.held_dir import HeldDir, TooLarge
 
 BYTES_PER_CHECKSUM = 512
 ORIGINAL_SUFFIX = ".tidegate-orig"
@@ -64,58 +66,99 @@ def _local(checkpoint: str | os.PathLike[str]) -> Path:
     return Path(text)
 
 
-def _batches(directory: Path) -> list[int]:
-    if not directory.is_dir():
+# A checkpoint to read: a path (or ``file:`` URL) the caller trusts up to the checkpoint, or a
+# folder the caller holds open (the worker, which reaches it from the checkpoint root without
+# following a link: ``held_dir``). Below it nothing is read through a link, a FIFO never
+# blocks a reader and no file is read past ``held_dir.READ_LIMIT``.
+Checkpoint = str | os.PathLike[str] | HeldDir
+
+
+@contextlib.contextmanager
+def _tree(checkpoint: Checkpoint) -> Iterator[HeldDir | None]:
+    """The checkpoint's folder held open, or None where there is none."""
+    if isinstance(checkpoint, HeldDir):
+        yield checkpoint
+        return
+    try:
+        held = HeldDir.at(_local(checkpoint))
+    except (FileNotFoundError, NotADirectoryError):
+        yield None
+        return
+    with held:
+        yield held
+
+
+def _batches(tree: HeldDir | None, folder: str) -> list[int]:
+    if tree is None:
         return []
-    return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+    return sorted(int(name) for name in tree.names(folder) if name.isdigit())
 
 
-def query_id(checkpoint: str | os.PathLike[str]) -> str | None:
-    path = _local(checkpoint) / "metadata"
-    if not path.exists():
-        return None
-    return str(json.loads(path.read_text())["id"])
+def query_id(checkpoint: Checkpoint) -> str | None:
+    with _tree(checkpoint) as tree:
+        if tree is None or not tree.exists("metadata"):
+            return None
+        return str(json.loads(_read(tree, "metadata"))["id"])
 
 
-def latest_offsets_batch(checkpoint: str | os.PathLike[str]) -> int | None:
-    batches = _batches(_local(checkpoint) / "offsets")
+def latest_offsets_batch(checkpoint: Checkpoint) -> int | None:
+    with _tree(checkpoint) as tree:
+        batches = _batches(tree, "offsets")
     return batches[-1] if batches else None
 
 
-def latest_commit_batch(
-    checkpoint: str | os.PathLike[str] | None, *, planned: bool = False
-) -> int | None:
-    """The latest committed batch of a query's checkpoint (a local path or ``file:`` URL), or
-    None: no checkpoint (None, not there yet) or nothing committed. ``planned``: only a batch
-    whose ``offsets/N`` is there too, which a restart or a snapshot can resume from (Spark's
-    retention may remove an old commit's plan; a copy may be partial)."""
-    if checkpoint is None or not os.fspath(checkpoint):
+def latest_commit_batch(checkpoint: Checkpoint | None, *, planned: bool = False) -> int | None:
+    """The latest committed batch of a query's checkpoint (a local path, ``file:`` URL or held
+    folder), or None: no checkpoint (None, not there yet) or nothing committed. ``planned``:
+    only a batch whose ``offsets/N`` is there too, which a restart or a snapshot can resume
+    from (Spark's retention may remove an old commit's plan; a copy may be partial)."""
+    if checkpoint is None or (not isinstance(checkpoint, HeldDir) and not os.fspath(checkpoint)):
         return None
-    local = _local(checkpoint)
-    batches = _batches(local / "commits")
-    if not batches:
-        return None
-    if planned and not (local / "offsets" / str(batches[-1])).exists():
-        return None
+    with _tree(checkpoint) as tree:
+        batches = _batches(tree, "commits")
+        if not batches or tree is None:
+            return None
+        if planned and not tree.exists(f"offsets/{batches[-1]}"):
+            return None
     return batches[-1]
 
 
-def uncommitted_batches(checkpoint: str | os.PathLike[str]) -> list[int]:
+def uncommitted_batches(checkpoint: Checkpoint) -> list[int]:
     """Planned batches after the latest commit: Spark re-runs them on restart."""
-    committed = latest_commit_batch(checkpoint)
-    return [
-        b for b in _batches(_local(checkpoint) / "offsets") if committed is None or b > committed
-    ]
+    with _tree(checkpoint) as tree:
+        committed = latest_commit_batch(tree)
+        return [b for b in _batches(tree, "offsets") if committed is None or b > committed]
 
 
-def _read_log_file(path: Path, versions: tuple[str, ...] = ("v1",)) -> list[str]:
+def _read(tree: HeldDir | None, rel: str) -> bytes:
+    """A file of the checkpoint: regular, not through a link, at most READ_LIMIT bytes."""
+    label = rel if tree is None else tree.path / rel
+    if tree is None:
+        raise CheckpointError(f"{label} does not exist")
     try:
-        lines = path.read_text().split("\n")
+        return tree.read(rel)
     except FileNotFoundError:
-        raise CheckpointError(f"{path} does not exist") from None
+        raise CheckpointError(f"{label} does not exist") from None
+    except TooLarge as exc:
+        raise CheckpointError(
+            f"{label} is too large for a Spark metadata log file: {exc}"
+        ) from None
+    except OSError:  # a link, a FIFO, a folder where the file should be
+        raise CheckpointError(f"{label} is not a regular file") from None
+
+
+def _read_log_file(
+    tree: HeldDir | None, rel: str, versions: tuple[str, ...] = ("v1",)
+) -> list[str]:
+    label = Path(rel) if tree is None else tree.path / rel
+    return _log_lines(label, _decode(label, _read(tree, rel)), versions)
+
+
+def _decode(path: Path, data: bytes) -> list[str]:
+    try:
+        return data.decode().split("\n")
     except UnicodeDecodeError:
         raise CheckpointError(f"{path} is not a Spark metadata log file") from None
-    return _log_lines(path, lines, versions)
 
 
 def _log_lines(path: Path, lines: list[str], versions: tuple[str, ...]) -> list[str]:
@@ -129,34 +172,19 @@ def _log_lines(path: Path, lines: list[str], versions: tuple[str, ...]) -> list[
     return lines
 
 
-def _read_regular_file(path: Path) -> bytes:
-    """A regular file's bytes, refusing a symlink (driver code can write the checkpoint and
-    could plant one leading to a file only the control plane can read)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path} does not exist") from None
-    except OSError:
-        raise CheckpointError(f"{path} is not a regular file") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise CheckpointError(f"{path} is not a regular file")
-        return f.read()
-
-
-def read_offsets(
-    checkpoint: str | os.PathLike[str], batch_id: int
-) -> tuple[dict[str, Any], list[str | None]]:
+def read_offsets(checkpoint: Checkpoint, batch_id: int) -> tuple[dict[str, Any], list[str | None]]:
     """``offsets/N`` as (metadata, one offset JSON text per source, None for ``-``)."""
-    lines = _read_log_file(_local(checkpoint) / "offsets" / str(batch_id))
+    with _tree(checkpoint) as tree:
+        lines = _read_log_file(tree, f"offsets/{batch_id}")
     if len(lines) < 2:
         raise CheckpointError(f"offsets/{batch_id} has no metadata line")
     metadata: dict[str, Any] = json.loads(lines[1])
     return metadata, [None if line == "-" else line for line in lines[2:]]
 
 
-def read_commit(checkpoint: str | os.PathLike[str], batch_id: int) -> dict[str, Any]:
-    lines = _read_log_file(_local(checkpoint) / "commits" / str(batch_id))
+def read_commit(checkpoint: Checkpoint, batch_id: int) -> dict[str, Any]:
+    with _tree(checkpoint) as tree:
+        lines = _read_log_file(tree, f"commits/{batch_id}")
     commit: dict[str, Any] = json.loads(lines[1]) if len(lines) > 1 else {}
     return commit
 
@@ -210,8 +238,10 @@ def rewrite_source_offsets(
         raise CheckpointError(f"not valid JSON: {new_json!r} ({e})") from None
     if "\n" in new_json or "\r" in new_json:
         raise CheckpointError("offset JSON must be a single line")
-    original = path.read_bytes()
-    lines = _read_log_file(path)
+    with _tree(root) as tree:
+        original = _read(tree, f"offsets/{batch_id}")
+        later = [b for b in _batches(tree, "offsets") if b > batch_id]
+    lines = _log_lines(path, _decode(path, original), ("v1",))
     line_no = 2 + source_index
     if source_index < 0 or line_no >= len(lines):
         raise CheckpointError(f"offsets/{batch_id} has no source {source_index}")
@@ -226,7 +256,6 @@ def rewrite_source_offsets(
         lower_commit = int(commit.get("nextBatchWatermarkMs", 0)) > watermark_ms
     data = "\n".join(lines).encode()
 
-    later = [b for b in _batches(offsets_dir) if b > batch_id]
     if later and not discard_uncommitted:
         raise CheckpointError(
             f"{root} has batches {later} after {batch_id}; rewrite the latest committed batch"
@@ -246,9 +275,11 @@ def rewrite_source_offsets(
         assert watermark_ms is not None
         commit_path = root / "commits" / str(batch_id)
         commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
+        with _tree(root) as tree:
+            commit_data = _read(tree, f"commits/{batch_id}")
         if not commit_backup.exists():
-            write_atomic(commit_backup, commit_path.read_bytes())
-        commit_lines = _read_log_file(commit_path)
+            write_atomic(commit_backup, commit_data)
+        commit_lines = _log_lines(commit_path, _decode(commit_path, commit_data), ("v1",))
         doc = json.loads(commit_lines[1]) if len(commit_lines) > 1 else {}
         doc["nextBatchWatermarkMs"] = watermark_ms
         _replace_with_crc(commit_path, "\n".join([commit_lines[0], json.dumps(doc)]).encode())
@@ -279,25 +310,29 @@ def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int) -> None:
             f"batch {batch_id} of {root} is not the latest committed batch (that is {latest})"
         )
     backup = original_offsets_file(root, batch_id)
-    original = _read_regular_file(backup)
-    try:  # refuse anything that is not an offsets file
-        _log_lines(backup, original.decode().split("\n"), ("v1",))
-    except UnicodeDecodeError:
-        raise CheckpointError(f"{backup} is not a Spark metadata log file") from None
     commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
+    with _tree(root) as tree:
+        original = _read(tree, f"offsets/{backup.name}")
+        saved_commit = (
+            _read(tree, f"commits/{commit_backup.name}")
+            if tree is not None and tree.exists(f"commits/{commit_backup.name}")
+            else None
+        )
+        later = [b for b in _batches(tree, "offsets") if b > batch_id]
+    _log_lines(backup, _decode(backup, original), ("v1",))  # refuse what is not an offsets file
     offsets_dir = root / "offsets"
-    for b in [b for b in _batches(offsets_dir) if b > batch_id]:  # planned, never committed
+    for b in later:  # planned, never committed
         _crc_path(offsets_dir / str(b)).unlink(missing_ok=True)
         os.replace(offsets_dir / str(b), offsets_dir / f".{b}{DISCARDED_SUFFIX}")
     _replace_with_crc(offsets_dir / str(batch_id), original)
-    if commit_backup.exists():
-        _replace_with_crc(root / "commits" / str(batch_id), _read_regular_file(commit_backup))
+    if saved_commit is not None:
+        _replace_with_crc(root / "commits" / str(batch_id), saved_commit)
 
 
-def _read_schema_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _read_schema_file(tree: HeldDir, rel: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        data = _read(tree, rel)
+    except CheckpointError:
         return None
     pos = 0
 
@@ -327,7 +362,7 @@ def _read_schema_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]] | Non
         return None
 
 
-def state_operators(checkpoint: str | os.PathLike[str]) -> list[StateOperator]:
+def state_operators(checkpoint: Checkpoint) -> list[StateOperator]:
     """Stateful operators of a checkpoint, from ``state/<op>/_metadata/metadata``.
 
     Without that file (checkpoints of older Spark versions) the name is None and the
@@ -335,18 +370,23 @@ def state_operators(checkpoint: str | os.PathLike[str]) -> list[StateOperator]:
     default store; they are None when Spark wrote them elsewhere (e.g. state schema v3 of
     transformWithState) or not yet.
     """
+    with _tree(checkpoint) as tree:
+        return [] if tree is None else _state_operators(tree)
+
+
+def _state_operators(tree: HeldDir) -> list[StateOperator]:
     operators = []
-    for op in _batches(_local(checkpoint) / "state"):
-        op_dir = _local(checkpoint) / "state" / str(op)
-        meta = op_dir / "_metadata" / "metadata"
-        if meta.exists():
-            doc = json.loads(_read_log_file(meta, ("v1", "v2"))[1])
+    for op in _batches(tree, "state"):
+        op_dir = f"state/{op}"
+        meta = f"{op_dir}/_metadata/metadata"
+        if tree.exists(meta):
+            doc = json.loads(_read_log_file(tree, meta, ("v1", "v2"))[1])
             name: str | None = str(doc["operatorInfo"]["operatorName"])
             stores = doc.get("stateStoreInfo", [])
             partitions = int(stores[0]["numPartitions"]) if stores else 0
         else:
-            name, stores, partitions = None, [], len(_batches(op_dir))
-        schemas = _read_schema_file(op_dir / "0" / "_metadata" / "schema")
+            name, stores, partitions = None, [], len(_batches(tree, op_dir))
+        schemas = _read_schema_file(tree, f"{op_dir}/0/_metadata/schema")
         operators.append(
             StateOperator(
                 operator_id=op,

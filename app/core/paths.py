@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tidegate_runtime.held_dir import HeldDir, UnsafeEntry
+
 # Dry runs' scratch copies, below the checkpoint root: a folder per job, then per operation
 # attempt or spare (app/worker/dry_run/scratch_copy.py makes and removes them).
 SCRATCH_DIR = ".tidegate-dryrun"
@@ -111,22 +113,21 @@ def private_file(path: Path) -> Path:
     return path
 
 
-def refuse_links_below(root: Path, path: Path) -> Path:
-    """``path`` if no component of it below ``root`` is a symbolic link. Driver code writes
-    under the checkpoint root, so it could replace ``<job>/<run>`` with a link to another
-    job's run; files are then opened without following links only from the checkpoint down
-    (app/snapshots/store/safe_files.py), so the folders above it are checked here. Names the
-    relative path only, never where the link points. ``root`` itself is the admin's."""
+def open_checkpoint(root: Path, path: Path, *, create: bool = False) -> HeldDir:
+    """The folder ``path`` held open, reached from ``root`` one component at a time without
+    following a link (missing folders made with ``create``). Driver code writes under the
+    checkpoint root, so it could swap ``<job>/<run>`` for a link to another job's run at any
+    moment: what the worker reads and writes is then opened relative to the folder held here,
+    never by its path again (issue 51 M4; ``tidegate_runtime/held_dir.py``). Names the
+    relative path only, never where a link points. ``root`` itself is the admin's."""
     try:
-        rel = path.relative_to(root)
-    except ValueError:
-        return path  # not under the root (a fixed location, confined when it was accepted)
-    current = root
-    for part in rel.parts:
-        current = current / part
-        if current.is_symlink():
-            raise PathOutsideRoot(
-                f"'{current.relative_to(root)}' under the checkpoint root is a symbolic link: "
-                "checkpoints are read and written through real folders only. Remove the link."
-            )
-    return path
+        path.relative_to(root)
+    except ValueError:  # not under the root (a fixed location, confined when it was accepted)
+        return HeldDir.at(path, create=create)
+    try:
+        return HeldDir.below(root, path, create=create)
+    except UnsafeEntry as exc:
+        raise PathOutsideRoot(
+            f"'{exc.rel}' under the checkpoint root is a symbolic link or not a folder: "
+            "checkpoints are read and written through real folders only. Remove the link."
+        ) from None

@@ -20,25 +20,26 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
 from app.snapshots.errors import ExportError, UnsafeFileError
+from app.snapshots.store.safe_files import Folder, held
 from tidegate_runtime.checkpoint import (
     CheckpointError,
     read_commit,
     read_offsets,
     state_operators,
 )
+from tidegate_runtime.held_dir import HeldDir
 
 # "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
 VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
 BASE_KINDS = frozenset({"snapshot", "zip"})
 METADATA_LOG = re.compile(r"^(\d+)(\.compact)?$")
-# Written by materialisation: hashes of restored files, so the next export skips rereading them.
-RESTORED_HINTS = ".tidegate-restored.json"
 
 
 @dataclass(frozen=True)
@@ -50,15 +51,15 @@ class Selection:
     files: tuple[str, ...]
 
 
-def _with_sidecar(checkpoint: Path, rel: str, out: list[str]) -> None:
+def _with_sidecar(checkpoint: HeldDir, rel: str, out: list[str]) -> None:
     out.append(rel)
     parent, _, name = rel.rpartition("/")
     crc = f"{parent}/.{name}.crc" if parent else f".{name}.crc"
-    if (checkpoint / crc).exists():
+    if checkpoint.exists(crc):
         out.append(crc)
 
 
-def _source_limits(checkpoint: Path, batch: int) -> dict[int, int]:
+def _source_limits(checkpoint: HeldDir, batch: int) -> dict[int, int]:
     """Per source index, the highest ``sources/<i>/`` log entry batch N may reference: a file
     source's ``logOffset`` from ``offsets/N``, else the batch id itself."""
     _, lines = read_offsets(checkpoint, batch)
@@ -97,32 +98,36 @@ def _select_state_dir(names: list[str], target: int) -> set[str]:
     return chosen
 
 
-def _refuse_linked_dirs(dirpath: str, rel_dir: str, dirs: list[str]) -> None:
-    # os.walk lists a linked directory but does not enter it: its files would be missing from
+def _refuse_linked_dirs(rel_dir: str, dirs: list[str], dir_fd: int) -> None:
+    # fwalk lists a linked directory but does not enter it: its files would be missing from
     # the snapshot without a word. (Linked files are refused when they are opened.)
     for name in dirs:
-        if os.path.islink(os.path.join(dirpath, name)):
+        if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
             raise UnsafeFileError(f"{rel_dir}/{name}")
 
 
-def select_files(checkpoint: Path, batch_id: int) -> Selection:
-    """The files that restart ``checkpoint`` at committed ``batch_id`` (see the module doc)."""
-    if not (checkpoint / "commits" / str(batch_id)).exists():
-        raise ExportError(f"batch {batch_id} of {checkpoint} is not committed")
+def select_files(checkpoint: Folder, batch_id: int) -> Selection:
+    """The files that restart ``checkpoint`` at committed ``batch_id`` (see the module doc),
+    listed below its held folder, never through a link."""
+    with held(checkpoint) as folder:
+        return Selection(folder.path, batch_id, _select(folder, batch_id))
+
+
+def _select(checkpoint: HeldDir, batch_id: int) -> tuple[str, ...]:
+    if not checkpoint.exists(f"commits/{batch_id}"):
+        raise ExportError(f"batch {batch_id} of {checkpoint.path} is not committed")
     out: list[str] = []
-    if (checkpoint / "metadata").exists():
+    if checkpoint.exists("metadata"):
         _with_sidecar(checkpoint, "metadata", out)
     for batch in (batch_id - 1, batch_id):
         for log in ("offsets", "commits"):
-            if batch >= 0 and (checkpoint / log / str(batch)).exists():
+            if batch >= 0 and checkpoint.exists(f"{log}/{batch}"):
                 _with_sidecar(checkpoint, f"{log}/{batch}", out)
 
-    sources = checkpoint / "sources"
-    if sources.is_dir():
+    if checkpoint.is_dir("sources"):
         limits = _source_limits(checkpoint, batch_id)
-        for dirpath, dirs, names in os.walk(sources):
-            rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
-            _refuse_linked_dirs(dirpath, rel_dir, dirs)
+        for rel_dir, dirs, names, dir_fd in checkpoint.walk("sources"):
+            _refuse_linked_dirs(rel_dir, dirs, dir_fd)
             parts = rel_dir.split("/")
             index = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
             for name in sorted(names):
@@ -137,14 +142,12 @@ def select_files(checkpoint: Path, batch_id: int) -> Selection:
                     continue
                 _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
 
-    state = checkpoint / "state"
-    if state.is_dir():
-        for dirpath, dirs, names in os.walk(state):
-            rel_dir = Path(dirpath).relative_to(checkpoint).as_posix()
-            _refuse_linked_dirs(dirpath, rel_dir, dirs)
+    if checkpoint.is_dir("state"):
+        for rel_dir, dirs, names, dir_fd in checkpoint.walk("state"):
+            _refuse_linked_dirs(rel_dir, dirs, dir_fd)
             for name in sorted(_select_state_dir(names, batch_id + 1)):
                 _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
-    return Selection(checkpoint, batch_id, tuple(sorted(set(out))))
+    return tuple(sorted(set(out)))
 
 
 def _offset(line: str | None) -> Any:
@@ -156,20 +159,23 @@ def _offset(line: str | None) -> Any:
         return line
 
 
-def describe(checkpoint: Path, batch_id: int, query: dict[str, Any]) -> dict[str, Any]:
+def describe(checkpoint: Folder, batch_id: int, query: dict[str, Any]) -> dict[str, Any]:
     """What a snapshot records of one query at ``batch_id``: source offsets by declared source
     name, watermark, the conf Spark pinned in the checkpoint, and the stateful operators with
     their schemas, next to what the version declared."""
     try:
-        metadata, lines = read_offsets(checkpoint, batch_id)
-        commit = read_commit(checkpoint, batch_id)
-        operators = state_operators(checkpoint)
+        with held(checkpoint) as folder:
+            metadata, lines = read_offsets(folder, batch_id)
+            commit = read_commit(folder, batch_id)
+            operators = state_operators(folder)
+            has_state = folder.is_dir("state")
+            where = folder.path
     except (CheckpointError, OSError, ValueError) as exc:
         raise ExportError(f"cannot read {checkpoint} at batch {batch_id}: {exc}") from exc
     declared = query.get("sources") or []
     return {
         "batch_id": batch_id,
-        "checkpoint": str(checkpoint),
+        "checkpoint": str(where),
         "sources": [
             {
                 "name": declared[i]["name"] if i < len(declared) else f"source-{i}",
@@ -182,7 +188,7 @@ def describe(checkpoint: Path, batch_id: int, query: dict[str, Any]) -> dict[str
         "batch_timestamp_ms": metadata.get("batchTimestampMs"),
         "conf": dict(metadata.get("conf") or {}),
         # Spark wrote state for this query, declared or not (the version may not say so).
-        "state_dir": (checkpoint / "state").is_dir(),
+        "state_dir": has_state,
         "operators": [
             {
                 "id": op.operator_id,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tidegate_runtime.held_dir import UnsafeEntry
+
 
 class SnapshotError(Exception):
     """A snapshot could not be stored, exported or restored."""
@@ -19,13 +21,6 @@ class SnapshotFailed(SnapshotError):
     """The export or restore cannot succeed as asked (permanent: retrying will not help)."""
 
 
-class UnsafeFileError(SnapshotError, OSError):
-    """A checkpoint entry that is not a plain file or directory (a link, device, FIFO…)."""
-
-    def __init__(self, rel: str) -> None:
-        super().__init__(
-            f"'{rel}' in the checkpoint is not a regular file (a symbolic link, device or "
-            "other special file): snapshots copy regular files only. Remove it from the "
-            "checkpoint and retry."
-        )
-        self.rel = rel
+class UnsafeFileError(SnapshotError, UnsafeEntry):
+    """A checkpoint entry that is not a plain file or directory (a link, device, FIFO…); its
+    message names the relative path only (``UnsafeEntry``)."""

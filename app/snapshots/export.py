@@ -10,7 +10,7 @@ when it gets the exclusive one (otherwise the next export's gc collects).
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
 from app.core.db import transaction, utcnow
-from app.core.paths import PathOutsideRoot, refuse_links_below
+from app.core.paths import PathOutsideRoot, open_checkpoint
 from app.runs.models import Run
+from app.snapshots import restored_hints
 from app.snapshots.checkpoint_files import (
-    RESTORED_HINTS,
     checkpoint_path,
     describe,
     select_files,
@@ -35,7 +35,9 @@ from app.snapshots.models import READY, Snapshot
 from app.snapshots.store.access import store_for, store_lock
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import FileKey, known_hashes
+from app.snapshots.store.safe_files import regular_size
 from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.held_dir import HeldDir
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +78,6 @@ def _manifest_hashes(
         if query.get("checkpoint"):
             known.update(known_hashes(Path(query["checkpoint"]), query.get("files") or {}))
     return known
-
-
-def _restored_hashes(checkpoint: Path) -> dict[FileKey, str]:
-    try:
-        hints = json.loads((checkpoint / RESTORED_HINTS).read_text())
-    except (OSError, ValueError):
-        return {}
-    return known_hashes(checkpoint, hints)
 
 
 class ExportProgress:
@@ -145,12 +139,12 @@ class ExportProgress:
             log.warning("could not report export progress: %s", exc)
 
 
-def _select(checkpoint: Path, batch: int) -> tuple[tuple[str, ...], int]:
+def _select(checkpoint: HeldDir, batch: int) -> tuple[tuple[str, ...], int]:
     """The files restarting ``checkpoint`` at ``batch`` and their total size."""
     for attempt in range(3):
         try:
             files = select_files(checkpoint, batch).files
-            return files, sum((checkpoint / f).lstat().st_size for f in files)
+            return files, sum(regular_size(checkpoint, f) for f in files)
         except FileNotFoundError:
             # Spark's maintenance removed an old file between listing and reading: list again
             # (the files batch N needs are never among those removed).
@@ -195,7 +189,7 @@ def export(
     figures = ExportProgress(
         progress, phases=("pre-copying", "pre-copied") if pre_copy else ("exporting", "exported")
     )
-    with store_lock(factory, exclusive=False):
+    with store_lock(factory, exclusive=False), contextlib.ExitStack() as held:
         with factory() as session:
             snapshot = session.get(Snapshot, snapshot_id)
             if snapshot is None:
@@ -205,17 +199,22 @@ def export(
         # and after a pre-copy they are most of the state's files, inside the pause.
         in_store = frozenset(known.values())
         # First what there is to copy (so the figures have a total), then the copying.
-        planned: list[tuple[dict[str, Any], Path, int, tuple[str, ...], int]] = []
+        # Each checkpoint held open from the root for the whole export: what is copied is
+        # below the folder checked, whatever a driver swaps in meanwhile (issue 51 M4).
+        planned: list[tuple[dict[str, Any], HeldDir, int, tuple[str, ...], int]] = []
         for spec in specs:
             root = settings.resolved_checkpoint_root
-            checkpoint = checkpoint_path(root, job_name, run_id, spec)
+            path = checkpoint_path(root, job_name, run_id, spec)
             try:
-                refuse_links_below(root, checkpoint)
+                checkpoint = held.enter_context(open_checkpoint(root, path))
+            except FileNotFoundError:
+                queries[spec["name"]] = {"batch_id": None, "checkpoint": str(path)}
+                continue
             except PathOutsideRoot as exc:
                 raise SnapshotFailed(f"query '{spec['name']}': {exc}") from None
             batch = latest_commit_batch(checkpoint, planned=True)
             if batch is None:
-                queries[spec["name"]] = {"batch_id": None, "checkpoint": str(checkpoint)}
+                queries[spec["name"]] = {"batch_id": None, "checkpoint": str(path)}
                 continue
             files, size = _select(checkpoint, batch)
             planned.append((spec, checkpoint, batch, files, size))
@@ -223,7 +222,7 @@ def export(
             figures.files_total += len(files)
         figures.emit(force=True)
         for spec, checkpoint, batch, files, size in planned:
-            cache = {**known, **_restored_hashes(checkpoint)}
+            cache = {**known, **restored_hints.known(settings, checkpoint.path)}
             for attempt in range(3):
                 mark = figures.mark()
                 try:
@@ -250,7 +249,7 @@ def export(
             }
             manifest_queries[spec["name"]] = {
                 "batch_id": batch,
-                "checkpoint": str(checkpoint),
+                "checkpoint": str(checkpoint.path),
                 "files": put.entries,
             }
             totals["size_bytes"] += put.bytes_referenced

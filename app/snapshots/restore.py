@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,19 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
-from app.core.paths import PathOutsideRoot, refuse_links_below
-from app.core.plans import PlannedSource, StoredPlan
-from app.snapshots.checkpoint_files import RESTORED_HINTS, checkpoint_path, select_files
+from app.core.paths import PathOutsideRoot, open_checkpoint
+from app.core.plans import PlannedQuery, PlannedSource, StoredPlan
+from app.snapshots import restored_hints
+from app.snapshots.checkpoint_files import checkpoint_path, select_files
 from app.snapshots.errors import SnapshotError, SnapshotFailed
 from app.snapshots.models import READY, Snapshot, SnapshotUse
 from app.snapshots.store import digests
 from app.snapshots.store.access import store_for
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import copy_tree_files
+from app.snapshots.store.safe_files import regular_size
 from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
-from tidegate_runtime.files import write_atomic
+from tidegate_runtime.held_dir import HeldDir
 
 log = logging.getLogger(__name__)
 
@@ -35,15 +36,24 @@ log = logging.getLogger(__name__)
 PRESTAGED = ".tidegate-prestaged.json"
 
 
-def _staging(dest: Path) -> Path:
-    return dest.with_name(f".{dest.name}.tidegate-restoring")
+def _staging(dest: Path) -> str:
+    """The name, beside ``dest``, of the folder its checkpoint is assembled in."""
+    return f".{dest.name}.tidegate-restoring"
 
 
-def _fresh_query_id(directory: Path) -> None:
+def _fresh_query_id(directory: HeldDir) -> None:
     # Written anew, never in place: a restored file may be a hard link to a snapshot's blob.
     data = json.dumps({"id": str(uuid.uuid4())}).encode()
-    write_atomic(directory / "metadata", data)
-    write_atomic(directory / ".metadata.crc", hadoop_crc(data))
+    directory.write_atomic("metadata", data)
+    directory.write_atomic(".metadata.crc", hadoop_crc(data))
+
+
+def _holding(settings: Settings, query: str, folder: Path) -> HeldDir:
+    """``folder`` (a checkpoint's parent) held open, made if missing, reached without a link."""
+    try:
+        return open_checkpoint(settings.resolved_checkpoint_root, folder, create=True)
+    except PathOutsideRoot as exc:
+        raise SnapshotFailed(f"query '{query}': {exc}") from None
 
 
 def materialise(
@@ -61,7 +71,9 @@ def materialise(
     a dry run's copy).
 
     Each is assembled beside its final place and renamed into it, so a query's checkpoint is
-    either complete or absent; one already in place is left alone (a retried step)."""
+    either complete or absent; one already in place is left alone (a retried step). Every
+    file is read and written below folders held open from the checkpoint root, never through
+    a link a driver planted or swapped in (issue 51 M4)."""
     store = store_for(settings)
     specs = {q["name"]: q for q in queries}
     done: dict[str, Any] = {}
@@ -75,97 +87,127 @@ def materialise(
             if scratch is not None
             else checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
         )
-        try:  # never written through, nor read through, a link planted above a checkpoint
-            refuse_links_below(settings.resolved_checkpoint_root, dest)
-            if source_checkpoint := source.get("checkpoint"):
-                refuse_links_below(settings.resolved_checkpoint_root, Path(source_checkpoint))
-        except PathOutsideRoot as exc:
-            raise SnapshotFailed(f"query '{item['query']}': {exc}") from None
-        if dest.exists() and any(dest.iterdir()):
-            if (
-                scratch is None
-                and spec.get("checkpoint_location")
-                and not (dest / RESTORED_HINTS).exists()
-            ):
-                raise SnapshotFailed(
-                    f"query '{item['query']}': its fixed checkpoint_location {dest} is not "
-                    "empty; a snapshot can only be restored into an empty checkpoint"
-                )
-            done[item["query"]] = {"already": True}
-            continue
-        with_state = "state" in item["parts"]
-        staging = _staging(dest)
-        present = _take_prestaged(staging) if source.get("snapshot") is not None else {}
-        if not present:
-            _remove(staging)
-            staging.mkdir(parents=True)
-        try:
+        with _holding(settings, item["query"], dest.parent) as parent:
+            if parent.names(dest.name):
+                if (
+                    scratch is None
+                    and spec.get("checkpoint_location")
+                    and not restored_hints.exists(settings, dest)
+                ):
+                    raise SnapshotFailed(
+                        f"query '{item['query']}': its fixed checkpoint_location {dest} is not "
+                        "empty; a snapshot can only be restored into an empty checkpoint"
+                    )
+                done[item["query"]] = {"already": True}
+                continue
+            done[item["query"]] = _assemble(
+                factory, settings, store, item, source, parent, dest, keep_hints=scratch is None
+            )
+    return done
+
+
+def _assemble(
+    factory: sessionmaker[Session],
+    settings: Settings,
+    store: SnapshotStore,
+    item: PlannedQuery,
+    source: PlannedSource,
+    parent: HeldDir,
+    dest: Path,
+    *,
+    keep_hints: bool,
+) -> dict[str, Any]:
+    """One query's checkpoint assembled in its staging folder in ``parent`` and renamed to
+    ``dest``; what it holds. ``keep_hints``: what was restored is remembered for the next
+    export (``restored_hints``; not for a dry run's scratch copy)."""
+    with_state = "state" in item["parts"]
+    staging = _staging(dest)
+    present = _take_prestaged(parent, staging) if source.get("snapshot") is not None else {}
+    if not present:
+        parent.remove_tree(staging)
+    try:
+        with parent.child(staging, create=True) as folder:
             if source.get("snapshot") is not None:
                 files = _snapshot_files(factory, store, source)
                 if not with_state:
                     files = {k: v for k, v in files.items() if not k.startswith("state/")}
                 hints = store.restore(
-                    files, staging, link=settings.snapshot_restore_links, present=present
+                    files, folder, link=settings.snapshot_restore_links, present=present
                 )
             else:
-                at, batch = source.get("checkpoint"), source.get("batch_id")
-                if at is None or batch is None:  # a plan revalidated names both
-                    raise SnapshotFailed(
-                        f"query '{item['query']}': its plan names no checkpoint and batch of "
-                        f"run {source.get('run')} to start from"
-                    )
-                checkpoint = Path(at)
-                selected = select_files(checkpoint, int(batch)).files
-                files_list = [f for f in selected if with_state or not f.startswith("state/")]
-                copy_tree_files(checkpoint, files_list, staging)
+                files = _copy_run(settings, item, source, folder, with_state=with_state)
                 hints = {}
-                files = {f: {"size": (staging / f).stat().st_size} for f in files_list}
             if item.get("fresh_id"):
-                _fresh_query_id(staging)
+                _fresh_query_id(folder)
                 hints.pop("metadata", None)
                 hints.pop(".metadata.crc", None)
-            (staging / RESTORED_HINTS).write_text(json.dumps(hints))
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.exists():
-                dest.rmdir()  # an empty fixed checkpoint_location
-            os.replace(staging, dest)
-        except SnapshotFailed:  # says what failed already
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        except (SnapshotError, CheckpointError, OSError) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise SnapshotFailed(
-                f"restoring query '{item['query']}' from "
-                f"{source.get('snapshot') or 'run ' + str(source.get('run'))}: {exc}"
-            ) from exc
-        done[item["query"]] = {
-            "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
-            "files": len(files),
-            "bytes": sum(int(e.get("size") or 0) for e in files.values()),
-            "checkpoint": str(dest),
-        }
-        if present:  # how much was there before the stop (prestage)
-            done[item["query"]]["prestaged_bytes"] = sum(
-                int(e.get("size") or 0)
-                for rel, e in files.items()
-                if present.get(rel) == digests.content_id(e)
-            )
-    return done
+        if keep_hints:
+            restored_hints.save(settings, dest, hints)
+        if parent.is_dir(dest.name):
+            os.rmdir(dest.name, dir_fd=parent.fd)  # an empty fixed checkpoint_location
+        parent.rename(staging, dest.name)
+    except SnapshotFailed:  # says what failed already
+        parent.remove_tree(staging)
+        raise
+    except (SnapshotError, CheckpointError, OSError) as exc:
+        parent.remove_tree(staging)
+        raise SnapshotFailed(
+            f"restoring query '{item['query']}' from "
+            f"{source.get('snapshot') or 'run ' + str(source.get('run'))}: {exc}"
+        ) from exc
+    restored: dict[str, Any] = {
+        "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
+        "files": len(files),
+        "bytes": sum(int(e.get("size") or 0) for e in files.values()),
+        "checkpoint": str(dest),
+    }
+    if present:  # how much was there before the stop (prestage)
+        restored["prestaged_bytes"] = sum(
+            int(e.get("size") or 0)
+            for rel, e in files.items()
+            if present.get(rel) == digests.content_id(e)
+        )
+    return restored
 
 
-def _take_prestaged(staging: Path) -> dict[str, str]:
+def _copy_run(
+    settings: Settings,
+    item: PlannedQuery,
+    source: PlannedSource,
+    staging: HeldDir,
+    *,
+    with_state: bool,
+) -> dict[str, Any]:
+    """A run's committed batch copied into ``staging`` (resume from run coordinates)."""
+    at, batch = source.get("checkpoint"), source.get("batch_id")
+    if at is None or batch is None:  # a plan revalidated names both
+        raise SnapshotFailed(
+            f"query '{item['query']}': its plan names no checkpoint and batch of "
+            f"run {source.get('run')} to start from"
+        )
+    try:
+        checkpoint = open_checkpoint(settings.resolved_checkpoint_root, Path(at))
+    except PathOutsideRoot as exc:
+        raise SnapshotFailed(f"query '{item['query']}': {exc}") from None
+    with checkpoint:
+        selected = select_files(checkpoint, int(batch)).files
+        files_list = [f for f in selected if with_state or not f.startswith("state/")]
+        copy_tree_files(checkpoint, files_list, staging)
+    return {f: {"size": regular_size(staging, f)} for f in files_list}
+
+
+def _take_prestaged(parent: HeldDir, staging: str) -> dict[str, str]:
     """The files ``prestage`` left in ``staging`` (path -> content id), its mark removed first: a
     materialise cut short from here on leaves a folder that the next one starts anew. A
     staging folder that is not a plain folder (a link driver code put there) is removed and
     never read through."""
     try:
-        if staging.is_symlink() or not staging.is_dir():
-            staging.unlink(missing_ok=True)
+        if not parent.is_dir(staging):
+            parent.remove_tree(staging)
             return {}
-        fd = os.open(staging / PRESTAGED, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as mark:
-            present = json.loads(mark.read())
-        (staging / PRESTAGED).unlink()
+        with parent.child(staging) as folder:
+            present = json.loads(folder.read(PRESTAGED))
+            folder.unlink(PRESTAGED)
     except (OSError, ValueError):
         return {}
     if not isinstance(present, dict):
@@ -206,7 +248,8 @@ def prestage(
         pre_copied = (manifest.get("queries") or {}).get(source.get("query"))
         if source.get("run") != old_run or pre_copied is None or item["query"] not in specs:
             continue
-        staging: Path | None = None
+        parent: HeldDir | None = None
+        staging = ""
         try:
             files = {
                 rel: entry
@@ -216,31 +259,26 @@ def prestage(
             dest = checkpoint_path(
                 settings.resolved_checkpoint_root, job_name, run_id, specs[item["query"]]
             )
-            refuse_links_below(settings.resolved_checkpoint_root, dest)
+            parent = _holding(settings, item["query"], dest.parent)
             staging = _staging(dest)
-            _remove(staging)
-            staging.mkdir(parents=True)
-            store.restore(files, staging, link=settings.snapshot_restore_links)
-            present = {rel: digests.content_id(entry) for rel, entry in files.items()}
-            write_atomic(staging / PRESTAGED, json.dumps(present).encode())
-        except (PathOutsideRoot, SnapshotError, OSError, KeyError, TypeError, ValueError) as exc:
-            if staging is not None:
-                _remove(staging)
+            parent.remove_tree(staging)
+            with parent.child(staging, create=True) as folder:
+                store.restore(files, folder, link=settings.snapshot_restore_links)
+                present = {rel: digests.content_id(entry) for rel, entry in files.items()}
+                folder.write_atomic(PRESTAGED, json.dumps(present).encode())
+        except (SnapshotError, OSError, KeyError, TypeError, ValueError) as exc:
+            if parent is not None and staging:
+                parent.remove_tree(staging)
             done[item["query"]] = {"error": str(exc)}
             continue
+        finally:
+            if parent is not None:
+                parent.close()
         done[item["query"]] = {
             "files": len(files),
             "bytes": sum(int(e.get("size") or 0) for e in files.values()),
         }
     return done
-
-
-def _remove(staging: Path) -> None:
-    """A staging folder gone, whatever it is: a link is removed, never followed."""
-    if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
-        staging.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def discard_prestaged(
@@ -251,8 +289,10 @@ def discard_prestaged(
     for spec in queries:
         try:
             dest = checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
-            refuse_links_below(settings.resolved_checkpoint_root, dest)
-            _remove(_staging(dest))
+            with open_checkpoint(settings.resolved_checkpoint_root, dest.parent) as parent:
+                parent.remove_tree(_staging(dest))
+        except FileNotFoundError:
+            continue
         except (PathOutsideRoot, OSError, KeyError, ValueError) as exc:
             log.warning("run %s: a prestaged checkpoint was not removed: %s", run_id, exc)
 

@@ -37,10 +37,12 @@ from app.snapshots.store.local_tree import FileKey
 from app.snapshots.store.remote import is_local, open_remote
 from app.snapshots.store.restoring import Restoring
 from app.snapshots.store.safe_files import (
+    Folder,
     copy_fd,
     link_fd,
     open_regular,
 )
+from tidegate_runtime.held_dir import HeldDir
 
 # Files put at once: two cores hash while the kernel copies (measured in bench/snapshots.py).
 PUT_THREADS = 4
@@ -142,7 +144,7 @@ class SnapshotStore(Restoring):
 
     def put_files(
         self,
-        checkpoint: Path,
+        checkpoint: Folder,
         files: Iterable[str],
         known: Mapping[FileKey, str] | None = None,
         on_file: Callable[[str, int], None] | None = None,
@@ -175,12 +177,13 @@ class SnapshotStore(Restoring):
         return result
 
     def _put_file(
-        self, checkpoint: Path, rel: str, known: Mapping[FileKey, str], in_store: Collection[str]
+        self, checkpoint: Folder, rel: str, known: Mapping[FileKey, str], in_store: Collection[str]
     ) -> _Put:
         fd = open_regular(checkpoint, rel)  # never through a link the driver planted
+        where = checkpoint.path if isinstance(checkpoint, HeldDir) else checkpoint
         try:
             st = os.fstat(fd)
-            content = known.get((str(checkpoint / rel), st.st_size, st.st_mtime_ns))
+            content = known.get((str(where / rel), st.st_size, st.st_mtime_ns))
             hashed = wrote = False
             if content is None or (
                 content not in in_store and not self.fs.exists(self.blob_path(content))

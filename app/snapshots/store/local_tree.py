@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from app.snapshots.store import digests
-from app.snapshots.store.safe_files import copy_fd, create_regular, open_regular
+from app.snapshots.store.safe_files import Folder, copy_fd, create_regular, open_regular
+from tidegate_runtime.held_dir import HeldDir
 
 # A file's identity for the hash cache: same path, size and mtime means the same content
 # (state files are never rewritten in place).
@@ -20,14 +21,14 @@ FileKey = tuple[str, int, int]
 
 
 def keep_present(
-    entries: Mapping[str, Mapping[str, Any]], dest: Path, present: Mapping[str, str]
+    entries: Mapping[str, Mapping[str, Any]], dest: HeldDir, present: Mapping[str, str]
 ) -> dict[str, Any]:
     """The hints of the files in ``dest`` that ``entries`` name with the content ``present``
     says they have, and of the size they name; every other file below ``dest`` removed.
     Walked and removed through directory descriptors, never through a link."""
     kept: dict[str, Any] = {}
-    for top, dirs, names, dir_fd in os.fwalk(dest, follow_symlinks=False):
-        base = Path(top).relative_to(dest)
+    for top, dirs, names, dir_fd in os.fwalk(".", dir_fd=dest.fd, follow_symlinks=False):
+        base = Path(top)
         for name in list(dirs):  # a link to a folder is listed as one: removed
             if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
                 os.unlink(name, dir_fd=dir_fd)
@@ -59,9 +60,10 @@ def known_hashes(checkpoint: Path, files: Mapping[str, Mapping[str, Any]]) -> di
     return out
 
 
-def copy_tree_files(src: Path, files: Iterable[str], dest: Path) -> None:
+def copy_tree_files(src: Folder, files: Iterable[str], dest: Folder) -> None:
     """Plain copy of ``files`` from one checkpoint to another (resume from run coordinates)."""
-    dest.mkdir(parents=True, exist_ok=True)
+    if not isinstance(dest, HeldDir):
+        dest.mkdir(parents=True, exist_ok=True)
     for rel in files:
         source = open_regular(src, rel)
         try:

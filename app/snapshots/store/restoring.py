@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator, Mapping
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import fsspec
@@ -14,7 +13,14 @@ import fsspec
 from app.snapshots.errors import StoreError
 from app.snapshots.store import digests
 from app.snapshots.store.local_tree import keep_present
-from app.snapshots.store.safe_files import create_regular, link_regular, open_regular
+from app.snapshots.store.safe_files import (
+    Folder,
+    create_regular,
+    held,
+    link_regular,
+    open_regular,
+    remove,
+)
 
 CHUNK = 4 * 1024 * 1024
 
@@ -32,7 +38,7 @@ class _Store(Protocol):
     def _each(self, work: Callable[[Any], _T], items: list[Any]) -> Generator[_T, None, None]: ...
 
     def _restore_file(
-        self, dest: Path, rel: str, entry: Mapping[str, Any], *, link: bool
+        self, dest: Folder, rel: str, entry: Mapping[str, Any], *, link: bool
     ) -> tuple[dict[str, Any], bool]: ...
 
     def copy_blob(self, content: str, target: int) -> None: ...
@@ -42,7 +48,7 @@ class Restoring:
     def restore(
         self: _Store,
         entries: Mapping[str, Mapping[str, Any]],
-        dest: Path,
+        dest: Folder,
         *,
         link: bool = False,
         present: Mapping[str, str] | None = None,
@@ -62,24 +68,24 @@ class Restoring:
         writes new files or renames over old ones), but driver code could: hence only where
         drivers cannot write the blobs (another OS user; blobs are read-only)."""
         hints: dict[str, Any] = {}
-        dest.mkdir(parents=True, exist_ok=True)
-        items = sorted(entries.items())
-        if present:
-            kept = keep_present(entries, dest, present)
-            hints.update(kept)
-            items = [(rel, entry) for rel, entry in items if rel not in kept]
-        if link and self.local:
-            for rel, entry in items:
-                # A filesystem that cannot link will not for the next file: copy from then on.
-                hints[rel], link = self._restore_file(dest, rel, entry, link=link)
-            return hints
-        # Copies are checked by hash: several files at once, as put_files.
-        done = self._each(lambda item: self._restore_file(dest, *item, link=False)[0], items)
-        hints.update(zip((rel for rel, _ in items), done, strict=True))
+        with held(dest, create=True) as folder:  # every file below this one descriptor
+            items = sorted(entries.items())
+            if present:
+                kept = keep_present(entries, folder, present)
+                hints.update(kept)
+                items = [(rel, entry) for rel, entry in items if rel not in kept]
+            if link and self.local:
+                for rel, entry in items:
+                    # A filesystem that cannot link will not for the next file: copy from then.
+                    hints[rel], link = self._restore_file(folder, rel, entry, link=link)
+                return hints
+            # Copies are checked by hash: several files at once, as put_files.
+            done = self._each(lambda item: self._restore_file(folder, *item, link=False)[0], items)
+            hints.update(zip((rel for rel, _ in items), done, strict=True))
         return hints
 
     def _restore_file(
-        self: _Store, dest: Path, rel: str, entry: Mapping[str, Any], *, link: bool
+        self: _Store, dest: Folder, rel: str, entry: Mapping[str, Any], *, link: bool
     ) -> tuple[dict[str, Any], bool]:
         """One file of a restore: its hint, and whether it was linked (not copied)."""
         content = digests.content_id(entry)
@@ -97,14 +103,14 @@ class Restoring:
                 self.copy_blob(content, fd)
             except BaseException:
                 os.close(fd)
-                (dest / rel).unlink(missing_ok=True)
+                remove(dest, rel)
                 raise
         try:
             st = os.fstat(fd)
         finally:
             os.close(fd)
         if "size" in entry and st.st_size != int(entry["size"]):
-            (dest / rel).unlink(missing_ok=True)
+            remove(dest, rel)
             raise StoreError(
                 f"blob {content} is corrupt: {st.st_size} bytes, the manifest says {entry['size']}"
             )
