@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +133,17 @@ def open_checkpoint(root: Path, path: Path, *, create: bool = False) -> HeldDir:
             f"'{exc.rel}' under the checkpoint root is a symbolic link or not a folder: "
             "checkpoints are read and written through real folders only. Remove the link."
         ) from None
+
+
+@contextlib.contextmanager
+def read_checkpoint(root: Path, path: Path) -> Iterator[HeldDir | None]:
+    """A query's checkpoint held open for reading (``open_checkpoint``), or None where there is
+    none yet; ``PathOutsideRoot`` where a folder on the way is a link. Every reader of a
+    checkpoint in the API and the worker goes through here or ``open_checkpoint``."""
+    try:
+        folder = open_checkpoint(root, path)
+    except (FileNotFoundError, NotADirectoryError):
+        yield None
+        return
+    with folder:
+        yield folder

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
+from app.core.paths import PathOutsideRoot, read_checkpoint
 from app.core.plans import StoredPlan
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job, get_version
@@ -114,14 +115,17 @@ def plan_from_run(session: Session, settings: Settings, version: JobVersion, run
     """By name from a run's live checkpoints (what a snapshot of it now would hold)."""
     sources = {}
     for spec in run.version.queries:
-        checkpoint = checkpoint_path(settings.resolved_checkpoint_root, run.job.name, run.id, spec)
-        batch = latest_commit_batch(checkpoint, planned=True)
-        if batch is not None:
-            ref = SourceRef(run.job.name, spec["name"], run=run.id, batch_id=batch)
-            try:
+        root = settings.resolved_checkpoint_root
+        path = checkpoint_path(root, run.job.name, run.id, spec)
+        try:
+            with read_checkpoint(root, path) as checkpoint:
+                batch = latest_commit_batch(checkpoint, planned=True)
+                if checkpoint is None or batch is None:
+                    continue
+                ref = SourceRef(run.job.name, spec["name"], run=run.id, batch_id=batch)
                 sources[spec["name"]] = Source(ref, describe(checkpoint, batch, spec))
-            except ExportError as exc:
-                raise Unprocessable(f"Run {run.id}'s checkpoint cannot be read: {exc}") from None
+        except (ExportError, PathOutsideRoot) as exc:
+            raise Unprocessable(f"Run {run.id}'s checkpoint cannot be read: {exc}") from None
     return plan_by_name(version, sources, f"run {run.id}")
 
 

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.errors import Conflict, NotFound, Unprocessable
+from app.core.paths import PathOutsideRoot, read_checkpoint
 from app.jobs.service import get_job
 from app.resume_points.plan import Source, SourceRef
 from app.runs.models import Run
@@ -63,8 +64,13 @@ def run_source(session: Session, settings: Settings, ref: SourceRef) -> Source:
     if spec is None:
         names = ", ".join(q["name"] for q in run.version.queries)
         raise Unprocessable(f"Run {run.id} has no query '{ref.query}' (it has: {names}).")
-    checkpoint = checkpoint_path(settings.resolved_checkpoint_root, job.name, run.id, spec)
-    latest = latest_commit_batch(checkpoint, planned=True)
+    root = settings.resolved_checkpoint_root
+    checkpoint = checkpoint_path(root, job.name, run.id, spec)
+    try:
+        with read_checkpoint(root, checkpoint) as folder:
+            latest = latest_commit_batch(folder, planned=True)
+    except PathOutsideRoot as exc:
+        raise Unprocessable(f"Run {run.id}'s checkpoint cannot be read: {exc}") from None
     batch = ref.batch_id if ref.batch_id is not None else latest
     if batch is None:
         raise Unprocessable(

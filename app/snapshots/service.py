@@ -15,8 +15,9 @@ from app.core import run_states as states
 from app.core.config import Settings
 from app.core.db import utcnow
 from app.core.durations import parse_duration
-from app.core.errors import Conflict, NotFound
+from app.core.errors import Conflict, NotFound, Unprocessable
 from app.core.pagination import keyset_page
+from app.core.paths import PathOutsideRoot, read_checkpoint
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.runs.models import Run
@@ -249,8 +250,12 @@ def coordinates(session: Session, settings: Settings, job_name: str) -> Coordina
         raise Conflict(f"Job '{job_name}' has never run; there are no coordinates yet.")
     found, uncommitted = [], []
     for spec in run.version.queries:
-        checkpoint = checkpoint_path(settings.resolved_checkpoint_root, job.name, run.id, spec)
-        batch = latest_commit_batch(checkpoint, planned=True)
+        root = settings.resolved_checkpoint_root
+        try:
+            with read_checkpoint(root, checkpoint_path(root, job.name, run.id, spec)) as folder:
+                batch = latest_commit_batch(folder, planned=True)
+        except PathOutsideRoot as exc:
+            raise Unprocessable(f"Run {run.id}'s checkpoint cannot be read: {exc}") from None
         if batch is None:
             uncommitted.append(spec["name"])
         else:

@@ -14,7 +14,7 @@ from app.audit import service as audit
 from app.auth.service import Principal
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.core.pagination import decode_cursor, take_page
-from app.core.paths import checkpoint_path, within_any
+from app.core.paths import checkpoint_path, read_checkpoint, within_any
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
 from app.runs.models import Run
@@ -306,11 +306,12 @@ def _committed_offsets(
         return None
     spec = next((q for q in run.version.queries if q["name"] == query), {"name": query})
     try:
-        path = checkpoint_path(Path(checkpoint_root), job.name, run.id, spec)
-        batch = cp.latest_commit_batch(path)
-        if batch is None:
-            return None
-        _, lines = cp.read_offsets(path, batch)
+        root = Path(checkpoint_root)
+        with read_checkpoint(root, checkpoint_path(root, job.name, run.id, spec)) as checkpoint:
+            batch = cp.latest_commit_batch(checkpoint)
+            if checkpoint is None or batch is None:
+                return None
+            _, lines = cp.read_offsets(checkpoint, batch)
         return rt.parse_line(kind, lines[index], options)
     except Exception:
         return None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate_runtime import dry_run as runtime_dryrun
+from tidegate_runtime.held_dir import HeldDir
 
 # Dry-run drivers at most per operation when they fail for infrastructure reasons.
 ATTEMPTS = 3
@@ -112,10 +113,17 @@ def _what_differs(error_class: str, message: str, operators: list[dict[str, Any]
     return message.splitlines()[0] if message else error_class
 
 
+# A verdict is a few lines per query; more is not a verdict.
+RESULT_LIMIT = 1024 * 1024
+
+
 def read_result(scratch: Path) -> dict[str, Any] | None:
-    """The verdict a dry run wrote in its scratch root, or None."""
+    """The verdict a dry run wrote in its scratch root, or None. The driver wrote it, so it is
+    read as any driver-written file (issue 51 M5): a regular file, not through a link, a FIFO
+    never waited on, at most ``RESULT_LIMIT`` bytes."""
     try:
-        result: dict[str, Any] = json.loads((scratch / runtime_dryrun.RESULT_FILE).read_text())
+        with HeldDir.at(scratch) as folder:
+            result = json.loads(folder.read(runtime_dryrun.RESULT_FILE, RESULT_LIMIT))
     except (OSError, ValueError):
         return None
-    return result
+    return result if isinstance(result, dict) else None

@@ -17,7 +17,7 @@ from app.auth.service import Principal, Scope
 from app.core import run_states as states
 from app.core.db import transaction
 from app.core.errors import TidegateError
-from app.core.paths import checkpoint_path
+from app.core.paths import checkpoint_path, read_checkpoint
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.startpoints import service as startpoints
@@ -267,14 +267,16 @@ def committed_positions(ctx: WorkerContext, run_id: int) -> dict[str, Any]:
         job_name, queries = run.job.name, list(run.version.queries)
     positions: dict[str, dict[str, int]] = {}
     for spec in queries:
-        path = checkpoint_path(ctx.settings.resolved_checkpoint_root, job_name, run_id, spec)
-        batch = latest_commit_batch(str(path)) if path.is_dir() else None
+        root = ctx.settings.resolved_checkpoint_root
+        with read_checkpoint(root, checkpoint_path(root, job_name, run_id, spec)) as checkpoint:
+            batch = latest_commit_batch(checkpoint)
+            lines = read_offsets(checkpoint, batch)[1] if checkpoint and batch is not None else []
         for index, source in enumerate(spec["sources"]):
             if source["kind"] != "eventlog":
                 continue
             at: dict[str, int] = {}
             if batch is not None:
-                line = read_offsets(str(path), batch)[1][index]
+                line = lines[index]
                 at = {p: int(o) for p, o in json.loads(line).items()} if line else {}
             known = positions.setdefault(source["name"], at)
             for p in set(known) | set(at):

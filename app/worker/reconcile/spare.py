@@ -25,7 +25,7 @@ from app.auth.service import Scope, create_run_token, spare_token_name
 from app.backends.base import AppState, Backend, BackendError
 from app.core.db import transaction, utcnow
 from app.core.errors import TidegateError
-from app.core.paths import checkpoint_path, spare_scratch_dir
+from app.core.paths import checkpoint_path, read_checkpoint, spare_scratch_dir
 from app.resume_points import service as resume_points
 from app.runs import spares
 from app.runs.models import Run
@@ -141,10 +141,10 @@ def _state_to_come(ctx: WorkerContext, session: Session, run: Run) -> bool:
     if not stateful:
         return False
     root = ctx.settings.resolved_checkpoint_root
-    committed = any(
-        latest_commit_batch(checkpoint_path(root, run.job.name, run.id, q)) is not None
-        for q in stateful
-    )
+    committed = False
+    for q in stateful:
+        with read_checkpoint(root, checkpoint_path(root, run.job.name, run.id, q)) as checkpoint:
+            committed = committed or latest_commit_batch(checkpoint) is not None
     return not (committed and spares.attempt_has_run(session, run, (q["name"] for q in stateful)))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core import run_states as states
-from app.core.paths import checkpoint_path
+from app.core.paths import checkpoint_path, read_checkpoint
 from app.core.plans import StoredPlan
 from app.operations.models import Operation
 from app.resume_points.restore_guards import compact_interval, sink_missing_for_compaction
@@ -35,9 +35,10 @@ def committed_batches(ctx: WorkerContext, run_id: int) -> dict[str, int | None]:
     root = ctx.settings.resolved_checkpoint_root
     batches: dict[str, int | None] = {}
     for spec in queries:
-        path = checkpoint_path(root, job_name, run_id, spec)
-        if path.is_dir():
-            batches[spec["name"]] = latest_commit_batch(str(path))
+        with read_checkpoint(root, checkpoint_path(root, job_name, run_id, spec)) as checkpoint:
+            found = None if checkpoint is None else latest_commit_batch(checkpoint)
+        if checkpoint is not None:
+            batches[spec["name"]] = found
         else:
             batch = (progress.get(spec["name"]) or {}).get("batch_id")
             batches[spec["name"]] = int(batch) if batch is not None else None
