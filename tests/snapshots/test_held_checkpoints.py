@@ -49,7 +49,7 @@ def _swap_run_folder(root: Path) -> Path:
 
 def test_an_export_reads_the_folder_it_reached_after_a_swap(tmp_path: Path) -> None:
     root = tmp_path / "checkpoints"
-    mine, _ = _two_jobs(root)
+    _two_jobs(root)
     store = SnapshotStore(str(tmp_path / "store"))
     with open_checkpoint(root, root / "mine" / "1" / "q") as held:
         files = select_files(held, 2).files
@@ -108,7 +108,8 @@ def test_forged_restore_hints_in_a_checkpoint_name_no_blob(
     manifest = store.read_manifest("j", "s1")
     assert manifest is not None
     named = manifest["queries"][next(iter(manifest["queries"]))]["files"]
-    assert named and all(digests.content_id(e) != digests.content_id(stolen) for e in named.values())
+    forged = digests.content_id(stolen)
+    assert named and all(digests.content_id(e) != forged for e in named.values())
     for rel, entry in named.items():
         blob = Path(store.blob_path(digests.content_id(entry))).read_bytes()
         assert blob == (ck.root / rel).read_bytes(), rel
@@ -121,7 +122,7 @@ def _within(seconds: float, work: object) -> None:
     def run() -> None:
         try:
             work()  # type: ignore[operator]
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+        except BaseException as exc:  # handed to the test's thread
             errors.append(exc)
         finally:
             done.set()
