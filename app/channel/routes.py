@@ -42,6 +42,10 @@ def _run_channel(run_id: RunId, principal: CurrentPrincipal) -> int:
     return run_id
 
 
+# Long-polls one run may hold at once per channel: its driver and its spare's, each with
+# one in flight while the last is answered. One run token cannot take every place (51 L5).
+PLACES_PER_RUN = 4
+
 # Known before the body is read (app/api/route_guard.py): a non-run token is refused unread.
 _run_channel.required_scope = Scope.RUN  # type: ignore[attr-defined]
 RunChannel = Annotated[int, Depends(_run_channel)]
@@ -109,7 +113,7 @@ async def get_directives(
     deadline = time.monotonic() + wait
     try:
         # Subscribed before the first read: a stop decided in between is not missed.
-        with notifier.subscribe(RUN_CHANNEL, str(run_id)) as waiter:
+        with notifier.subscribe(RUN_CHANNEL, str(run_id), most=PLACES_PER_RUN) as waiter:
             answer = await in_transaction(request, read)
             while not (answer.stop or answer.drain is not None):
                 left = deadline - time.monotonic()
@@ -167,7 +171,7 @@ async def get_standby(
     deadline = time.monotonic() + wait
     try:
         # Subscribed before the first read: a go decided in between is not missed.
-        with notifier.subscribe(STANDBY_CHANNEL, str(run_id)) as waiter:
+        with notifier.subscribe(STANDBY_CHANNEL, str(run_id), most=PLACES_PER_RUN) as waiter:
             answer = await in_transaction(request, read)
             while not (answer.go or answer.stop):
                 left = deadline - time.monotonic()
@@ -177,8 +181,8 @@ async def get_standby(
                 answer = await in_transaction(request, read)
     except TooManyWaiters as exc:
         raise ServiceUnavailable(
-            f"This API process holds as many waiting drivers as it may ({exc}); ask again "
-            "after Retry-After seconds, or spread drivers over more API processes.",
+            f"No place to wait in this API process ({exc}); ask again after Retry-After "
+            "seconds, or spread drivers over more API processes.",
             headers={"Retry-After": "2"},
         ) from None
     return answer

@@ -112,9 +112,13 @@ class Notifier:
         return self._count
 
     @contextmanager
-    def subscribe(self, channel: str, payload: str | None) -> Iterator[Waiter]:
-        """For a coroutine (a long-poll)."""
-        with self._registered(channel, payload, Waiter(asyncio.get_running_loop())) as waiter:
+    def subscribe(
+        self, channel: str, payload: str | None, *, most: int | None = None
+    ) -> Iterator[Waiter]:
+        """For a coroutine (a long-poll). ``most``: how many may wait on this payload at once
+        (one run's drivers): past it TooManyWaiters, so one caller cannot take every place."""
+        waiter = Waiter(asyncio.get_running_loop())
+        with self._registered(channel, payload, waiter, most=most) as waiter:
             yield waiter
 
     @contextmanager
@@ -124,7 +128,9 @@ class Notifier:
             yield waiter
 
     @contextmanager
-    def _registered(self, channel: str, payload: str | None, waiter: W) -> Iterator[W]:
+    def _registered(
+        self, channel: str, payload: str | None, waiter: W, *, most: int | None = None
+    ) -> Iterator[W]:
         if channel not in self._channels:
             raise ValueError(f"not a channel this notifier listens on: {channel}")
         self._start()
@@ -132,6 +138,8 @@ class Notifier:
         with self._lock:
             if self._count >= self.max_waiters:
                 raise TooManyWaiters(f"{self._count} long-polls are waiting in this process")
+            if most is not None and len(self._waiters.get(key, ())) >= most:
+                raise TooManyWaiters(f"{most} long-polls are waiting for this run already")
             self._waiters[key].add(waiter)
             self._count += 1
         try:

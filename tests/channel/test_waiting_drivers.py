@@ -19,6 +19,7 @@ from sqlalchemy import Engine, text, update
 
 from app.api.main import create_app
 from app.auth.service import Scope, create_token
+from app.channel.routes import PLACES_PER_RUN
 from app.core import run_states as states
 from app.core.config import Settings
 from app.core.db import make_engine, make_sessionmaker, transaction
@@ -215,13 +216,32 @@ def test_waiters_beyond_the_limit_get_503_with_retry_after(api: Api, db: Engine)
         _, status, body, headers = _ask(api.url, *standbys[LIMIT], 20)
         assert status == 503, body
         assert headers["retry-after"] == "2"
-        assert "waiting drivers" in body["detail"]
+        assert "No place to wait" in body["detail"] and "long-polls" in body["detail"]
         # wait=0 is a plain read, never refused for the limit.
         _, status, body, _ = _ask(api.url, *standbys[LIMIT], 0)
         assert status == 200 and not body["go"]
         for (run_id, _), ask in zip(standbys[:LIMIT], asks, strict=True):
             _go(db, run_id)
             assert ask.result()[2]["go"]  # heard before the next go stops this run
+
+
+def test_one_run_token_holds_only_its_runs_places(api: Api, db: Engine) -> None:
+    """Issue 51 L5: one run's token long-polls at most PLACES_PER_RUN times at once; the next
+    is a 503 with Retry-After while other runs still find places, and a plain read answers."""
+    (mine, token), (other, other_token) = _standbys(api, db, 2)
+    notifier = api.app.state.notifier
+    with ThreadPoolExecutor(PLACES_PER_RUN + 1) as pool:
+        asks = [pool.submit(_ask, api.url, mine, token, 20) for _ in range(PLACES_PER_RUN)]
+        _until(lambda: notifier.waiting == PLACES_PER_RUN)
+        _, status, body, headers = _ask(api.url, mine, token, 20)
+        assert status == 503 and headers["retry-after"] == "2", body
+        assert "for this run" in body["detail"], body
+        assert _ask(api.url, mine, token, 0)[1] == 200
+        theirs = pool.submit(_ask, api.url, other, other_token, 4)
+        _until(lambda: notifier.waiting == PLACES_PER_RUN + 1)
+        _go(db, mine)
+        assert all(ask.result()[2]["go"] for ask in asks)
+    assert not theirs.result()[2]["go"]  # its wait ran out: the go was mine
 
 
 def _running_runs(api: Api, db: Engine, count: int) -> list[tuple[int, str]]:

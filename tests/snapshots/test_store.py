@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def test_a_local_restore_links_its_blobs_and_spark_writes_never_reach_them(
     filesystem a restore copies no byte (each file is a hard link to its read-only blob);
     Spark replaces checkpoint files by rename, which leaves the blob as it was. Without it,
     every file is a copy of its own."""
-    store = SnapshotStore(str(tmp_path / "store"))
+    store = SnapshotStore(str(tmp_path / "store"), restore_links=True)
     ck = FakeCheckpoint(tmp_path / "ck")
     for _ in range(3):
         ck.batch()
@@ -154,7 +155,7 @@ def test_a_local_restore_links_its_blobs_and_spark_writes_never_reach_them(
         blob = Path(store.blob_path(content_id(entry)))
         assert (dest / rel).stat().st_ino == blob.stat().st_ino, rel
         assert (copied / rel).stat().st_ino != blob.stat().st_ino, rel
-        assert blob.stat().st_mode & 0o222 == 0, rel  # read-only
+        assert stat.S_IMODE(blob.stat().st_mode) == 0o444, rel  # read-only, to drivers too
         assert hints[rel]["size"] == entry["size"]
     rel = "state/0/0/1.delta"
     before = Path(store.blob_path(content_id(put.entries[rel]))).read_bytes()
@@ -365,3 +366,38 @@ def test_snapshots_named_by_sha256_are_restored_shared_and_kept(
     store.fs.pipe_file(store.blob_path(f"sha256:{old[rel]['sha256']}"), b"rot")
     with pytest.raises(StoreError, match="corrupt"):
         store.restore({rel: new.entries[rel]}, tmp_path / "rotten")
+
+
+def test_a_store_keeps_its_files_to_the_worker(tmp_path: Path) -> None:
+    """Issue 51 L1: the store's folders are 0700, its manifests 0600 and its blobs 0400; with
+    restore links a blob is 0444 (a driver of another user reads it through its link, never
+    through the store). A blob written private is copied by a restore with links, not linked."""
+    ck = FakeCheckpoint(tmp_path / "ck")
+    ck.batch()
+    private = SnapshotStore(str(tmp_path / "store"))
+    put = _export(private, ck, "s1")
+    root = tmp_path / "store"
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    folders = [root, *(p for p in root.rglob("*") if p.is_dir())]
+    assert {mode(p) for p in folders} == {0o700}, [(p, oct(mode(p))) for p in folders]
+    assert mode(Path(private.manifest_path("job", "s1"))) == 0o600
+    blobs = [Path(private.blob_path(content_id(e))) for e in put.entries.values()]
+    assert {mode(b) for b in blobs} == {0o400}
+    # Turned on later: the private blobs are copied, and new blobs are linked.
+    linking = SnapshotStore(str(root), restore_links=True)
+    dest = tmp_path / "restored"
+    linking.restore(put.entries, dest, link=True)
+    for rel, entry in put.entries.items():
+        assert (dest / rel).stat().st_ino != Path(
+            linking.blob_path(content_id(entry))
+        ).stat().st_ino
+        assert (dest / rel).read_bytes() == (ck.root / rel).read_bytes()
+    ck.batch()
+    later = _export(linking, ck, "s2")
+    new = {rel: e for rel, e in later.entries.items() if rel not in put.entries}
+    assert new
+    again = tmp_path / "again"
+    linking.restore(later.entries, again, link=True)
+    for rel, entry in new.items():
+        blob = Path(linking.blob_path(content_id(entry)))
+        assert mode(blob) == 0o444 and (again / rel).stat().st_ino == blob.stat().st_ino, rel

@@ -30,6 +30,7 @@ def store_for(settings: Settings) -> SnapshotStore:
             settings.resolved_snapshot_root,
             settings.snapshot_storage_options_dict,
             link_exports=settings.snapshot_export_links,
+            restore_links=settings.snapshot_restore_links,
         )
     except StoreError as exc:  # misconfigured (e.g. an unknown option): not worth a retry
         raise SnapshotFailed(str(exc)) from None

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import fsspec
 
+from app.core.paths import private_dir
 from app.snapshots.errors import StoreError
 from app.snapshots.store import digests
 from app.snapshots.store.local_tree import FileKey
@@ -90,13 +91,22 @@ def _only_ours(fd: int) -> bool:
 
 class SnapshotStore(Restoring):
     def __init__(
-        self, url: str, options: Mapping[str, Any] | None = None, *, link_exports: bool = False
+        self,
+        url: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        link_exports: bool = False,
+        restore_links: bool = False,
     ) -> None:
         """``url``: a path or fsspec URL; ``options``: the remote filesystem's (credentials,
         endpoint, timeouts; ignored for a local root). ``link_exports``
         (TIDEGATE_SNAPSHOT_EXPORT_LINKS): a new blob on a local root is a hard link to the
-        checkpoint file it was hashed from, where the kernel allows one, not a copy."""
+        checkpoint file it was hashed from, where the kernel allows one, not a copy.
+        ``restore_links`` (TIDEGATE_SNAPSHOT_RESTORE_LINKS): restores link checkpoint files to
+        blobs, so a blob written is readable by all (drivers of another OS user read it through
+        the link; the store's folders stay private); otherwise by the worker's user alone."""
         self.url = url
+        self.blob_mode = 0o444 if restore_links else 0o400
         self.local = is_local(url)
         self.link_exports = link_exports and self.local
         self.fs: fsspec.AbstractFileSystem
@@ -127,8 +137,10 @@ class SnapshotStore(Restoring):
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _mkdir(self, path: Path) -> None:
+        """A folder of a local store, made private (0700) if missing: the store holds every
+        job's state. A root the admin made keeps its mode."""
         if path not in self._made:
-            path.mkdir(parents=True, exist_ok=True)
+            private_dir(path)
             self._made.add(path)
 
     # ---- paths ------------------------------------------------------------------------
@@ -214,8 +226,9 @@ class SnapshotStore(Restoring):
                 if not (self.link_exports and _only_ours(fd) and link_fd(fd, tmp)):
                     # Read-only: a restore may link checkpoint files to it (RESTORE_LINKS).
                     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-                    out = os.open(tmp, flags, 0o444)
+                    out = os.open(tmp, flags, self.blob_mode)
                     try:
+                        os.fchmod(out, self.blob_mode)  # what the umask took, given back
                         copy_fd(fd, out)
                     finally:
                         os.close(out)
@@ -240,10 +253,11 @@ class SnapshotStore(Restoring):
         target = self.manifest_path(job, name)
         if self.local:
             final = Path(target)
-            final.parent.mkdir(parents=True, exist_ok=True)
+            self._mkdir(final.parent)
             # A name no other writer has, even in another container sharing this store.
             tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
-            with open(tmp, "wb") as f:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with open(fd, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())

@@ -24,6 +24,16 @@ from app.snapshots.store.safe_files import (
 
 CHUNK = 4 * 1024 * 1024
 
+
+def _readable_by_all(blob: str) -> bool:
+    """Whether a checkpoint file may be this blob, linked: only a blob all may read (written
+    with restore links on). One written private (0400) is copied, or a driver of another OS
+    user could not read its own checkpoint."""
+    try:
+        return os.stat(blob).st_mode & 0o444 == 0o444
+    except FileNotFoundError:
+        return True  # the link names it missing, as for any blob
+
 _T = TypeVar("_T")
 
 
@@ -87,14 +97,16 @@ class Restoring:
     def _restore_file(
         self: _Store, dest: Folder, rel: str, entry: Mapping[str, Any], *, link: bool
     ) -> tuple[dict[str, Any], bool]:
-        """One file of a restore: its hint, and whether it was linked (not copied)."""
+        """One file of a restore: its hint, and whether the next file may be linked (False once
+        the filesystem refused a link)."""
         content = digests.content_id(entry)
         linked = False
-        if link:
+        if link and _readable_by_all(self.blob_path(content)):
             try:
                 linked = link_regular(dest, rel, self.blob_path(content))
             except FileNotFoundError:
                 raise StoreError(f"blob {content} is missing from the snapshot store") from None
+            link = linked
         if linked:
             fd = open_regular(dest, rel)
         else:
@@ -114,7 +126,7 @@ class Restoring:
             raise StoreError(
                 f"blob {content} is corrupt: {st.st_size} bytes, the manifest says {entry['size']}"
             )
-        return digests.entry(content, st.st_size, st.st_mtime_ns), linked
+        return digests.entry(content, st.st_size, st.st_mtime_ns), link
 
     def copy_blob(self: _Store, content: str, target: int) -> None:
         """Write the blob to the open file ``target``, checking its hash. Read into one

@@ -84,7 +84,7 @@ def runtime_bundle(directory: Path) -> Path:
         digest = hashlib.sha256(data).hexdigest()[:12]
         path = directory / f"{PACKAGE}-{_version()}-{digest}.zip"
         if not path.exists() or path.read_bytes() != data:
-            directory.mkdir(parents=True, exist_ok=True)
+            _make_readable_dir(directory)
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
             try:
                 with os.fdopen(fd, "wb") as out:
@@ -96,3 +96,15 @@ def runtime_bundle(directory: Path) -> Path:
                 raise
         _built[directory] = path
         return path
+
+
+def _make_readable_dir(directory: Path) -> None:
+    """The bundle's folder, made 0755 if missing: the one folder tidegate makes for others to
+    read, as drivers of another OS user import the runtime from it. It holds public code only,
+    and nothing but tidegate may write it. One that exists keeps its mode (issue 51 L1)."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(mode=0o755)
+    except FileExistsError:
+        return
+    directory.chmod(0o755)  # the umask may have taken bits
