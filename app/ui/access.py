@@ -1,7 +1,8 @@
 """Who may read the status page. A browser cannot send a bearer header, so a person pastes a
 token once into /ui/login; the browser then holds a session: a random secret in an HttpOnly,
 SameSite=Strict cookie scoped to /ui, whose hash is a server-side record that ends after
-``SESSION_HOURS``, at logout, or when the token it logged in with is revoked or expires. The
+``SESSION_HOURS``, at logout, or when the token it logged in with is revoked or expires (the
+bootstrap admin token's: when TIDEGATE_ADMIN_TOKEN is rotated). The
 token itself is never kept by the browser and never goes into a URL. The login form carries a
 CSRF token (double-submit: a SameSite=Strict cookie and a hidden field that must match) and a
 login from another origin is refused, so no other site can log a browser in as someone else.
@@ -60,7 +61,7 @@ def reader(request: Request, session: Session) -> Principal:
         if header:
             principal = authenticate(session, header, _admin_token(request))
         elif cookie:
-            principal = _session_principal(session, cookie)
+            principal = _session_principal(session, cookie, _admin_token(request))
         else:
             raise Unauthorized("no token and no session")
         check_scope(principal, Scope.READ)
@@ -70,8 +71,9 @@ def reader(request: Request, session: Session) -> Principal:
     return principal
 
 
-def _session_principal(session: Session, secret: str) -> Principal:
-    """A live session's principal: not expired, not logged out, its token still valid."""
+def _session_principal(session: Session, secret: str, admin_token: str | None) -> Principal:
+    """A live session's principal: not expired, not logged out, its token still valid (for
+    the bootstrap admin token: still the one TIDEGATE_ADMIN_TOKEN holds)."""
     now = utcnow()
     row = session.scalar(
         select(UiSession).where(
@@ -90,18 +92,26 @@ def _session_principal(session: Session, secret: str) -> Principal:
             or (token.expires_at is not None and token.expires_at <= now)
         ):
             raise Unauthorized("the session's token is no longer valid")
+    elif not (
+        admin_token
+        and row.admin_token_hash
+        and hmac.compare_digest(row.admin_token_hash, hash_token(admin_token))
+    ):
+        raise Unauthorized("the admin token the session logged in with was rotated")
     return Principal(name=row.principal, scope=Scope(row.scope), token_id=row.token_id)
 
 
-def open_session(session: Session, principal: Principal) -> str:
+def open_session(request: Request, session: Session, principal: Principal) -> str:
     """A new session for ``principal``; returns the secret its cookie carries."""
     secret = "tgui_" + secrets.token_urlsafe(32)
+    admin = _admin_token(request) if principal.token_id is None else None
     session.add(
         UiSession(
             secret_hash=hash_token(secret),
             principal=principal.name,
             scope=principal.scope.value,
             token_id=principal.token_id,
+            admin_token_hash=hash_token(admin) if admin else None,
             expires_at=utcnow() + timedelta(hours=SESSION_HOURS),
         )
     )

@@ -24,6 +24,8 @@ class UiSession(Base):
     token_id: Mapped[int | None] = mapped_column(
         ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True
     )
+    # For the bootstrap admin token (no token_id): its hash, so a rotation ends the session.
+    admin_token_hash: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

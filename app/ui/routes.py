@@ -102,7 +102,7 @@ def login(request: Request, form: LoginForm, session: DbSession) -> Response:
     except access.LoginRefused as refused:
         return _login_page(request, refused.status, back_to, refused.message)
     response = RedirectResponse(back_to, status_code=303, headers=HEADERS)
-    access.remember(request, response, access.open_session(session, principal))
+    access.remember(request, response, access.open_session(request, session, principal))
     return response
 
 

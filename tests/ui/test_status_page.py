@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 from sqlalchemy import Engine, text
 
 from app.api.main import create_app
@@ -207,3 +208,22 @@ def test_sessions_end_at_logout_expiry_and_revocation_and_logins_need_this_site(
     with db.begin() as conn:
         conn.execute(text("update ui_sessions set expires_at = now() - interval '1 second'"))
     assert late.get("/ui").status_code == 303
+
+
+def test_a_rotated_admin_token_ends_the_sessions_it_opened(
+    client: TestClient, db: Engine, settings: Any, token_for: Callable[[str], str]
+) -> None:
+    """Issue 51 L5: a session opened with the bootstrap admin token lived on for up to 8 h
+    after TIDEGATE_ADMIN_TOKEN was rotated; it now ends with the rotation. Sessions of stored
+    tokens are theirs to end (revocation), not the admin token's."""
+    admin = _browser(client)
+    reader = _browser(client)
+    assert _login(admin, ADMIN_TOKEN).status_code == 303 and admin.get("/ui").status_code == 200
+    assert _login(reader, token_for("read")).status_code == 303
+    rotated = settings.model_copy(update={"admin_token": SecretStr("b" + ADMIN_TOKEN[1:])})
+    with TestClient(create_app(rotated, engine=db), follow_redirects=False) as after:
+        after.cookies.set("tidegate_ui_session", admin.cookies["tidegate_ui_session"], path="/ui")
+        assert after.get("/ui").status_code == 303  # sent to log in again
+        after.cookies.set("tidegate_ui_session", reader.cookies["tidegate_ui_session"], path="/ui")
+        assert after.get("/ui").status_code == 200
+    assert admin.get("/ui").status_code == 200  # the same token still: the same session

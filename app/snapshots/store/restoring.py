@@ -34,6 +34,7 @@ def _readable_by_all(blob: str) -> bool:
     except FileNotFoundError:
         return True  # the link names it missing, as for any blob
 
+
 _T = TypeVar("_T")
 
 
