@@ -11,15 +11,9 @@ from typing import Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from zxcvbn import zxcvbn
 
 from app.core.durations import parse_duration
-
-MIN_ADMIN_TOKEN_LENGTH = 32
-MIN_GUESSES_LOG10 = 20  # ~66 bits; 32 random hex characters estimate at ~32
-MAKE_TOKEN_HINT = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-# Placeholders from docs, compose files and tutorials: never a real secret, whatever the length.
-_PLACEHOLDERS = ("change-me", "changeme", "change_me", "replace-me", "example", "default")
+from app.core.token_strength import check_token_strength
 
 
 class Settings(BaseSettings):
@@ -253,21 +247,6 @@ class Settings(BaseSettings):
     @property
     def api_url(self) -> str:
         return self.public_url or f"http://{self.host}:{self.port}"
-
-
-def check_token_strength(token: str) -> None:
-    """Refuse a bootstrap secret anyone could guess: short, a known placeholder, or one a
-    guesser finds sooner than ~10^20 guesses (zxcvbn's estimate: repeats, sequences, keyboard
-    rows and dictionary words count for little; random characters for a lot)."""
-    weak = len(token) < MIN_ADMIN_TOKEN_LENGTH or len(set(token)) < 8
-    if not weak:
-        # The first 100 characters are plenty to judge, and zxcvbn slows down on long input.
-        weak = zxcvbn(token[:100])["guesses_log10"] < MIN_GUESSES_LOG10
-    if weak or any(p in token.lower() for p in _PLACEHOLDERS):
-        raise ValueError(
-            f"too weak: use at least {MIN_ADMIN_TOKEN_LENGTH} random characters, "
-            f"not a placeholder. Make one with: {MAKE_TOKEN_HINT}"
-        )
 
 
 @lru_cache

@@ -14,8 +14,9 @@ from urllib.parse import parse_qs, urlsplit
 import psutil
 import psycopg
 
-from app.core.config import Settings, check_token_strength
+from app.core.config import Settings
 from app.core.paths import private_dir, private_file
+from app.core.token_strength import check_token_strength
 
 log = logging.getLogger(__name__)
 

@@ -3,6 +3,7 @@ estimate) stop the process at start-up with a message that says how to make a go
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import subprocess
@@ -27,6 +28,15 @@ WEAK = [
     "12345678123456781234567812345678",  # a repeated sequence
     "qwertyuiopasdfghjklzxcvbnmqwertyuiop",  # keyboard rows
     "Password1234Password1234Password",  # a word and a sequence, repeated
+    # The project's own words, as a person names a secret (issue 51 L3):
+    "TidegateAdminTokenProductionCluster01",
+    "tidegate-admin-token-for-production-2026",
+    "tidegate_prod_kafka_streaming_secret_1",
+    # The hex digest of a word is as guessable as the word:
+    hashlib.sha256(b"admin").hexdigest(),
+    hashlib.sha256(b"tidegate\n").hexdigest(),  # echo tidegate | sha256sum
+    hashlib.md5(b"password").hexdigest(),  # what a person might do
+    hashlib.sha512(b"sunshine").hexdigest(),
 ]
 
 
@@ -37,7 +47,14 @@ def test_weak_admin_tokens_are_refused(token: str) -> None:
 
 
 def test_strong_admin_tokens_are_accepted() -> None:
-    for token in (secrets.token_urlsafe(32), secrets.token_hex(16), ADMIN_TOKEN):
+    # What docs and compose suggest (openssl rand -hex 32, token_urlsafe), and the tests' own.
+    for token in (
+        secrets.token_urlsafe(32),
+        secrets.token_hex(16),
+        secrets.token_hex(32),
+        hashlib.sha256(secrets.token_bytes(32)).hexdigest(),
+        ADMIN_TOKEN,
+    ):
         settings = Settings(admin_token=token)  # type: ignore[arg-type]
         assert settings.admin_token is not None
 

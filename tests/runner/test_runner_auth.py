@@ -85,7 +85,7 @@ def test_drivers_get_an_allow_listed_environment(
     runner: TestClient, app_file: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # What `tidegate run` gives the runner process: none of it may reach driver code.
-    monkeypatch.setenv("TIDEGATE_ADMIN_TOKEN", "tg_admin_secret_0123456789abcdefghij")
+    monkeypatch.setenv("TIDEGATE_ADMIN_TOKEN", "tg_admin_joPuaoYSCfKMpfhqKhGIsyBaMtabl")
     monkeypatch.setenv("TIDEGATE_DATABASE_URL", "postgresql://u:dbpass@/tidegate")
     monkeypatch.setenv("TIDEGATE_RUNNER_TOKEN", TOKEN)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
