@@ -121,8 +121,6 @@ def test_ctrl_c_stops_every_driver_in_order_and_the_terminal_stays_quiet(
     assert data.stat().st_mode & 0o777 == expected, oct(data.stat().st_mode)
     for log_file in (data / "logs").iterdir():
         assert log_file.stat().st_mode & 0o077 == 0, (log_file, oct(log_file.stat().st_mode))
-    # The one folder made for others to read: drivers import the runtime (public code) from it.
-    assert (data / "runtime").stat().st_mode & 0o777 == 0o755
 
 
 def test_drivers_a_crashed_stack_left_are_stopped_by_the_next(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import threading
@@ -131,3 +133,20 @@ def test_an_unwritable_bundle_folder_is_a_clear_permanent_error(tmp_path: Path) 
         submission.py_files(cast(WorkerContext, ctx), version)
     assert str(blocker) in str(refused.value)
     assert "TIDEGATE_RUNTIME_BUNDLE_DIR" in str(refused.value)
+
+
+def test_the_runtime_folder_is_the_one_made_for_others_to_read(tmp_path: Path) -> None:
+    """Issue 51 L1: drivers of another OS user import the runtime from this folder, so tidegate
+    makes it 0755 and the zip 0644 whatever the umask; a folder that exists keeps its mode."""
+    old = os.umask(0o077)
+    try:
+        path = runtime_bundle.runtime_bundle(tmp_path / "made")
+        kept = tmp_path / "kept"
+        kept.mkdir()
+        kept.chmod(0o750)
+        runtime_bundle.runtime_bundle(kept)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o755
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o750
