@@ -7,13 +7,14 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 
 .PHONY: run test install lint typecheck openapi openapi-check unit e2e clean clients clients-check test-tools
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml jvm/deps.toml
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@java -version 2>&1 | grep -qE 'version "(17|21)' || { echo "Java 17+ is required"; java -version; exit 1; }
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m tidegate_runtime.pyspark_zip  # bytecode in pyspark.zip: each query starts faster
+	$(PY) -m app.devtools.jvm_deps fetch  # pinned jars (Kafka connector and broker, S3A), checked
 	touch $(STAMP)
 
 install: $(STAMP)

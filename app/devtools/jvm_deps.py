@@ -24,6 +24,8 @@ import httpx
 
 DEPS_FILE = Path(__file__).resolve().parents[2] / "jvm" / "deps.toml"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+# A mirror of Maven Central (a company's Nexus or Artifactory): the pinned hashes still decide.
+REPOSITORY_ENV = "TIDEGATE_MAVEN_REPOSITORY"
 INSTALL_HINT = "make install (or: python -m app.devtools.jvm_deps fetch)"
 
 
@@ -71,6 +73,10 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "tidegate" / "jars"
 
 
+def repository() -> str:
+    return os.environ.get(REPOSITORY_ENV, MAVEN_CENTRAL).rstrip("/")
+
+
 def _group(name: str, deps_file: Path) -> list[Jar]:
     groups = load_groups(deps_file)
     if name not in groups:
@@ -116,7 +122,7 @@ def _download(client: httpx.Client, jar: Jar, dest: Path) -> None:
         h = hashlib.sha256()
         with (
             os.fdopen(fd, "wb") as out,
-            client.stream("GET", f"{MAVEN_CENTRAL}/{jar.relpath}") as r,
+            client.stream("GET", f"{repository()}/{jar.relpath}") as r,
         ):
             r.raise_for_status()
             for chunk in r.iter_bytes(1 << 16):

@@ -12,8 +12,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
-from app.devtools import jvm_deps
-from app.devtools.kafka_broker import JAR_GROUP, Broker, kafka_broker
+from app.devtools.kafka_broker import Broker, kafka_broker
 
 TOPIC = "ticks"
 PARTITIONS = 4
@@ -23,10 +22,6 @@ T0 = 1_700_000_000_000  # ms; record i is at T0 + 1000 i, in partition i % 4
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
-    try:
-        jvm_deps.jars(JAR_GROUP)
-    except jvm_deps.MissingJarsError as e:
-        pytest.skip(f"Kafka broker jars not cached ({e}); run make install")
     with kafka_broker(tmp_path / "kafka") as b:
         yield b
 

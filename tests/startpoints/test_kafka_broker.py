@@ -1,9 +1,8 @@
-"""Kafka startpoints through tidegate's resolver (tidegate_runtime/kafka_client.py) against a
-real Kafka-protocol broker (tansu, tests/support/kafka_broker.py), on Kafka-shaped checkpoint files.
-
-Spark's Kafka connector cannot be fetched on this machine, so no Spark query reads Kafka
-here: what is proven is the resolver against a broker and the checkpoint rewrite Spark
-follows (the same rewrite tests/startpoints/test_startpoints_e2e.py proves on the event log)."""
+"""Kafka startpoints through tidegate's resolver (tidegate_runtime/kafka_client.py) against
+Apache Kafka itself (KRaft, one node, tests/support/kafka_broker.py), on Kafka-shaped
+checkpoint files: all four types, TIMESTAMP answered by the broker and checked against the
+record it names. One test keeps tansu, a broker that answers offsets-for-times wrongly, to
+prove the check catches it."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any, cast
 import pytest
 
 from tests.startpoints.test_resolve import T0, P, write_checkpoint
-from tests.support.kafka_broker import create_topic, produce, tansu
+from tests.support.kafka_broker import apache_kafka, create_topic, produce, tansu
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.control import Runtime
@@ -25,15 +24,26 @@ TOPIC = "clicks"
 RECORDS = 10  # per partition; record i of partition p is at T0 + 1000 i + p
 
 
+def _fill(address: str) -> None:
+    create_topic(address, TOPIC, 2)
+    produce(
+        address,
+        TOPIC,
+        [(p, T0 + 1000 * i + p, f"{p}-{i}".encode()) for i in range(RECORDS) for p in (0, 1)],
+    )
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with apache_kafka(tmp_path_factory.mktemp("kafka")) as running:
+        _fill(running.bootstrap)
+        yield running.bootstrap
+
+
+@pytest.fixture(scope="module")
+def wrong_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with tansu(tmp_path_factory.mktemp("tansu")) as address:
-        create_topic(address, TOPIC, 2)
-        produce(
-            address,
-            TOPIC,
-            [(p, T0 + 1000 * i + p, f"{p}-{i}".encode()) for i in range(RECORDS) for p in (0, 1)],
-        )
+        _fill(address)
         yield address
 
 
@@ -57,7 +67,7 @@ def test_the_resolver_reads_partitions_offsets_and_record_times(resolver: Client
     assert resolver.timestamp_at(TOPIC, 0, RECORDS) is None  # the end: no record, no wait
 
 
-def test_every_startpoint_type_but_timestamp_resolves_through_the_broker(
+def test_every_startpoint_type_resolves_through_the_broker(
     broker: str, resolver: ClientResolver
 ) -> None:
     opts = options(broker)
@@ -72,6 +82,20 @@ def test_every_startpoint_type_but_timestamp_resolves_through_the_broker(
         sp.resolve("kafka", opts, [P(1, "OFFSET", 11)], current, resolver)
     with pytest.raises(sp.StartpointError, match="partition 2 does not exist"):
         sp.resolve("kafka", opts, [P(1, "OLDEST", partition=2)], current, resolver)
+    # TIMESTAMP: the first record at or after the time, per partition (offsets-for-times),
+    # checked against the record the broker names; past every record, the end.
+    at = sp.resolve("kafka", opts, [P(1, "TIMESTAMP", T0 + 3500)], current, resolver)
+    assert at == {0: 4, 1: 4}
+    assert sp.resolve("kafka", opts, [P(1, "TIMESTAMP", T0 + 3000)], None, resolver) == {
+        0: 3,
+        1: 3,
+    }
+    assert sp.resolve("kafka", opts, [P(1, "TIMESTAMP", T0 + 1)], None, resolver) == {0: 1, 1: 0}
+    late = T0 + 1000 * RECORDS
+    assert sp.resolve("kafka", opts, [P(1, "TIMESTAMP", late)], current, resolver) == {
+        0: RECORDS,
+        1: RECORDS,
+    }
 
 
 def test_an_offset_rewind_lowers_the_watermark_to_the_first_replayed_record(
@@ -98,15 +122,18 @@ def test_an_offset_rewind_lowers_the_watermark_to_the_first_replayed_record(
     assert meta_after["batchWatermarkMs"] == T0 + 2000 - 1
 
 
-def test_a_broker_that_answers_offsets_for_times_wrongly_is_caught(
-    broker: str, resolver: ClientResolver
-) -> None:
+def test_a_broker_that_answers_offsets_for_times_wrongly_is_caught(wrong_broker: str) -> None:
     """tansu 0.6.0 answers ListOffsets by timestamp with offset 0 whatever the time. Taken at
     its word, a TIMESTAMP startpoint would replay the whole topic; the resolver reads the
-    record at the offset named and refuses. (Apache Kafka answers {0: 4, 1: 4} here: if this
-    test fails because the broker got it right, assert that instead.)"""
-    with pytest.raises(KafkaClientError, match="does not answer offsets-for-times correctly"):
-        sp.resolve("kafka", options(broker), [P(1, "TIMESTAMP", T0 + 3500)], None, resolver)
+    record at the offset named and refuses (Apache Kafka answers {0: 4, 1: 4}, above)."""
+    resolver = ClientResolver(options(wrong_broker))
+    try:
+        with pytest.raises(KafkaClientError, match="does not answer offsets-for-times correctly"):
+            sp.resolve(
+                "kafka", options(wrong_broker), [P(1, "TIMESTAMP", T0 + 3500)], None, resolver
+            )
+    finally:
+        resolver.close()
 
 
 def test_unreachable_brokers_and_unknown_topics_are_said_plainly(broker: str) -> None:

