@@ -41,6 +41,7 @@ from tidegate_runtime.channel_client import (
     UndeclaredQuery,
     pstl_to_spark_interval,
 )
+from tidegate_runtime.connectors import require_connectors
 from tidegate_runtime.drain import Drainer, DrainState
 from tidegate_runtime.reporter import ProgressReporter
 from tidegate_runtime.restarting import Restarter
@@ -118,6 +119,7 @@ class Runtime(Drainer, Restarter, Starter):
                 q["name"]: q for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
             },
         )
+        require_connectors(spark, runtime.declared)  # said plainly, before anything starts
         scratch = standby.dry_run_dir(spark)
         if scratch is not None:
             # A standby of an update by snapshot: the job's code runs its dry run first; then
