@@ -42,6 +42,7 @@ CI_BACKEND = {
     "test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice": "runner",
     "test_the_large_state_example_through_an_update_by_snapshot_and_a_drain": "runner",
     "test_startpoints_end_to_end_keep_state": "runner",
+    "test_kafka_startpoints_end_to_end_keep_state": "standalone",
 }
 
 
@@ -99,7 +100,7 @@ def team_pipelines(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example pipelines as a team keeps them: a folder outside the tidegate checkout."""
     folder = tmp_path_factory.mktemp("team-repo") / "pipelines"
     folder.mkdir()
-    for name in ("windowed_counts.py", "enrich.py", "dedup_events.py"):
+    for name in ("windowed_counts.py", "kafka_windowed_counts.py", "enrich.py", "dedup_events.py"):
         shutil.copy(ROOT / "pipelines" / name, folder / name)
     return folder
 
