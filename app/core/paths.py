@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,20 @@ def spare_scratch_dir(checkpoint_root: Path, job: str, spare_tag: str) -> Path:
     return checkpoint_root / SCRATCH_DIR / job / spare_tag
 
 
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):/")
+
+
 def confine(candidate: str, root: Path) -> Path:
     """Resolve ``candidate`` (absolute, or relative to root; ``file:`` allowed) and refuse it
     unless it lies strictly below ``root`` after following symlinks (``root`` itself is
-    refused: it holds other things' folders). ``..`` is refused outright."""
+    refused: it holds other things' folders). ``..`` is refused outright, and so is a URL of
+    another scheme (``s3a://…`` read as a relative path would be a local folder named so)."""
+    scheme = _URL_SCHEME.match(candidate)
+    if scheme and scheme.group(1).lower() != "file":
+        raise PathOutsideRoot(
+            f"'{candidate}' is a {scheme.group(1)}: URL; checkpoints live on a filesystem the "
+            "worker mounts (below the checkpoint root): object storage is not supported yet"
+        )
     raw = candidate[len("file:") :] if candidate.startswith("file:") else candidate
     raw = raw.lstrip("/") if candidate.startswith("file://") else raw
     if candidate.startswith("file://"):

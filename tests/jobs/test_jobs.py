@@ -212,9 +212,17 @@ def test_version_validation(client: TestClient, cluster: str, tmp_path) -> None:
     os.symlink("/etc", root / "escape")
     body = version_body(queries=[{"sources": src, "checkpoint_location": str(root / "escape/cp")}])
     _problem(client.post("/api/v1/jobs/j/versions", json=body), 422)
+    # Object storage is not a checkpoint store yet: said so, never a local folder named s3a:.
+    for url in ("s3a://bucket/ck", "gs://bucket/ck", "hdfs:/ck"):
+        body = version_body(queries=[{"sources": src, "checkpoint_location": url}])
+        refused = _problem(client.post("/api/v1/jobs/j/versions", json=body), 422)
+        assert "object storage is not supported yet" in refused["detail"], refused
+        assert refused["errors"][0]["field"] == "queries.0.checkpoint_location"
     inside = version_body(queries=[{"sources": src, "checkpoint_location": str(root / "j/q")}])
     assert client.post("/api/v1/jobs/j/versions", json=inside).status_code == 201
-    assert client.get("/api/v1/jobs/j").json()["latest_version"] == 1  # refusals left nothing
+    as_url = version_body(queries=[{"sources": src, "checkpoint_location": f"file://{root}/j/r"}])
+    assert client.post("/api/v1/jobs/j/versions", json=as_url).status_code == 201
+    assert client.get("/api/v1/jobs/j").json()["latest_version"] == 2  # refusals left nothing
 
 
 def test_a_kafka_source_tidegate_cannot_drive_is_refused_with_what_is_missing(
