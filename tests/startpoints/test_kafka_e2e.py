@@ -18,7 +18,7 @@ from app.devtools import jvm_deps
 from tests.operations.test_lifecycle_e2e import _job, _operate, _output
 from tests.support.backends import Target
 from tests.support.kafka_broker import apache_kafka, create_topic
-from tests.support.stack import Stack, wait_until
+from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
 
 pytestmark = pytest.mark.e2e
 
@@ -268,8 +268,12 @@ def test_kafka_startpoints_end_to_end_keep_state(
     # trigger: the state and the offsets carry over, records keep arriving, nothing is read
     # twice or skipped.
     v2 = _version(stack, job, target, bootstrap, topic.name, out, trigger="2 SECONDS")
-    updated = _operate(stack, job, "update", {"version": v2, "verify_seconds": 5})
+    with watching_standbys(stack, job) as watch:
+        updated = _operate(stack, job, "update", {"version": v2, "verify_seconds": 5})
     assert updated["state"] == "succeeded", updated
+    assert_switch(stack, job, updated, watch, prewarm=True)  # ready before the stop, go after
+    dry_run = next(s["detail"] for s in updated["steps"] if s["name"] == "dry_run")
+    assert dry_run.get("checked"), dry_run  # Spark planned v2 on the snapshot's state first
     topic.produce(100, T0 + 320_000)  # 5:20 to 6:00
     end_c = topic.end()
     continued = _expected(
