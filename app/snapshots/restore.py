@@ -34,11 +34,13 @@ log = logging.getLogger(__name__)
 # In a query's staging folder: the files restored ahead of its materialise (``prestage``),
 # path -> content id. Written last, so a folder with it holds every file it names, whole.
 PRESTAGED = ".tidegate-prestaged.json"
+# The suffix of the folder, beside a query's checkpoint, it is assembled in before the rename.
+STAGING_SUFFIX = ".tidegate-restoring"
 
 
 def _staging(dest: Path) -> str:
     """The name, beside ``dest``, of the folder its checkpoint is assembled in."""
-    return f".{dest.name}.tidegate-restoring"
+    return f".{dest.name}{STAGING_SUFFIX}"
 
 
 def _fresh_query_id(directory: HeldDir) -> None:

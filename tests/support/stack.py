@@ -27,6 +27,7 @@ from app.core import migrate
 from app.core.config import Settings
 from app.core.db import make_engine
 from app.devtools.spark_local import find_free_port
+from app.snapshots.restore import STAGING_SUFFIX
 from app.snapshots.store.blobs import SnapshotStore
 from tests.conftest import ADMIN_TOKEN
 from tests.support.database import scratch_database, server_url
@@ -163,7 +164,12 @@ def watching_standbys(stack: Stack, job: str, every: float = 0.1) -> Iterator[St
                 if run["state"] != "standby" or run["standby_ready_at"] is None:
                     continue
                 folder = stack.checkpoint_root / job / str(run["id"])
-                files = [str(p) for p in folder.rglob("*")] if folder.exists() else []
+                files = [
+                    str(p)
+                    for p in (folder.rglob("*") if folder.exists() else ())
+                    # The worker's own staging of a restore ahead of go, not the driver's.
+                    if not any(part.endswith(STAGING_SUFFIX) for part in p.parts)
+                ]
                 now = stack.client.get(f"/jobs/{job}").json()
                 # Past go, the job's current run is the standby's own: what its folder held
                 # then may be from after go (the job read comes second).
