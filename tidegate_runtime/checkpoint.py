@@ -329,6 +329,49 @@ def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int) -> None:
         _replace_with_crc(root / "commits" / str(batch_id), saved_commit)
 
 
+# The watermark of a drain's flush batch: 9000-01-01, the time of the event log's drain marker,
+# past every window a query can hold (tidegate_runtime/drain.py).
+FLUSH_WATERMARK_MS = 221_845_392_000_000
+
+
+def ends_in_flush(checkpoint: str | os.PathLike[str]) -> bool:
+    """The latest batch planned is a drain's flush: its watermark is past every window, so
+    any record a later batch read would be dropped as late."""
+    latest = latest_offsets_batch(checkpoint)
+    if latest is None:
+        return False
+    metadata, _ = read_offsets(checkpoint, latest)
+    return int(metadata.get("batchWatermarkMs", 0)) >= FLUSH_WATERMARK_MS
+
+
+def plan_flush_batch(checkpoint: str | os.PathLike[str]) -> int | None:
+    """Plan the batch after the latest committed one as a drain's flush: the same offsets (it
+    reads nothing) with the watermark at ``FLUSH_WATERMARK_MS``. Spark, started on the
+    checkpoint, runs a planned batch first, so this batch evicts and emits every window still
+    open; run with Trigger.Once, it is the only batch. The source needs no marker row of its
+    own, so this flushes any source (Kafka, files). Returns the batch's id (one planned
+    already is kept: a retried step), or None when nothing is committed (no state to flush)."""
+    root = _local(checkpoint)
+    committed = latest_commit_batch(root)
+    if committed is None:
+        return None
+    planned = uncommitted_batches(root)
+    if planned:
+        if ends_in_flush(root):
+            return planned[-1]
+        raise CheckpointError(f"{root} has batches {planned} planned and not committed")
+    with _tree(root) as tree:
+        lines = _read_log_file(tree, f"offsets/{committed}")
+    metadata = json.loads(lines[1])
+    metadata["batchWatermarkMs"] = max(int(metadata.get("batchWatermarkMs", 0)), FLUSH_WATERMARK_MS)
+    lines[1] = json.dumps(metadata, separators=(",", ":"))
+    # The file, then its sidecar: a crash between them leaves no .crc, which Spark accepts.
+    flush = root / "offsets" / str(committed + 1)
+    write_atomic(flush, "\n".join(lines).encode())
+    write_atomic(_crc_path(flush), hadoop_crc("\n".join(lines).encode()))
+    return committed + 1
+
+
 def _read_schema_file(tree: HeldDir, rel: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     try:
         data = _read(tree, rel)

@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import dry_run as dry
 from tidegate_runtime import sinks, standby
 from tidegate_runtime import startpoints as sp
@@ -264,14 +265,33 @@ class Runtime(Drainer, Restarter, Starter):
             writer = writer.trigger(availableNow=True)
         elif trigger:
             writer = writer.trigger(processingTime=trigger)
-        query = writer.start()
-        self.queries[name] = query
-        self.supervisor.started(name, time.monotonic())
-        self._writers[name] = writer  # a bounded drain starts it again with AvailableNow
+        self._writers[name] = writer  # a restart or a bounded drain starts it again
+        query = self._launch(name, checkpoint if self.dry_run is None else None)
         log.info("started query %s (checkpoint %s)", name, checkpoint)
         if self.dry_run is not None and name not in self.dry_run.targets:
             query.stop()  # resumes no state: nothing to check
         return query
+
+    def _launch(self, name: str, checkpoint: str | None) -> StreamingQuery:
+        """Start query ``name``'s writer (again) on its checkpoint. One whose checkpoint ends in
+        a drain's flush (a driver or query restarted mid-drain) runs that batch alone, or, if
+        it has run, one more batch that reads nothing: past the flush's watermark any record
+        it read would be dropped as late, and the drain would report it read."""
+        writer = self._writers[name]
+        if checkpoint and self._ends_in_flush(checkpoint):
+            cp.plan_flush_batch(checkpoint)
+            writer = self._writers[name] = writer.trigger(once=True)
+            log.info("query %s: its checkpoint ends in a drain's flush; one batch only", name)
+        query = self.queries[name] = writer.start()
+        self.supervisor.started(name, time.monotonic())
+        return query
+
+    @staticmethod
+    def _ends_in_flush(checkpoint: str) -> bool:
+        try:
+            return cp.ends_in_flush(checkpoint)
+        except (OSError, ValueError, cp.CheckpointError):
+            return False  # not a checkpoint tidegate can read: Spark says what is wrong
 
     def _post_loop(self) -> None:
         assert self.client is not None

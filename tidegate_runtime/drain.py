@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +45,7 @@ class DrainState:
     stage: int = 0
     stage_marker: bool = False
     bounded: set[str] = field(default_factory=set)  # restarted with AvailableNow
+    flushed: set[str] = field(default_factory=set)  # bounded, then their flush batch run
 
 
 class Drainer:
@@ -67,6 +67,8 @@ class Drainer:
         def _control_path(self, source: str) -> str | None: ...
 
         def stop_all(self, timeout: float = 120.0) -> None: ...
+
+        def _launch(self, name: str, checkpoint: str | None) -> StreamingQuery: ...
 
     def _follow_directives(self, wait: int = 0) -> None:
         """Act on the control plane's directives. ``wait``: between checks, ask with a
@@ -234,8 +236,7 @@ class Drainer:
         # stop's timeout): it runs again on its checkpoint, and the drain goes on.
         for name in names:
             log.warning("drain: %s stopped short of the end offsets; started again", name)
-            self.queries[name] = self._writers[name].start()
-            self.supervisor.started(name, time.monotonic())
+            self._launch(name, self.checkpoint_for(name))
         return False
 
     def _flushed(self, names: list[str]) -> bool:
@@ -254,14 +255,16 @@ class Drainer:
         return True
 
     def _drain_bounded(self, name: str) -> bool:
-        """A source that cannot be capped: stop at a batch boundary, then AvailableNow on the
-        same checkpoint reads what is there now and ends; its last offsets are the end."""
+        """A source that cannot be capped (Kafka, files): stop at a batch boundary, then
+        AvailableNow on the same checkpoint reads what is there now and ends; its last offsets
+        are the end. A query with windows to flush then runs one more batch, planned by the
+        runtime: it reads nothing and its watermark is past every window, so each window still
+        open is emitted (``checkpoint.plan_flush_batch``), as the event log's marker does."""
         assert self.client is not None and self._drain_state.end is not None
         if name not in self._drain_state.bounded:
             stop_at_batch_boundary(self.queries[name], checkpoint=self.checkpoint_for(name))
-            writer = self._writers[name]
-            self.queries[name] = writer.trigger(availableNow=True).start()
-            self.supervisor.started(name, time.monotonic())  # not restarted again meanwhile
+            self._writers[name] = self._writers[name].trigger(availableNow=True)
+            self._launch(name, self.checkpoint_for(name))  # not restarted again meanwhile
             self._drain_state.bounded.add(name)
             log.info("drain: %s restarted with AvailableNow on its checkpoint", name)
             return False
@@ -270,14 +273,32 @@ class Drainer:
             return False
         if query.exception() is not None:
             return False  # the supervisor restarts it, bounded still, or ends the driver
+        if name not in self._drain_state.flushed and self._needs_flush(name):
+            self._drain_state.flushed.add(name)
+            if cp.plan_flush_batch(str(self.checkpoint_for(name))) is not None:
+                self._launch(name, self.checkpoint_for(name))  # the flush batch alone
+                log.info("drain: %s read up to its end; a batch flushes its open windows", name)
+                return False
         ends = {}
         for index, source in enumerate(self.declared[name].get("sources", [])):
             if source["name"] not in self._drain_state.end:
-                ends[str(source["name"])] = self._position(name, index, planned=False) or {}
+                ends[str(source["name"])] = self._committed_offsets(name, index)
         if ends:
             self._drain_state.end.update(ends)
             self.client.drain_state({"end_offsets": ends, "drained": False})
         return True
+
+    def _committed_offsets(self, query: str, index: int) -> dict[str, Any]:
+        """Source ``index``'s offsets in the query's latest committed batch, by partition for
+        the kinds whose drained offsets seed the next version (event log, Kafka); as Spark
+        wrote them for any other."""
+        position = self._position(query, index, planned=False) or {}
+        source = self.declared[query]["sources"][index]
+        if source.get("kind") not in ("eventlog", "kafka") or not position:
+            return position
+        options = (self.sources.get(str(source["name"])) or {}).get("options") or {}
+        parsed = sp.parse_line(str(source["kind"]), json.dumps(position), options)
+        return {str(p): o for p, o in sorted(parsed.items())}
 
     def _clear_controls(self) -> None:
         for source in self._eventlog_sources():

@@ -32,10 +32,14 @@ class Restarter:
     _writers: dict[str, DataStreamWriter]
     _stop: threading.Event
 
-    if TYPE_CHECKING:  # Drainer's
+    if TYPE_CHECKING:  # Drainer's, Runtime's
 
         @property
         def _draining(self) -> bool: ...
+
+        def checkpoint_for(self, name: str) -> str | None: ...
+
+        def _launch(self, name: str, checkpoint: str | None) -> StreamingQuery: ...
 
     def _supervise(self) -> None:
         """Restart each failed query alone after its backoff, or end the driver with the
@@ -62,11 +66,10 @@ class Restarter:
                 self.supervisor.started(name, now)
                 continue
             try:
-                self.queries[name] = self._writers[name].start()  # on its checkpoint
+                self._launch(name, self.checkpoint_for(name))  # on its checkpoint
             except Exception as exc:  # a failed restart is one more failure
                 self._count_failure(name, exc, now)
                 continue
-            self.supervisor.started(name, now)
             log.info("query %s restarted on its checkpoint", name)
 
     def _count_failure(self, name: str, error: BaseException, now: float) -> float:

@@ -20,7 +20,8 @@ class SourceKind(Response):
         description="native: end offsets fixed at drain time, every window flushed by a drain "
         "marker; bounded: the query is stopped at a batch boundary and run again on its "
         "checkpoint with Trigger.AvailableNow (it ends at what was there when the drain "
-        "reached it; open windows stay in state); unsupported: use stop."
+        "reached it), then one batch that reads nothing with its watermark past every window "
+        "flushes the windows still open; unsupported: use stop."
     )
     drain_handoff: bool = Field(
         description="An update by drain can start the next version exactly at the drained "
@@ -43,7 +44,7 @@ KINDS: dict[str, SourceKind] = {
             kind="kafka",
             startpoints=["OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP"],
             drain="bounded",
-            drain_handoff=False,
+            drain_handoff=True,
             note="Spark's Kafka source, one topic per source ('subscribe'); startpoints "
             "resolve in the driver through tidegate's kafka-python consumer, built from the "
             "source's kafka.* options (docs/kafka.md).",

@@ -6,8 +6,10 @@ Kafka timestamp). The event log's scenario (test_startpoints_e2e.py), on a 4-par
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,21 +105,48 @@ class Topic:
         return out
 
 
-def _expected(topic: Topic, ranges: list[dict[int, tuple[int, int]]]) -> list[tuple[Any, ...]]:
-    """Windowed counts over exactly the records of ``ranges``, closed by the watermark the
-    query reached: what a run that kept its state emits."""
+@contextmanager
+def producing(topic: Topic, start_ts_ms: int, every: float = 0.2) -> Iterator[None]:
+    """Records keep arriving (10 every ``every`` seconds, times growing) until the block ends."""
+    stop = threading.Event()
+
+    def produce() -> None:
+        ts = start_ts_ms
+        while not stop.wait(every):
+            topic.produce(10, ts)
+            ts += 10 * STEP_MS
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
+
+
+def _expected(
+    topic: Topic,
+    ranges: list[dict[int, tuple[int, int]]],
+    *,
+    window_ms: int = WINDOW_MS,
+    flushed: bool = False,
+) -> list[tuple[Any, ...]]:
+    """Windowed counts over exactly the records of ``ranges``: those closed by the watermark
+    the query reached (what a run that kept its state emits), or ``flushed``, every window
+    (what a drain emits)."""
     groups: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0, 0.0])
     max_ts = 0
     for part in ranges:
         for ts, key, value in topic.records(part):
             max_ts = max(max_ts, ts)
-            g = groups[(ts - ts % WINDOW_MS, key)]
+            g = groups[(ts - ts % window_ms, key)]
             g[0] += 1
             g[1] += value
     return sorted(
         (start, key, int(c), s)
         for (start, key), (c, s) in groups.items()
-        if start + WINDOW_MS <= max_ts - DELAY_MS
+        if flushed or start + window_ms <= max_ts - DELAY_MS
     )
 
 
@@ -129,13 +158,15 @@ def _version(
     topic: str,
     out: Path,
     trigger: str = "1 SECONDS",
+    window: str | None = None,
 ) -> int:
     source = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
     conf = target.conf(**{"spark.jars": jvm_deps.classpath("spark-kafka", sep=",")})
+    args = ["--bootstrap", bootstrap, "--topic", topic, "--output", str(out)]
     body = {
         "app": {
             "file": target.pipeline("kafka_windowed_counts.py"),
-            "args": ["--bootstrap", bootstrap, "--topic", topic, "--output", str(out)],
+            "args": args + (["--window", window] if window else []),
         },
         "cluster": target.cluster,
         "conf": conf,
@@ -281,3 +312,58 @@ def test_kafka_startpoints_end_to_end_keep_state(
     )
     wait_until(lambda: _output(out), lambda rows: rows == sorted(before_rewind + continued), 180)
     assert _operate(stack, job, "stop")["state"] == "succeeded"
+
+
+def test_kafka_update_by_drain_hands_off_exactly_and_a_drain_flushes_every_window(
+    clusters: Stack, target: Target, bootstrap: str, tmp_path: Path
+) -> None:
+    """An update by drain across an incompatible change (1-minute windows to 2-minute ones,
+    another output) while records keep arriving: the old run reads up to the end offsets it
+    reports and emits every window, the open ones too (its flush batch); the new run starts
+    at exactly the next offset of each partition. Then a plain drain of the new run, records
+    still arriving: every 2-minute window of exactly the records between the two ends."""
+    stack, job = clusters, f"kafka-drain-{target.cluster}"
+    topic = Topic(bootstrap, f"drained-{target.cluster}")
+    out1, out2 = tmp_path / "out1", tmp_path / "out2"
+    topic.produce(300, T0)  # 0:00 to 2:00
+    _job(stack, job)
+    v1 = _version(stack, job, target, bootstrap, topic.name, out1)
+    oldest = {"startpoints": [{"source": "clicks", "type": "OLDEST"}]}
+    assert stack.client.put(f"/jobs/{job}/startpoints", json=oldest).status_code == 200
+    run1 = _operate(stack, job, "submit", {"version": v1})["run_id"]
+    wanted = _as_spark(topic.name, topic.end())
+    wait_until(lambda: _end_offset(stack, run1), lambda end: end == wanted, 240)
+
+    v2 = _version(stack, job, target, bootstrap, topic.name, out2, window="2 minutes")
+    body = {"version": v2, "strategy": "drain", "verify_seconds": 5}
+    with producing(topic, T0 + 120_000), watching_standbys(stack, job) as watch:
+        update = _operate(stack, job, "update", body)
+    assert update["state"] == "succeeded", update
+    assert_switch(stack, job, update, watch, prewarm=True)
+    result = update["result"]
+    end1 = {int(p): o for p, o in result["end_offsets"]["clicks"].items()}
+    assert sorted(end1) == list(range(PARTITIONS)), result["end_offsets"]
+    assert stack.run(run1)["state"] == "drained"
+    # Every 1-minute window of exactly the records up to the drained offsets, the open too.
+    read_1 = {p: (0, end1[p]) for p in range(PARTITIONS)}
+    assert _output(out1) == _expected(topic, [read_1], flushed=True)
+    assert result["startpoints"] == {"clicks": {str(p): o for p, o in end1.items()}}
+    view = wait_until(
+        lambda: stack.client.get(f"/jobs/{job}/startpoints").json(),
+        lambda v: v["pending"] == [],
+        120,
+    )
+    applied = view["applied"][0]  # the newest
+    assert applied["run_id"] == result["run_id"] and applied["batch_id"] is None
+    assert applied["after_offsets"] == {str(p): o for p, o in end1.items()}
+
+    with producing(topic, T0 + 400_000):
+        drained = _operate(stack, job, "drain", {"timeout_seconds": 240})
+    assert drained["state"] == "succeeded", drained
+    end2 = {int(p): o for p, o in drained["result"]["end_offsets"]["clicks"].items()}
+    assert all(end1[p] <= end2[p] <= topic.end()[p] for p in range(PARTITIONS))
+    assert stack.run(result["run_id"])["state"] == "drained"
+    read_2 = {p: (end1[p], end2[p]) for p in range(PARTITIONS)}
+    assert _output(out2) == _expected(topic, [read_2], window_ms=120_000, flushed=True)
+    counted = sum(row[2] for row in _output(out1)) + sum(row[2] for row in _output(out2))
+    assert counted == sum(end2.values())  # every record up to the end, once (offsets from 0)

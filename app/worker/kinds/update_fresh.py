@@ -9,7 +9,6 @@ bottom; each is recorded, and a worker resuming the update skips what is done.""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +17,7 @@ from app.core import run_states as states
 from app.core.db import transaction
 from app.core.errors import TidegateError
 from app.core.paths import checkpoint_path, read_checkpoint
+from app.jobs import sources
 from app.operations.models import Operation
 from app.runs.models import Run
 from app.startpoints import service as startpoints
@@ -47,6 +47,7 @@ from app.worker.runs.start import start_planned
 from app.worker.runs.verify import committed_batches, verify_for
 from app.worker.standby import ready, standby
 from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
+from tidegate_runtime.startpoints import parse_line
 
 
 def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:
@@ -257,9 +258,10 @@ def hand_off(
 
 
 def committed_positions(ctx: WorkerContext, run_id: int) -> dict[str, Any]:
-    """Where a stopped run's queries are, per eventlog source, from their checkpoints (the
-    latest committed batch). A source two queries read at different places gets the lower
-    offset per partition: the faster query reads a few records again rather than skip any."""
+    """Where a stopped run's queries are, per source whose offsets can seed the next version
+    (sources.py ``drain_handoff``), from their checkpoints (the latest committed batch). A
+    source two queries read at different places gets the lower offset per partition: the
+    faster query reads a few records again rather than skip any."""
 
     with ctx.factory() as session:
         run = session.get(Run, run_id)
@@ -272,12 +274,12 @@ def committed_positions(ctx: WorkerContext, run_id: int) -> dict[str, Any]:
             batch = latest_commit_batch(checkpoint)
             lines = read_offsets(checkpoint, batch)[1] if checkpoint and batch is not None else []
         for index, source in enumerate(spec["sources"]):
-            if source["kind"] != "eventlog":
+            if not sources.kind(source["kind"]).drain_handoff:
                 continue
             at: dict[str, int] = {}
             if batch is not None:
-                line = lines[index]
-                at = {p: int(o) for p, o in json.loads(line).items()} if line else {}
+                parsed = parse_line(source["kind"], lines[index], source.get("options") or {})
+                at = {str(p): o for p, o in parsed.items()}
             known = positions.setdefault(source["name"], at)
             for p in set(known) | set(at):
                 known[p] = min(known.get(p, 0), at.get(p, 0))
