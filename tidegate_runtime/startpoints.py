@@ -54,6 +54,10 @@ class StartpointError(ValueError):
     """A startpoint cannot be resolved or applied; the message says why, for a person."""
 
 
+class ResolverNeeded(StartpointError):
+    """Only the brokers can resolve this Kafka startpoint, and there is no resolver to ask."""
+
+
 @dataclass(frozen=True)
 class Startpoint:
     id: int
@@ -134,7 +138,7 @@ class KafkaPositions:
 
     def _need(self, what: str) -> KafkaResolver:
         if self.resolver is None:
-            raise StartpointError(
+            raise ResolverNeeded(
                 f"a kafka {what} startpoint needs a KafkaResolver (a consumer) to look "
                 "offsets up: set runtime.kafka_resolver, or use OFFSET or OLDEST"
             )
@@ -143,7 +147,7 @@ class KafkaPositions:
     def partitions(self) -> list[int]:
         if self.resolver is None:
             if not self.known:
-                raise StartpointError(
+                raise ResolverNeeded(
                     "a kafka source-level startpoint without a KafkaResolver needs a "
                     "checkpoint that names the partitions; set per-partition startpoints"
                 )

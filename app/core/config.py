@@ -152,6 +152,14 @@ class Settings(BaseSettings):
         description="Folders (comma-separated) under which the API may read event logs, to "
         "check and preview startpoints; default DATA_DIR. Drivers read their sources anyway.",
     )
+    kafka_preview_brokers: str | None = Field(
+        default=None,
+        description="Kafka brokers (host:port, comma-separated) the API may ask to preview a "
+        "Kafka source's OLDEST, UPCOMING and TIMESTAMP startpoints: a source whose every "
+        "bootstrap server is listed is previewed against its brokers (a consumer with no "
+        "group, which commits nothing). Default none: the API never connects to an address a "
+        "version names, the preview says so, and the driver resolves them when it starts.",
+    )
     sink_roots: str | None = Field(
         default=None,
         description="Folders (comma-separated) under which the API may list a declared file "
@@ -177,6 +185,12 @@ class Settings(BaseSettings):
         if not self.eventlog_roots:
             return [self.data_dir.absolute()]
         return [Path(p.strip()).absolute() for p in self.eventlog_roots.split(",") if p.strip()]
+
+    @property
+    def resolved_kafka_preview_brokers(self) -> frozenset[str]:
+        return frozenset(
+            b.strip().lower() for b in (self.kafka_preview_brokers or "").split(",") if b.strip()
+        )
 
     @property
     def resolved_sink_roots(self) -> list[Path]:

@@ -101,7 +101,11 @@ def withdraw_partition(
 )
 def preview(job: JobName, session: DbSession, _: Reader, settings: AppSettings) -> Preview:
     return service.preview(
-        session, job, str(settings.resolved_checkpoint_root), settings.resolved_eventlog_roots
+        session,
+        job,
+        str(settings.resolved_checkpoint_root),
+        settings.resolved_eventlog_roots,
+        settings.resolved_kafka_preview_brokers,
     )
 
 

@@ -19,6 +19,7 @@ from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import current_run
+from app.startpoints import kafka_preview
 from app.startpoints.models import APPLIED, PENDING, Startpoint, StartpointApplication
 from app.startpoints.schemas import (
     Preview,
@@ -318,7 +319,11 @@ def _committed_offsets(
 
 
 def preview(
-    session: Session, job_name: str, checkpoint_root: str, eventlog_roots: list[Path]
+    session: Session,
+    job_name: str,
+    checkpoint_root: str,
+    eventlog_roots: list[Path],
+    kafka_brokers: frozenset[str] = frozenset(),
 ) -> Preview:
     job = get_job(session, job_name)
     version = version_for(session, job)
@@ -349,11 +354,22 @@ def preview(
         if refused is not None:
             errors.append(PreviewError(source=name, error=refused))
             continue
+        resolver, unasked = (
+            kafka_preview.resolver_for(decl["options"], kafka_brokers)
+            if decl["kind"] == "kafka"
+            else (None, "")
+        )
         try:
-            target = rt.resolve(decl["kind"], decl["options"], points, current)
+            target = rt.resolve(decl["kind"], decl["options"], points, current, resolver)
+        except rt.ResolverNeeded:
+            errors.append(PreviewError(source=name, error=unasked))
+            continue
         except Exception as exc:
             errors.append(PreviewError(source=name, error=str(exc)))
             continue
+        finally:
+            if resolver is not None:
+                resolver.close()
         by_partition = {p.partition: p for p in points if p.partition is not None}
         fan_out = next((p for p in points if p.partition is None), None)
         for partition, offset in sorted(target.items()):

@@ -111,6 +111,7 @@ def test_drain_needs_a_running_run_and_capable_sources(
     assert "'r' (rate)" in r.json()["detail"] and "…/stop" in r.json()["detail"]
     kinds = {k["kind"]: k for k in client.get("/api/v1/source-kinds").json()}
     assert kinds["eventlog"]["drain"] == "native" and kinds["eventlog"]["drain_handoff"]
+    assert kinds["kafka"]["drain_handoff"] and not kinds["file"]["drain_handoff"]
     assert kinds["kafka"]["drain"] == "bounded" and kinds["file"]["startpoints"] == [
         "OLDEST",
         "OFFSET",
@@ -140,8 +141,12 @@ def test_update_by_drain_is_checked_before_the_run_is_touched(
             }
         ]
     )
-    for body in (elsewhere, fixed, version_body()):
+    # Files: a drained position in a file log cannot seed a fresh query (Kafka's can).
+    as_files = version_body(queries=[{"sources": [{"name": "events", "kind": "file"}]}])
+    for body in (elsewhere, fixed, version_body(), as_files):
         assert client.post("/api/v1/jobs/j/versions", json=body).status_code == 201
+    r = client.post("/api/v1/jobs/j/update", json={"version": 5, "strategy": "drain"})
+    assert r.status_code == 422 and "kind file in the new version" in r.json()["detail"], r.text
     r = client.post("/api/v1/jobs/j/update", json={"version": 2, "strategy": "drain"})
     assert r.status_code == 422 and "reads none of the sources" in r.json()["detail"], r.text
     r = client.post("/api/v1/jobs/j/update", json={"version": 3, "strategy": "drain"})

@@ -27,7 +27,7 @@ from tidegate_runtime.source import DRAIN_MARKER_TIMESTAMP
 
 
 def test_the_flush_watermark_is_the_event_logs_marker_time() -> None:
-    assert FLUSH_WATERMARK_MS == int(DRAIN_MARKER_TIMESTAMP.timestamp() * 1000)
+    assert int(DRAIN_MARKER_TIMESTAMP.timestamp() * 1000) == FLUSH_WATERMARK_MS
 
 
 def test_a_flush_batch_repeats_the_last_offsets_with_the_watermark_past_every_window(

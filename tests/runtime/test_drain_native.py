@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 
 from tests.support.checkpoints import FakeCheckpoint
+from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import drain
 from tidegate_runtime.control import Runtime
 
@@ -209,3 +210,92 @@ def test_a_stage_to_flush_waits_for_the_commit_before_its_marker(
     _batch(tmp_path / "q", 3, 10, commit=True)
     assert not runtime._drain_native(["q"], [("q", 0, "clicks")])  # committed: the marker
     assert runtime._drain_state.marker and stops == []
+
+
+# ---- a bounded drain (Kafka, files): AvailableNow, then the flush batch --------------------
+
+
+class _Ended:
+    """A query that has ended cleanly (AvailableNow or Once ran out)."""
+
+    isActive = False
+    lastProgress = None
+
+    def exception(self) -> None:
+        return None
+
+
+class _TriggeredWriter:
+    def __init__(self) -> None:
+        self.triggers: list[str] = []
+
+    def trigger(self, **how: Any) -> _TriggeredWriter:
+        self.triggers.append(next(iter(how)))
+        return self
+
+    def start(self) -> _Ended:
+        return _Ended()
+
+
+class _Channel:
+    def __init__(self) -> None:
+        self.reports: list[dict[str, Any]] = []
+
+    def drain_state(self, report: dict[str, Any]) -> None:
+        self.reports.append(report)
+
+
+def _kafka_batch(checkpoint: Path, n: int, *, watermark: int = 0, commit: bool = True) -> None:
+    meta = json.dumps({"batchWatermarkMs": watermark, "batchTimestampMs": 1, "conf": {}})
+    (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
+    (checkpoint / "commits").mkdir(exist_ok=True)
+    (checkpoint / "offsets" / str(n)).write_text(f'v1\n{meta}\n{{"t":{{"0":4,"1":6}}}}')
+    if commit:
+        (checkpoint / "commits" / str(n)).write_text("v1\n{}")
+
+
+def test_a_bounded_drain_flushes_its_windows_with_a_batch_that_reads_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkpoint = tmp_path / "q"
+    _kafka_batch(checkpoint, 5)
+    channel, writer = _Channel(), _TriggeredWriter()
+    runtime = Runtime(
+        spark=cast(Any, None),
+        client=cast(Any, channel),
+        checkpoint_dir=str(tmp_path),
+        declared={"q": {"sources": [{"name": "clicks", "kind": "kafka"}], "stateful": True}},
+    )
+    runtime.sources = {"clicks": {"kind": "kafka", "options": {"subscribe": "t"}}}
+    runtime.queries, runtime._writers = {"q": cast(Any, _Ended())}, {"q": cast(Any, writer)}
+    runtime._drain_state.end = {}
+    monkeypatch.setattr(drain, "stop_at_batch_boundary", lambda *a, **k: None)
+    monkeypatch.setattr(runtime, "_needs_flush", lambda name: True)  # windows, say
+
+    assert not runtime._drain_bounded("q")  # 1. stopped, run again with AvailableNow
+    assert writer.triggers == ["availableNow"]
+    assert not runtime._drain_bounded("q")  # 2. it ended: the flush batch, alone
+    assert writer.triggers == ["availableNow", "once"] and cp.uncommitted_batches(checkpoint) == [6]
+    metadata, lines = cp.read_offsets(checkpoint, 6)
+    assert metadata["batchWatermarkMs"] == cp.FLUSH_WATERMARK_MS
+    assert lines == cp.read_offsets(checkpoint, 5)[1]
+    (checkpoint / "commits" / "6").write_text("v1\n{}")
+    assert runtime._drain_bounded("q")  # 3. flushed: its end, by partition
+    assert channel.reports == [{"end_offsets": {"clicks": {"0": 4, "1": 6}}, "drained": False}]
+
+    # A query started again on the flushed checkpoint (its driver restarted mid-drain): one
+    # batch that reads nothing, never one that reads records it would drop as late.
+    runtime._launch("q", str(checkpoint))
+    assert writer.triggers[-1] == "once" and cp.uncommitted_batches(checkpoint) == [7]
+    assert cp.read_offsets(checkpoint, 7)[1] == lines
+
+
+def test_a_checkpoint_without_a_flush_starts_as_declared(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "q"
+    _kafka_batch(checkpoint, 5)
+    writer = _TriggeredWriter()
+    runtime = _runtime()
+    runtime._writers = {"q": cast(Any, writer)}
+    runtime._launch("q", str(checkpoint))
+    runtime._launch("q", str(tmp_path / "none"))  # not there yet: Spark makes it
+    assert writer.triggers == [] and cp.uncommitted_batches(checkpoint) == []

@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
 
+from app.api.main import create_app
+from app.core.config import Settings
 from tests.startpoints.test_resolve import T0, P, write_checkpoint
+from tests.support.api import version_body
 from tests.support.kafka_broker import apache_kafka, create_topic, produce, tansu
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import startpoints as sp
@@ -158,3 +163,48 @@ def test_the_runtime_builds_the_resolver_from_the_source_s_options(broker: str) 
     own = cast(sp.KafkaResolver, object())
     assert Runtime(spark=cast(Any, None), kafka_resolver=own)._kafka("clicks", decl) is own
     built.close()
+
+
+def test_the_preview_asks_only_brokers_an_admin_listed(
+    broker: str, db: Engine, settings: Settings, client: TestClient, cluster: str
+) -> None:
+    """POST …/startpoints/preview of a Kafka source: against its brokers when an admin listed
+    every one (TIDEGATE_KAFKA_PREVIEW_BROKERS), TIMESTAMP resolved by the broker; else the
+    preview says which are not listed and what still previews, and connects to nothing."""
+    body = version_body(
+        queries=[{"sources": [{"name": "clicks", "kind": "kafka", "options": options(broker)}]}]
+    )
+    assert client.post("/api/v1/jobs", json={"name": "k"}).status_code == 201
+    assert client.post("/api/v1/jobs/k/versions", json=body).status_code == 201
+    points = [
+        {"source": "clicks", "type": "TIMESTAMP", "value": T0 + 3500},
+        {"source": "clicks", "partition": 1, "type": "UPCOMING"},
+    ]
+    assert client.put("/api/v1/jobs/k/startpoints", json={"startpoints": points}).status_code == 200
+
+    refused = client.post("/api/v1/jobs/k/startpoints/preview").json()
+    assert refused["rows"] == []
+    (error,) = refused["errors"]
+    assert "TIDEGATE_KAFKA_PREVIEW_BROKERS" in error["error"] and broker in error["error"]
+
+    allowed = settings.model_copy(update={"kafka_preview_brokers": f"other:9092, {broker}"})
+    app = create_app(allowed, engine=db)
+    with TestClient(app, headers=dict(client.headers)) as previewing:
+        shown = previewing.post("/api/v1/jobs/k/startpoints/preview").json()
+    assert shown["errors"] == [], shown
+    rows = {r["partition"]: r for r in shown["rows"]}
+    assert {p: (r["type"], r["target"], r["move"]) for p, r in rows.items()} == {
+        0: ("TIMESTAMP", 4, "unknown"),  # the first record at or after T0 + 3.5 s; no run yet
+        1: ("UPCOMING", RECORDS, "unknown"),
+    }
+
+    # A source naming a trust store file is never previewed by the API (no file a client
+    # names is read), listed brokers or not.
+    stores = {**options(broker), "kafka.ssl.truststore.location": "/etc/passwd"}
+    body = version_body(
+        queries=[{"sources": [{"name": "clicks", "kind": "kafka", "options": stores}]}]
+    )
+    assert client.post("/api/v1/jobs/k/versions", json=body).status_code == 201
+    with TestClient(app, headers=dict(client.headers)) as previewing:
+        (error,) = previewing.post("/api/v1/jobs/k/startpoints/preview").json()["errors"]
+    assert "kafka.ssl.truststore.location" in error["error"] and "root:" not in error["error"]

@@ -42,6 +42,7 @@ class Topic:
 
     def __init__(self, bootstrap: str, name: str) -> None:
         self.bootstrap, self.name, self.sent = bootstrap, name, 0
+        self.last_ts = 0  # the latest event time written
         create_topic(bootstrap, name, PARTITIONS)
 
     def produce(self, count: int, start_ts_ms: int) -> None:
@@ -62,6 +63,7 @@ class Topic:
         finally:
             producer.close()
         self.sent += count
+        self.last_ts = max(self.last_ts, start_ts_ms + (count - 1) * STEP_MS)
 
     def _consumer(self) -> KafkaConsumer:
         return KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
@@ -282,10 +284,11 @@ def test_kafka_startpoints_end_to_end_keep_state(
         },
     )
     assert r.status_code == 200, r.text
-    # The API never connects to a broker (its addresses are a version author's to name), so
-    # its preview cannot look a Kafka time up; it says so instead of guessing (issue 52 note).
+    # The API connects only to brokers an admin listed (TIDEGATE_KAFKA_PREVIEW_BROKERS; none
+    # here): its preview cannot look a Kafka time up and says so instead of guessing.
     preview = stack.client.post(f"{sp_url}/preview").json()
-    assert preview["rows"] == [] and "KafkaResolver" in preview["errors"][0]["error"], preview
+    assert preview["rows"] == [], preview
+    assert "TIDEGATE_KAFKA_PREVIEW_BROKERS" in preview["errors"][0]["error"], preview
     assert _operate(stack, job, "restart")["state"] == "succeeded"
     end_b = topic.end()
     kept_state = {p: (topic.at_time(T0 + 240_000)[p], end_a[p]) for p in range(PARTITIONS)}
@@ -357,7 +360,7 @@ def test_kafka_update_by_drain_hands_off_exactly_and_a_drain_flushes_every_windo
     assert applied["run_id"] == result["run_id"] and applied["batch_id"] is None
     assert applied["after_offsets"] == {str(p): o for p, o in end1.items()}
 
-    with producing(topic, T0 + 400_000):
+    with producing(topic, topic.last_ts + STEP_MS):  # later than all before: none is late
         drained = _operate(stack, job, "drain", {"timeout_seconds": 240})
     assert drained["state"] == "succeeded", drained
     end2 = {int(p): o for p, o in drained["result"]["end_offsets"]["clicks"].items()}
