@@ -2180,7 +2180,7 @@ export interface components {
             startpoints: string[];
             /**
              * Drain
-             * @description native: end offsets fixed at drain time, every window flushed by a drain marker; bounded: the query is stopped at a batch boundary and run again on its checkpoint with Trigger.AvailableNow (it ends at what was there when the drain reached it; open windows stay in state); unsupported: use stop.
+             * @description native: end offsets fixed at drain time, every window flushed by a drain marker; bounded: the query is stopped at a batch boundary and run again on its checkpoint with Trigger.AvailableNow (it ends at what was there when the drain reached it), then one batch that reads nothing with its watermark past every window flushes the windows still open; unsupported: use stop.
              * @enum {string}
              */
             drain: "native" | "bounded" | "unsupported";

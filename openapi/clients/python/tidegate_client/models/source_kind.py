@@ -19,7 +19,8 @@ class SourceKind:
         startpoints (list[str]): Startpoint types this kind takes.
         drain (SourceKindDrain): native: end offsets fixed at drain time, every window flushed by a drain marker;
             bounded: the query is stopped at a batch boundary and run again on its checkpoint with Trigger.AvailableNow (it
-            ends at what was there when the drain reached it; open windows stay in state); unsupported: use stop.
+            ends at what was there when the drain reached it), then one batch that reads nothing with its watermark past
+            every window flushes the windows still open; unsupported: use stop.
         drain_handoff (bool): An update by drain can start the next version exactly at the drained offsets of this kind
             (OFFSET startpoints per partition).
         note (str):
