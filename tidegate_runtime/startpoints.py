@@ -268,13 +268,42 @@ def resolve(
                 raise StartpointError(
                     f"offset {sp.value} is beyond partition {p}'s end ({latest[p]})"
                 )
+            earliest = earliest if earliest is not None else pos.earliest()
+            if sp.value < earliest[p]:
+                raise StartpointError(
+                    f"offset {sp.value} of partition {p} is gone: the source no longer holds "
+                    f"its records before offset {earliest[p]} (a topic's retention deletes "
+                    f"them). Set OLDEST (offset {earliest[p]}) or an offset at or after it"
+                )
             result[p] = sp.value
         elif sp.type == "TIMESTAMP":
             assert sp.value is not None
             result[p] = pos.at_timestamp(p, sp.value)
+            earliest = earliest if earliest is not None else pos.earliest()
+            if 0 < earliest[p] == result[p]:
+                latest = latest if latest is not None else pos.latest()
+                _refuse_a_time_past_retention(pos, p, sp.value, earliest[p], latest[p])
         else:
             raise StartpointError(f"unknown startpoint type {sp.type}")
     return result
+
+
+def _refuse_a_time_past_retention(
+    pos: SourcePositions, partition: int, ts_ms: int, oldest: int, end: int
+) -> None:
+    """A time that resolves to the oldest record still held, which is later than the time:
+    records from that time up to it may be among those the source deleted (a topic's
+    retention), so starting there could skip them without a word. Refused, with the choice."""
+    if oldest >= end:
+        return  # nothing held: every record is older than anything the source still has
+    first = pos.timestamp_at(partition, oldest)
+    if first is not None and first > ts_ms:
+        raise StartpointError(
+            f"partition {partition} no longer holds records from that time: its oldest record "
+            f"(offset {oldest}) is from {first} ms, later than {ts_ms} ms, and the records "
+            "before it were deleted (a topic's retention), so some from that time may be "
+            "gone. Set OLDEST for the partition to start at its oldest record, or a later time"
+        )
 
 
 def _resolve_file(

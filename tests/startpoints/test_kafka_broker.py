@@ -13,6 +13,8 @@ from typing import Any, cast
 
 import pytest
 from fastapi.testclient import TestClient
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
 from sqlalchemy import Engine
 
 from app.api.main import create_app
@@ -163,6 +165,34 @@ def test_the_runtime_builds_the_resolver_from_the_source_s_options(broker: str) 
     own = cast(sp.KafkaResolver, object())
     assert Runtime(spark=cast(Any, None), kafka_resolver=own)._kafka("clicks", decl) is own
     built.close()
+
+
+def test_records_the_topic_deleted_are_never_started_from_in_silence(broker: str) -> None:
+    """Retention deleted a partition's first records (DeleteRecords, as retention does): an
+    OFFSET among them is refused, and so is a TIME that resolves to the oldest record held
+    when that record is later than the time (records from that time may be gone); OLDEST
+    starts at the oldest record held."""
+    create_topic(broker, "expiring", 1)
+    produce(broker, "expiring", [(0, T0 + 1000 * i, b"r") for i in range(RECORDS)])
+    admin = KafkaAdminClient(bootstrap_servers=broker)
+    try:
+        admin.delete_records({TopicPartition("expiring", 0): 4})
+    finally:
+        admin.close()
+    opts = {"kafka.bootstrap.servers": broker, "subscribe": "expiring"}
+    here = ClientResolver(opts)
+    try:
+        assert here.earliest("expiring") == {0: 4}
+        with pytest.raises(sp.StartpointError, match="offset 2 of partition 0 is gone"):
+            sp.resolve("kafka", opts, [P(1, "OFFSET", 2)], {0: 9}, here)
+        assert sp.resolve("kafka", opts, [P(1, "OFFSET", 4)], {0: 9}, here) == {0: 4}
+        assert sp.resolve("kafka", opts, [P(1, "OLDEST")], {0: 9}, here) == {0: 4}
+        with pytest.raises(sp.StartpointError, match="no longer holds records from that time"):
+            sp.resolve("kafka", opts, [P(1, "TIMESTAMP", T0 + 1000)], {0: 9}, here)
+        assert sp.resolve("kafka", opts, [P(1, "TIMESTAMP", T0 + 4000)], {0: 9}, here) == {0: 4}
+        assert sp.resolve("kafka", opts, [P(1, "TIMESTAMP", T0 + 5500)], {0: 9}, here) == {0: 6}
+    finally:
+        here.close()
 
 
 def test_the_preview_asks_only_brokers_an_admin_listed(

@@ -6,6 +6,7 @@ Kafka timestamp). The event log's scenario (test_startpoints_e2e.py), on a 4-par
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
@@ -13,12 +14,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewPartitions
 
 from app.devtools import jvm_deps
 from tests.operations.test_lifecycle_e2e import _job, _operate, _output
 from tests.support.backends import Target
+from tests.support.e2e import driver_jvms
 from tests.support.kafka_broker import apache_kafka, create_topic
 from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
 
@@ -43,7 +47,16 @@ class Topic:
     def __init__(self, bootstrap: str, name: str) -> None:
         self.bootstrap, self.name, self.sent = bootstrap, name, 0
         self.last_ts = 0  # the latest event time written
+        self.partitions = PARTITIONS
         create_topic(bootstrap, name, PARTITIONS)
+
+    def add_partition(self) -> None:
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        try:
+            admin.create_partitions({self.name: NewPartitions(self.partitions + 1)})
+        finally:
+            admin.close()
+        self.partitions += 1
 
     def produce(self, count: int, start_ts_ms: int) -> None:
         """``count`` records, event times ``STEP_MS`` apart from ``start_ts_ms``, dealt round
@@ -56,7 +69,7 @@ class Topic:
                     self.name,
                     key=f"k{n % 5}".encode(),
                     value=str(n % 7 + 1).encode(),
-                    partition=n % PARTITIONS,
+                    partition=n % self.partitions,
                     timestamp_ms=start_ts_ms + i * STEP_MS,
                 )
             producer.flush()
@@ -71,7 +84,7 @@ class Topic:
     def end(self) -> dict[int, int]:
         consumer = self._consumer()
         try:
-            parts = [TopicPartition(self.name, p) for p in range(PARTITIONS)]
+            parts = [TopicPartition(self.name, p) for p in range(self.partitions)]
             return {tp.partition: o for tp, o in consumer.end_offsets(parts).items()}
         finally:
             consumer.close()
@@ -80,7 +93,7 @@ class Topic:
         """Per partition, the offset of the first record at or after ``ts_ms`` (else the end)."""
         consumer = self._consumer()
         try:
-            parts = [TopicPartition(self.name, p) for p in range(PARTITIONS)]
+            parts = [TopicPartition(self.name, p) for p in range(self.partitions)]
             found = consumer.offsets_for_times({tp: ts_ms for tp in parts})
             end = consumer.end_offsets(parts)
             return {tp.partition: (found[tp].offset if found[tp] else end[tp]) for tp in parts}
@@ -317,14 +330,16 @@ def test_kafka_startpoints_end_to_end_keep_state(
     assert _operate(stack, job, "stop")["state"] == "succeeded"
 
 
-def test_kafka_update_by_drain_hands_off_exactly_and_a_drain_flushes_every_window(
+def test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain(
     clusters: Stack, target: Target, bootstrap: str, tmp_path: Path
 ) -> None:
     """An update by drain across an incompatible change (1-minute windows to 2-minute ones,
     another output) while records keep arriving: the old run reads up to the end offsets it
     reports and emits every window, the open ones too (its flush batch); the new run starts
-    at exactly the next offset of each partition. Then a plain drain of the new run, records
-    still arriving: every 2-minute window of exactly the records between the two ends."""
+    at exactly the next offset of each partition. A partition is added and read; the new run's
+    driver is killed and the run restarts on its own. Then a plain drain of the new run,
+    records still arriving: every 2-minute window of exactly the records between the two
+    ends, each record counted once."""
     stack, job = clusters, f"kafka-drain-{target.cluster}"
     topic = Topic(bootstrap, f"drained-{target.cluster}")
     out1, out2 = tmp_path / "out1", tmp_path / "out2"
@@ -360,13 +375,37 @@ def test_kafka_update_by_drain_hands_off_exactly_and_a_drain_flushes_every_windo
     assert applied["run_id"] == result["run_id"] and applied["batch_id"] is None
     assert applied["after_offsets"] == {str(p): o for p, o in end1.items()}
 
+    # A partition added while the new run reads: Spark finds it and reads it from its oldest
+    # record. Then the run's driver is killed; the run comes back on its own (supervised),
+    # from its checkpoint, the new partition's offsets in it.
+    topic.add_partition()
+    topic.produce(50, topic.last_ts + STEP_MS)  # on all 5 partitions
+    new_run = result["run_id"]
+    wanted = _as_spark(topic.name, topic.end())
+    wait_until(lambda: _end_offset(stack, new_run), lambda end: end == wanted, 180)
+    (driver,) = wait_until(
+        lambda: driver_jvms(stack.run(new_run)["tag"]), lambda found: len(found) == 1
+    )
+    driver.send_signal(signal.SIGKILL)
+    psutil.wait_procs([driver], timeout=30)
+    topic.produce(50, topic.last_ts + STEP_MS)  # while it is down
+    wanted = _as_spark(topic.name, topic.end())
+    back = wait_until(
+        lambda: stack.run(new_run),
+        lambda run: run["attempt"] == 1 and run["state"] == "running",
+        240,
+    )
+    assert back["failures"] == 1, back
+    wait_until(lambda: _end_offset(stack, new_run), lambda end: end == wanted, 180)
+
     with producing(topic, topic.last_ts + STEP_MS):  # later than all before: none is late
         drained = _operate(stack, job, "drain", {"timeout_seconds": 240})
     assert drained["state"] == "succeeded", drained
     end2 = {int(p): o for p, o in drained["result"]["end_offsets"]["clicks"].items()}
-    assert all(end1[p] <= end2[p] <= topic.end()[p] for p in range(PARTITIONS))
-    assert stack.run(result["run_id"])["state"] == "drained"
-    read_2 = {p: (end1[p], end2[p]) for p in range(PARTITIONS)}
+    assert sorted(end2) == list(range(PARTITIONS + 1)), end2
+    assert all(end1.get(p, 0) <= end2[p] <= topic.end()[p] for p in end2)
+    assert stack.run(new_run)["state"] == "drained"
+    read_2 = {p: (end1.get(p, 0), end2[p]) for p in end2}
     assert _output(out2) == _expected(topic, [read_2], window_ms=120_000, flushed=True)
     counted = sum(row[2] for row in _output(out1)) + sum(row[2] for row in _output(out2))
     assert counted == sum(end2.values())  # every record up to the end, once (offsets from 0)

@@ -43,7 +43,7 @@ CI_BACKEND = {
     "test_the_large_state_example_through_an_update_by_snapshot_and_a_drain": "runner",
     "test_startpoints_end_to_end_keep_state": "runner",
     "test_kafka_startpoints_end_to_end_keep_state": "standalone",
-    "test_kafka_update_by_drain_hands_off_exactly_and_a_drain_flushes_every_window": "runner",
+    "test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain": "runner",
 }
 
 
