@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.support.spark",
     "tests.support.e2e",
     "tests.support.backends",
+    "tests.support.kafka_broker",
     "tests.support.chaos.fixtures",
 ]
 

@@ -21,7 +21,7 @@ from app.api.main import create_app
 from app.core.config import Settings
 from tests.startpoints.test_resolve import T0, P, write_checkpoint
 from tests.support.api import version_body
-from tests.support.kafka_broker import apache_kafka, create_topic, produce, tansu
+from tests.support.kafka_broker import create_topic, produce, tansu
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.control import Runtime
@@ -41,10 +41,9 @@ def _fill(address: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with apache_kafka(tmp_path_factory.mktemp("kafka")) as running:
-        _fill(running.bootstrap)
-        yield running.bootstrap
+def broker(kafka_bootstrap: str) -> str:
+    _fill(kafka_bootstrap)
+    return kafka_bootstrap
 
 
 @pytest.fixture(scope="module")

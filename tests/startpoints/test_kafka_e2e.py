@@ -23,7 +23,7 @@ from app.devtools import jvm_deps
 from tests.operations.test_lifecycle_e2e import _job, _operate, _output
 from tests.support.backends import Target
 from tests.support.e2e import driver_jvms
-from tests.support.kafka_broker import apache_kafka, create_topic
+from tests.support.kafka_broker import create_topic
 from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
 
 pytestmark = pytest.mark.e2e
@@ -34,10 +34,9 @@ PARTITIONS = 4
 STEP_MS = 400
 
 
-@pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with apache_kafka(tmp_path_factory.mktemp("kafka")) as broker:
-        yield broker.bootstrap
+@pytest.fixture
+def bootstrap(kafka_bootstrap: str) -> str:
+    return kafka_bootstrap
 
 
 class Topic:

