@@ -116,6 +116,7 @@ def run() -> None:
 def _register_subcommands() -> None:
     from app.client import register
     from app.devtools.events_cli import events_app
+    from app.devtools.kafka_cli import kafka_app
     from app.devtools.spark_cli import spark_app
     from app.runner.cli import runner_app
     from app.worker.cli import worker_app
@@ -123,6 +124,7 @@ def _register_subcommands() -> None:
     cli.add_typer(runner_app, name="runner")
     cli.add_typer(spark_app, name="spark")
     cli.add_typer(events_app, name="events")
+    cli.add_typer(kafka_app, name="kafka")
     cli.add_typer(worker_app, name="worker")
     register(cli)  # the API client commands; 'events list' joins the event-log group
 

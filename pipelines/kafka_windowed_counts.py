@@ -26,6 +26,13 @@ WINDOW = "1 minute"  # as pipelines/windowed_counts.py (a team keeps each file o
 WATERMARK_DELAY = "10 seconds"
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.startswith("kafka."):
+        raise argparse.ArgumentTypeError(f"{text!r} is not kafka.<setting>=<value>")
+    return key, value
+
+
 def main(argv: list[str]) -> None:
     spark = SparkSession.builder.appName("kafka_windowed_counts").getOrCreate()
     runtime = Runtime.from_spark(spark)
@@ -36,9 +43,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--checkpoint", required=not runtime.managed)
     parser.add_argument("--window", default=WINDOW)
     parser.add_argument("--max-offsets-per-trigger")
+    parser.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        type=_setting,
+        metavar="KEY=VALUE",
+        help="a kafka.* client setting for the reader, e.g. kafka.request.timeout.ms=5000",
+    )
     args = parser.parse_args(argv)
 
     options = {"kafka.bootstrap.servers": args.bootstrap, "subscribe": args.topic}
+    options.update(args.kafka_option)
     if args.max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = args.max_offsets_per_trigger
     records = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -61,6 +62,9 @@ def _free_port(port: int = 0) -> int:
     A given port is checked too: something else listening there would pass the readiness probe.
     """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # As the broker's own listener does: connections of a broker stopped a moment ago,
+        # in TIME_WAIT, do not keep it from its port; a listener there still does.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((HOST, port))
         return int(s.getsockname()[1])
 
@@ -143,31 +147,41 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 @contextlib.contextmanager
 def kafka_broker(workdir: Path, port: int | None = None) -> Iterator[Broker]:
     """Format storage, start ``kafka.Kafka``, wait until it accepts connections, stop on exit.
+    Started again on the same ``workdir``, it is the same broker: its data and its ports
+    (a test stops a broker and brings it back).
 
     Raises :class:`jvm_deps.MissingJarsError` when the jars were not fetched, and RuntimeError
     (with the log's tail) when the broker exits or is not up within START_TIMEOUT_S.
     """
     classpath = jvm_deps.classpath(JAR_GROUP)
     workdir.mkdir(parents=True, exist_ok=True)
-    port = _free_port(port or 0)
-    controller_port = _free_port()
+    ports = workdir / "ports.json"
+    known = json.loads(ports.read_text()) if ports.exists() else {}
+    port = _free_port(port or known.get("port", 0))
+    controller_port = _free_port(known.get("controller", 0))
+    ports.write_text(json.dumps({"port": port, "controller": controller_port}))
     props = workdir / "server.properties"
     props.write_text(server_properties(workdir, port, controller_port))
     log4j = workdir / "log4j2.properties"
     log4j.write_text(LOG4J2)
     log_path = workdir / "kafka.log"
 
+    formatted = (workdir / "data" / "meta.properties").exists()  # started here before
     with log_path.open("ab") as log:
-        fmt = subprocess.run(
-            [
-                *_java(classpath, log4j, "kafka.tools.StorageTool", "format"),
-                *("--config", str(props), "--cluster-id", _cluster_id(), "--ignore-formatted"),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            timeout=START_TIMEOUT_S,
+        fmt = (
+            None
+            if formatted
+            else subprocess.run(
+                [
+                    *_java(classpath, log4j, "kafka.tools.StorageTool", "format"),
+                    *("--config", str(props), "--cluster-id", _cluster_id(), "--ignore-formatted"),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=START_TIMEOUT_S,
+            )
         )
-    if fmt.returncode != 0:
+    if fmt is not None and fmt.returncode != 0:
         raise RuntimeError(f"kafka storage format failed ({fmt.returncode}):\n{_tail(log_path)}")
 
     with log_path.open("ab") as log:

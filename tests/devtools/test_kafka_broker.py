@@ -84,3 +84,24 @@ def test_produce_and_read_back_with_offsets_and_times(broker: Broker) -> None:
         }
     finally:
         consumer.close()
+
+
+def test_a_broker_started_again_on_its_folder_is_the_same_broker(tmp_path: Path) -> None:
+    """Stopped and started again (a broker outage in a test), it listens where it did and
+    holds what it held."""
+    with kafka_broker(tmp_path / "kafka") as first:
+        admin = KafkaAdminClient(bootstrap_servers=first.bootstrap)
+        admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])
+        admin.close()
+        producer = KafkaProducer(bootstrap_servers=first.bootstrap, acks="all")
+        for i in range(5):
+            producer.send(TOPIC, value=b"v%d" % i, partition=0)
+        producer.flush()
+        producer.close()
+    with kafka_broker(tmp_path / "kafka") as again:
+        assert again.bootstrap == first.bootstrap and again.pid != first.pid
+        consumer = KafkaConsumer(bootstrap_servers=again.bootstrap, enable_auto_commit=False)
+        try:
+            assert consumer.end_offsets([TopicPartition(TOPIC, 0)]) == {TopicPartition(TOPIC, 0): 5}
+        finally:
+            consumer.close()

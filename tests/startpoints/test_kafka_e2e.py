@@ -7,205 +7,33 @@ Kafka timestamp). The event log's scenario (test_startpoints_e2e.py), on a 4-par
 from __future__ import annotations
 
 import signal
-import threading
-from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewPartitions
 
-from app.devtools import jvm_deps
 from tests.operations.test_lifecycle_e2e import _job, _operate, _output
 from tests.support.backends import Target
 from tests.support.e2e import driver_jvms
-from tests.support.kafka_broker import create_topic
+from tests.support.kafka_topics import (
+    PARTITIONS,
+    STEP_MS,
+    T0,
+    Topic,
+    as_spark,
+    end_offset,
+    expected_counts,
+    kafka_version,
+    producing,
+)
 from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
 
 pytestmark = pytest.mark.e2e
-
-T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-WINDOW_MS, DELAY_MS = 60_000, 10_000
-PARTITIONS = 4
-STEP_MS = 400
 
 
 @pytest.fixture
 def bootstrap(kafka_bootstrap: str) -> str:
     return kafka_bootstrap
-
-
-class Topic:
-    """A topic's records as the test wrote them, and read back from the broker: the ground
-    truth every expectation is computed from."""
-
-    def __init__(self, bootstrap: str, name: str) -> None:
-        self.bootstrap, self.name, self.sent = bootstrap, name, 0
-        self.last_ts = 0  # the latest event time written
-        self.partitions = PARTITIONS
-        create_topic(bootstrap, name, PARTITIONS)
-
-    def add_partition(self) -> None:
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
-        try:
-            admin.create_partitions({self.name: NewPartitions(self.partitions + 1)})
-        finally:
-            admin.close()
-        self.partitions += 1
-
-    def produce(self, count: int, start_ts_ms: int) -> None:
-        """``count`` records, event times ``STEP_MS`` apart from ``start_ts_ms``, dealt round
-        the partitions (times grow within each): key k0..k4, value a small number."""
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all")
-        try:
-            for i in range(count):
-                n = self.sent + i
-                producer.send(
-                    self.name,
-                    key=f"k{n % 5}".encode(),
-                    value=str(n % 7 + 1).encode(),
-                    partition=n % self.partitions,
-                    timestamp_ms=start_ts_ms + i * STEP_MS,
-                )
-            producer.flush()
-        finally:
-            producer.close()
-        self.sent += count
-        self.last_ts = max(self.last_ts, start_ts_ms + (count - 1) * STEP_MS)
-
-    def _consumer(self) -> KafkaConsumer:
-        return KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
-
-    def end(self) -> dict[int, int]:
-        consumer = self._consumer()
-        try:
-            parts = [TopicPartition(self.name, p) for p in range(self.partitions)]
-            return {tp.partition: o for tp, o in consumer.end_offsets(parts).items()}
-        finally:
-            consumer.close()
-
-    def at_time(self, ts_ms: int) -> dict[int, int]:
-        """Per partition, the offset of the first record at or after ``ts_ms`` (else the end)."""
-        consumer = self._consumer()
-        try:
-            parts = [TopicPartition(self.name, p) for p in range(self.partitions)]
-            found = consumer.offsets_for_times({tp: ts_ms for tp in parts})
-            end = consumer.end_offsets(parts)
-            return {tp.partition: (found[tp].offset if found[tp] else end[tp]) for tp in parts}
-        finally:
-            consumer.close()
-
-    def records(self, ranges: dict[int, tuple[int, int]]) -> list[tuple[int, str, float]]:
-        """(Kafka timestamp, key, value) of every record in ``ranges``, read from the broker."""
-        consumer = self._consumer()
-        out: list[tuple[int, str, float]] = []
-        try:
-            for partition, (start, end) in ranges.items():
-                tp = TopicPartition(self.name, partition)
-                consumer.assign([tp])
-                consumer.seek(tp, start)
-                while consumer.position(tp) < end:
-                    for message in consumer.poll(timeout_ms=2000).get(tp, []):
-                        if message.offset < end:
-                            out.append(
-                                (message.timestamp, message.key.decode(), float(message.value))
-                            )
-        finally:
-            consumer.close()
-        return out
-
-
-@contextmanager
-def producing(topic: Topic, start_ts_ms: int, every: float = 0.2) -> Iterator[None]:
-    """Records keep arriving (10 every ``every`` seconds, times growing) until the block ends."""
-    stop = threading.Event()
-
-    def produce() -> None:
-        ts = start_ts_ms
-        while not stop.wait(every):
-            topic.produce(10, ts)
-            ts += 10 * STEP_MS
-
-    thread = threading.Thread(target=produce, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(30)
-
-
-def _expected(
-    topic: Topic,
-    ranges: list[dict[int, tuple[int, int]]],
-    *,
-    window_ms: int = WINDOW_MS,
-    flushed: bool = False,
-) -> list[tuple[Any, ...]]:
-    """Windowed counts over exactly the records of ``ranges``: those closed by the watermark
-    the query reached (what a run that kept its state emits), or ``flushed``, every window
-    (what a drain emits)."""
-    groups: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0, 0.0])
-    max_ts = 0
-    for part in ranges:
-        for ts, key, value in topic.records(part):
-            max_ts = max(max_ts, ts)
-            g = groups[(ts - ts % window_ms, key)]
-            g[0] += 1
-            g[1] += value
-    return sorted(
-        (start, key, int(c), s)
-        for (start, key), (c, s) in groups.items()
-        if flushed or start + window_ms <= max_ts - DELAY_MS
-    )
-
-
-def _version(
-    stack: Stack,
-    job: str,
-    target: Target,
-    bootstrap: str,
-    topic: str,
-    out: Path,
-    trigger: str = "1 SECONDS",
-    window: str | None = None,
-) -> int:
-    source = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
-    conf = target.conf(**{"spark.jars": jvm_deps.classpath("spark-kafka", sep=",")})
-    args = ["--bootstrap", bootstrap, "--topic", topic, "--output", str(out)]
-    body = {
-        "app": {
-            "file": target.pipeline("kafka_windowed_counts.py"),
-            "args": args + (["--window", window] if window else []),
-        },
-        "cluster": target.cluster,
-        "conf": conf,
-        "queries": [
-            {
-                "name": "windowed_counts",
-                "sources": [{"name": "clicks", "kind": "kafka", "options": source}],
-                "stateful_operators": [{"kind": "tumbling_window"}],
-                "output_mode": "append",
-                "trigger": trigger,
-            }
-        ],
-    }
-    r = stack.client.post(f"/jobs/{job}/versions", json=body)
-    assert r.status_code == 201, r.text
-    return int(r.json()["number"])
-
-
-def _end_offset(stack: Stack, run_id: int) -> Any:
-    progress = stack.run(run_id)["progress"].get("windowed_counts", {})
-    return ((progress.get("sources") or [{}])[0]).get("end_offset")
-
-
-def _as_spark(topic: str, offsets: dict[int, int]) -> dict[str, dict[str, int]]:
-    return {topic: {str(p): o for p, o in offsets.items()}}
 
 
 def test_kafka_startpoints_end_to_end_keep_state(
@@ -217,7 +45,7 @@ def test_kafka_startpoints_end_to_end_keep_state(
     topic.produce(400, T0)  # 0:00 to 2:40
     first_end = topic.end()
     _job(stack, job)
-    version = _version(stack, job, target, bootstrap, topic.name, out)
+    version = kafka_version(stack, job, target, bootstrap, topic.name, out)
     sp_url = f"/jobs/{job}/startpoints"
 
     # 1. A fresh query: every partition skips its first 20 records, partition 1 reads from
@@ -235,14 +63,14 @@ def test_kafka_startpoints_end_to_end_keep_state(
     submit = _operate(stack, job, "submit", {"version": version})
     assert submit["state"] == "succeeded", submit
     run_id = submit["run_id"]
-    wanted = _as_spark(topic.name, first_end)
-    wait_until(lambda: _end_offset(stack, run_id), lambda end: end == wanted, 240)
+    wanted = as_spark(topic.name, first_end)
+    wait_until(lambda: end_offset(stack, run_id), lambda end: end == wanted, 240)
     view = wait_until(lambda: stack.client.get(sp_url).json(), lambda v: v["pending"] == [], 60)
     fresh = view["applied"][0]
     assert fresh["batch_id"] is None
     assert fresh["after_offsets"] == {"0": 20, "1": 0, "2": 20, "3": 20}
     read_1 = {p: (0 if p == 1 else 20, first_end[p]) for p in range(PARTITIONS)}
-    wait_until(lambda: _output(out), lambda rows: rows == _expected(topic, [read_1]), 120)
+    wait_until(lambda: _output(out), lambda rows: rows == expected_counts(topic, [read_1]), 120)
     assert _operate(stack, job, "stop")["state"] == "succeeded"
 
     # 2. A fast-forward through the checkpoint: every partition to 3:20 by the records' Kafka
@@ -269,9 +97,9 @@ def test_kafka_startpoints_end_to_end_keep_state(
     topic.produce(100, T0 + 240_000)  # 4:00 to 4:40, read on every partition
     end_a = topic.end()
     run_id = stack.client.get(f"/jobs/{job}").json()["current_run_id"]
-    wait_until(lambda: _end_offset(stack, run_id), lambda end: end == _as_spark(topic.name, end_a))
+    wait_until(lambda: end_offset(stack, run_id), lambda end: end == as_spark(topic.name, end_a))
     read_a = {p: (targets[p], end_a[p]) for p in range(PARTITIONS)}
-    before_rewind = _expected(topic, [read_1, read_a])  # the window open at the stop kept
+    before_rewind = expected_counts(topic, [read_1, read_a])  # the window open at the stop kept
     wait_until(lambda: _output(out), lambda rows: rows == before_rewind, 120)
     rewrite = stack.client.get(sp_url).json()["applied"][0]
     assert rewrite["batch_id"] is not None
@@ -305,7 +133,7 @@ def test_kafka_startpoints_end_to_end_keep_state(
     end_b = topic.end()
     kept_state = {p: (topic.at_time(T0 + 240_000)[p], end_a[p]) for p in range(PARTITIONS)}
     replayed = {p: (rewound[p], end_b[p]) for p in range(PARTITIONS)}
-    after_rewind = _expected(topic, [kept_state, replayed])
+    after_rewind = expected_counts(topic, [kept_state, replayed])
     wait_until(lambda: _output(out), lambda rows: rows == sorted(before_rewind + after_rewind), 180)
     rewind = stack.client.get(sp_url).json()["applied"][0]
     assert rewind["after_offsets"] == {str(p): o for p, o in rewound.items()}
@@ -313,7 +141,7 @@ def test_kafka_startpoints_end_to_end_keep_state(
     # 4. An update by snapshot (pre-warmed, its dry run first) to a version with another
     # trigger: the state and the offsets carry over, records keep arriving, nothing is read
     # twice or skipped.
-    v2 = _version(stack, job, target, bootstrap, topic.name, out, trigger="2 SECONDS")
+    v2 = kafka_version(stack, job, target, bootstrap, topic.name, out, trigger="2 SECONDS")
     with watching_standbys(stack, job) as watch:
         updated = _operate(stack, job, "update", {"version": v2, "verify_seconds": 5})
     assert updated["state"] == "succeeded", updated
@@ -322,7 +150,7 @@ def test_kafka_startpoints_end_to_end_keep_state(
     assert dry_run.get("checked"), dry_run  # Spark planned v2 on the snapshot's state first
     topic.produce(100, T0 + 320_000)  # 5:20 to 6:00
     end_c = topic.end()
-    continued = _expected(
+    continued = expected_counts(
         topic, [kept_state, {p: (rewound[p], end_c[p]) for p in range(PARTITIONS)}]
     )
     wait_until(lambda: _output(out), lambda rows: rows == sorted(before_rewind + continued), 180)
@@ -344,14 +172,14 @@ def test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain(
     out1, out2 = tmp_path / "out1", tmp_path / "out2"
     topic.produce(300, T0)  # 0:00 to 2:00
     _job(stack, job)
-    v1 = _version(stack, job, target, bootstrap, topic.name, out1)
+    v1 = kafka_version(stack, job, target, bootstrap, topic.name, out1)
     oldest = {"startpoints": [{"source": "clicks", "type": "OLDEST"}]}
     assert stack.client.put(f"/jobs/{job}/startpoints", json=oldest).status_code == 200
     run1 = _operate(stack, job, "submit", {"version": v1})["run_id"]
-    wanted = _as_spark(topic.name, topic.end())
-    wait_until(lambda: _end_offset(stack, run1), lambda end: end == wanted, 240)
+    wanted = as_spark(topic.name, topic.end())
+    wait_until(lambda: end_offset(stack, run1), lambda end: end == wanted, 240)
 
-    v2 = _version(stack, job, target, bootstrap, topic.name, out2, window="2 minutes")
+    v2 = kafka_version(stack, job, target, bootstrap, topic.name, out2, window="2 minutes")
     body = {"version": v2, "strategy": "drain", "verify_seconds": 5}
     with producing(topic, T0 + 120_000), watching_standbys(stack, job) as watch:
         update = _operate(stack, job, "update", body)
@@ -363,7 +191,7 @@ def test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain(
     assert stack.run(run1)["state"] == "drained"
     # Every 1-minute window of exactly the records up to the drained offsets, the open too.
     read_1 = {p: (0, end1[p]) for p in range(PARTITIONS)}
-    assert _output(out1) == _expected(topic, [read_1], flushed=True)
+    assert _output(out1) == expected_counts(topic, [read_1], flushed=True)
     assert result["startpoints"] == {"clicks": {str(p): o for p, o in end1.items()}}
     view = wait_until(
         lambda: stack.client.get(f"/jobs/{job}/startpoints").json(),
@@ -380,22 +208,22 @@ def test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain(
     topic.add_partition()
     topic.produce(50, topic.last_ts + STEP_MS)  # on all 5 partitions
     new_run = result["run_id"]
-    wanted = _as_spark(topic.name, topic.end())
-    wait_until(lambda: _end_offset(stack, new_run), lambda end: end == wanted, 180)
+    wanted = as_spark(topic.name, topic.end())
+    wait_until(lambda: end_offset(stack, new_run), lambda end: end == wanted, 180)
     (driver,) = wait_until(
         lambda: driver_jvms(stack.run(new_run)["tag"]), lambda found: len(found) == 1
     )
     driver.send_signal(signal.SIGKILL)
     psutil.wait_procs([driver], timeout=30)
     topic.produce(50, topic.last_ts + STEP_MS)  # while it is down
-    wanted = _as_spark(topic.name, topic.end())
+    wanted = as_spark(topic.name, topic.end())
     back = wait_until(
         lambda: stack.run(new_run),
         lambda run: run["attempt"] == 1 and run["state"] == "running",
         240,
     )
     assert back["failures"] == 1, back
-    wait_until(lambda: _end_offset(stack, new_run), lambda end: end == wanted, 180)
+    wait_until(lambda: end_offset(stack, new_run), lambda end: end == wanted, 180)
 
     with producing(topic, topic.last_ts + STEP_MS):  # later than all before: none is late
         drained = _operate(stack, job, "drain", {"timeout_seconds": 240})
@@ -405,6 +233,6 @@ def test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain(
     assert all(end1.get(p, 0) <= end2[p] <= topic.end()[p] for p in end2)
     assert stack.run(new_run)["state"] == "drained"
     read_2 = {p: (end1.get(p, 0), end2[p]) for p in end2}
-    assert _output(out2) == _expected(topic, [read_2], window_ms=120_000, flushed=True)
+    assert _output(out2) == expected_counts(topic, [read_2], window_ms=120_000, flushed=True)
     counted = sum(row[2] for row in _output(out1)) + sum(row[2] for row in _output(out2))
     assert counted == sum(end2.values())  # every record up to the end, once (offsets from 0)

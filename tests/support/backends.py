@@ -45,6 +45,7 @@ CI_BACKEND = {
     "test_kafka_startpoints_end_to_end_keep_state": "standalone",
     "test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain": "runner",
     "test_a_kafka_sink_is_at_least_once_its_copies_bounded_by_the_batch_under_way": "standalone",
+    "test_a_drain_with_its_broker_down_stops_cleanly_and_a_later_drain_is_exact": "runner",
 }
 
 

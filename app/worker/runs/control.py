@@ -172,6 +172,24 @@ def drain_backlog(run: Run) -> dict[str, Any]:
     return backlog
 
 
+def query_failures_since(run: Run, since: str | None) -> str:
+    """What kept a run's queries from getting on since ``since`` (ISO time): each query that
+    failed meanwhile, how often, and the first line of its last error (a broker that cannot be
+    reached, say), for an operation's error."""
+    said = []
+    for query, entry in sorted((run.query_restarts or {}).items()):
+        if entry.get("attempt") != run.attempt or not entry.get("last_failed_at"):
+            continue
+        if since is not None and str(entry["last_failed_at"]) < since:
+            continue
+        first_line = (str(entry.get("last_error") or "").strip().splitlines() or ["?"])[0]
+        said.append(
+            f"query '{query}' failed {entry.get('failures')} time(s) in a row, last: "
+            f"{first_line[:300]}"
+        )
+    return "; ".join(said)
+
+
 def drain_run(
     ctx: WorkerContext, op_id: int, run_id: int, steps: Steps, timeout: float, prefix: str = ""
 ) -> Run:
@@ -262,10 +280,13 @@ def drain_run(
                 },
             )
             return stopped
+        failing = query_failures_since(stopped, requested_at)
         raise OperationFailed(
             f"the drain did not finish within {timeout:.0f}s (backlog: "
-            f"{drain_backlog(stopped)}); the run was stopped at a batch boundary instead "
-            f"({stopped.state}) and can be restarted from its checkpoint",
+            f"{drain_backlog(stopped)})"
+            + (f"; meanwhile {failing}" if failing else "")
+            + f"; the run was stopped at a batch boundary instead ({stopped.state}) and can "
+            "be restarted from its checkpoint",
             {"run_id": run_id, "run_state": stopped.state, "backlog": drain_backlog(stopped)},
         ) from None
     if run.state != states.DRAINED:
