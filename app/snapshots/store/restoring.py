@@ -101,10 +101,10 @@ class Restoring:
         """One file of a restore: its hint, and whether the next file may be linked (False once
         the filesystem refused a link)."""
         content = digests.content_id(entry)
-        linked = False
-        if link and _readable_by_all(self.blob_path(content)):
+        blob, linked = self.blob_path(content), False
+        if link and _readable_by_all(blob):
             try:
-                linked = link_regular(dest, rel, self.blob_path(content))
+                linked = link_regular(dest, rel, blob)
             except FileNotFoundError:
                 raise StoreError(f"blob {content} is missing from the snapshot store") from None
             link = linked
