@@ -28,13 +28,13 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tidegate_runtime.files import write_atomic
 from tidegate_runtime.held_dir import HeldDir, TooLarge
+from tidegate_runtime.object_dir import ObjectDir
 
 BYTES_PER_CHECKSUM = 512
 ORIGINAL_SUFFIX = ".tidegate-orig"
@@ -66,18 +66,50 @@ def _local(checkpoint: str | os.PathLike[str]) -> Path:
     return Path(text)
 
 
-# A checkpoint to read: a path (or ``file:`` URL) the caller trusts up to the checkpoint, or a
-# folder the caller holds open (the worker, which reaches it from the checkpoint root without
-# following a link: ``held_dir``). Below it nothing is read through a link, a FIFO never
-# blocks a reader and no file is read past ``held_dir.READ_LIMIT``.
-Checkpoint = str | os.PathLike[str] | HeldDir
+# A folder of a checkpoint: held open on a local disk, or a prefix in an object store.
+Tree = HeldDir | ObjectDir
+
+# A checkpoint to read: a path (or ``file:`` URL) the caller trusts up to the checkpoint, an
+# object store URL of a scheme an opener is registered for (``register_store``), or a folder
+# the caller holds (the worker, which reaches it from the checkpoint root without following a
+# link: ``held_dir``). Below it nothing is read through a link, a FIFO never blocks a reader
+# and no file is read past ``held_dir.READ_LIMIT``.
+Checkpoint = str | os.PathLike[str] | HeldDir | ObjectDir
+
+# Scheme -> how to open a folder of that object store ("s3a": the worker's s3fs client, or
+# the driver's Hadoop file system): registered by whoever holds the store's settings.
+_STORES: dict[str, Callable[[str], ObjectDir]] = {}
+
+
+def register_store(scheme: str, opener: Callable[[str], ObjectDir]) -> None:
+    _STORES[scheme.lower()] = opener
+
+
+def is_object_store(checkpoint: str | os.PathLike[str]) -> bool:
+    """A URL with a scheme other than ``file``: a checkpoint in an object store."""
+    text = os.fspath(checkpoint)
+    return "://" in text and not text.lower().startswith("file:")
+
+
+def _object_dir(url: str) -> ObjectDir:
+    scheme = url.split("://", 1)[0].lower()
+    opener = _STORES.get(scheme)
+    if opener is None:
+        raise CheckpointError(
+            f"no {scheme}:// file system is configured here to read the checkpoint {url}"
+        )
+    return opener(url)
 
 
 @contextlib.contextmanager
-def _tree(checkpoint: Checkpoint) -> Iterator[HeldDir | None]:
-    """The checkpoint's folder held open, or None where there is none."""
-    if isinstance(checkpoint, HeldDir):
+def _tree(checkpoint: Checkpoint) -> Iterator[Tree | None]:
+    """The checkpoint's folder (held open where local), or None where there is none."""
+    if isinstance(checkpoint, HeldDir | ObjectDir):
         yield checkpoint
+        return
+    if is_object_store(checkpoint):
+        with _object_dir(os.fspath(checkpoint)) as folder:
+            yield folder if folder.names() else None
         return
     try:
         held = HeldDir.at(_local(checkpoint))
@@ -88,7 +120,20 @@ def _tree(checkpoint: Checkpoint) -> Iterator[HeldDir | None]:
         yield held
 
 
-def _batches(tree: HeldDir | None, folder: str) -> list[int]:
+def _label(checkpoint: Checkpoint) -> str:
+    return str(checkpoint.path if isinstance(checkpoint, HeldDir | ObjectDir) else checkpoint)
+
+
+@contextlib.contextmanager
+def _writable(checkpoint: Checkpoint) -> Iterator[Tree]:
+    """The checkpoint's folder to edit; CheckpointError where there is none."""
+    with _tree(checkpoint) as tree:
+        if tree is None:
+            raise CheckpointError(f"{_label(checkpoint)} is not a checkpoint (nothing there)")
+        yield tree
+
+
+def _batches(tree: Tree | None, folder: str) -> list[int]:
     if tree is None:
         return []
     return sorted(int(name) for name in tree.names(folder) if name.isdigit())
@@ -112,7 +157,9 @@ def latest_commit_batch(checkpoint: Checkpoint | None, *, planned: bool = False)
     folder), or None: no checkpoint (None, not there yet) or nothing committed. ``planned``:
     only a batch whose ``offsets/N`` is there too, which a restart or a snapshot can resume
     from (Spark's retention may remove an old commit's plan; a copy may be partial)."""
-    if checkpoint is None or (not isinstance(checkpoint, HeldDir) and not os.fspath(checkpoint)):
+    if checkpoint is None or (
+        not isinstance(checkpoint, HeldDir | ObjectDir) and not os.fspath(checkpoint)
+    ):
         return None
     with _tree(checkpoint) as tree:
         batches = _batches(tree, "commits")
@@ -130,7 +177,7 @@ def uncommitted_batches(checkpoint: Checkpoint) -> list[int]:
         return [b for b in _batches(tree, "offsets") if committed is None or b > committed]
 
 
-def _read(tree: HeldDir | None, rel: str) -> bytes:
+def _read(tree: Tree | None, rel: str) -> bytes:
     """A file of the checkpoint: regular, not through a link, at most READ_LIMIT bytes."""
     label = rel if tree is None else tree.path / rel
     if tree is None:
@@ -147,21 +194,19 @@ def _read(tree: HeldDir | None, rel: str) -> bytes:
         raise CheckpointError(f"{label} is not a regular file") from None
 
 
-def _read_log_file(
-    tree: HeldDir | None, rel: str, versions: tuple[str, ...] = ("v1",)
-) -> list[str]:
+def _read_log_file(tree: Tree | None, rel: str, versions: tuple[str, ...] = ("v1",)) -> list[str]:
     label = Path(rel) if tree is None else tree.path / rel
     return _log_lines(label, _decode(label, _read(tree, rel)), versions)
 
 
-def _decode(path: Path, data: bytes) -> list[str]:
+def _decode(path: object, data: bytes) -> list[str]:
     try:
         return data.decode().split("\n")
     except UnicodeDecodeError:
         raise CheckpointError(f"{path} is not a Spark metadata log file") from None
 
 
-def _log_lines(path: Path, lines: list[str], versions: tuple[str, ...]) -> list[str]:
+def _log_lines(path: object, lines: list[str], versions: tuple[str, ...]) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     if not lines or lines[0] not in versions:
@@ -198,27 +243,47 @@ def hadoop_crc(data: bytes) -> bytes:
     return b"crc\0" + struct.pack(">i", BYTES_PER_CHECKSUM) + sums
 
 
-def _crc_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.crc")
+def _crc(rel: str) -> str:
+    """The Hadoop checksum sidecar of ``rel`` (``offsets/.N.crc`` beside ``offsets/N``)."""
+    folder, _, name = rel.rpartition("/")
+    return f"{folder}/.{name}.crc" if folder else f".{name}.crc"
+
+
+def _replace(tree: Tree, rel: str, data: bytes) -> None:
+    """``rel`` replaced whole. Locally (Hadoop's checksummed file system) its ``.crc`` goes
+    first and comes back after, so a crash at any point leaves a file Spark accepts; an object
+    store keeps no sidecars."""
+    if tree.checksums:
+        tree.unlink(_crc(rel))
+    tree.write_atomic(rel, data)
+    if tree.checksums:
+        tree.write_atomic(_crc(rel), hadoop_crc(data))
+
+
+def _set_aside(tree: Tree, rel: str, suffix: str) -> None:
+    """``offsets/N`` renamed ``offsets/.N<suffix>`` (a name Spark's log ignores)."""
+    folder, _, name = rel.rpartition("/")
+    if tree.checksums:
+        tree.unlink(_crc(rel))
+    tree.rename(rel, f"{folder}/.{name}{suffix}")
 
 
 def rewrite_source_offsets(
-    checkpoint: str | os.PathLike[str],
+    checkpoint: Checkpoint,
     batch_id: int,
     source_index: int,
     new_json: str,
     *,
     discard_uncommitted: bool = False,
     watermark_ms: int | None = None,
-) -> Path:
+) -> str:
     """Atomically replace source ``source_index``'s line of committed ``offsets/batch_id``.
 
-    The first original is kept as ``offsets/.N.tidegate-orig`` (returned). The ``.N.crc``
-    sidecar is removed before the swap and recomputed after it, so a crash at any point
-    leaves a file Spark accepts. Planned-but-uncommitted later batches would be re-run from
-    their recorded offsets and defeat the rewrite: they raise :class:`CheckpointError`
-    unless ``discard_uncommitted``, which moves them aside as ``.M.tidegate-discarded``.
-    For this project's ``eventlog`` source pass text from ``eventlog.format_offsets``.
+    The first original is kept as ``offsets/.N.tidegate-orig`` (its path is returned).
+    Planned-but-uncommitted later batches would be re-run from their recorded offsets and
+    defeat the rewrite: they raise :class:`CheckpointError` unless ``discard_uncommitted``,
+    which moves them aside as ``.M.tidegate-discarded``. For this project's ``eventlog``
+    source pass text from ``eventlog.format_offsets``.
 
     ``watermark_ms`` (for a rewind) lowers the event-time watermark the next batch runs with
     to at most that value: ``batchWatermarkMs`` of ``offsets/N`` (Spark's watermark for late
@@ -227,70 +292,61 @@ def rewrite_source_offsets(
     ``commits/.N.tidegate-orig`` the first time, and is rewritten before ``offsets/N``: a
     crash in between leaves only a lower watermark, and the startpoint unapplied.
     """
-    root = _local(checkpoint)
-    offsets_dir = root / "offsets"
-    path = offsets_dir / str(batch_id)
-    if not (root / "commits" / str(batch_id)).exists():
-        raise CheckpointError(f"batch {batch_id} of {root} is not committed")
     try:
         json.loads(new_json)
     except ValueError as e:
         raise CheckpointError(f"not valid JSON: {new_json!r} ({e})") from None
     if "\n" in new_json or "\r" in new_json:
         raise CheckpointError("offset JSON must be a single line")
-    with _tree(root) as tree:
-        original = _read(tree, f"offsets/{batch_id}")
+    with _writable(checkpoint) as tree:
+        rel = f"offsets/{batch_id}"
+        if not tree.exists(f"commits/{batch_id}"):
+            raise CheckpointError(f"batch {batch_id} of {tree.path} is not committed")
+        original = _read(tree, rel)
         later = [b for b in _batches(tree, "offsets") if b > batch_id]
-    lines = _log_lines(path, _decode(path, original), ("v1",))
-    line_no = 2 + source_index
-    if source_index < 0 or line_no >= len(lines):
-        raise CheckpointError(f"offsets/{batch_id} has no source {source_index}")
-    lines[line_no] = new_json
-    lower_commit = False
-    if watermark_ms is not None:
-        meta = json.loads(lines[1])
-        if int(meta.get("batchWatermarkMs", 0)) > watermark_ms:
-            meta["batchWatermarkMs"] = watermark_ms
-            lines[1] = json.dumps(meta, separators=(",", ":"))
-        commit = read_commit(root, batch_id)
-        lower_commit = int(commit.get("nextBatchWatermarkMs", 0)) > watermark_ms
-    data = "\n".join(lines).encode()
+        lines = _log_lines(tree.path / rel, _decode(tree.path / rel, original), ("v1",))
+        line_no = 2 + source_index
+        if source_index < 0 or line_no >= len(lines):
+            raise CheckpointError(f"offsets/{batch_id} has no source {source_index}")
+        lines[line_no] = new_json
+        lower_commit = False
+        if watermark_ms is not None:
+            meta = json.loads(lines[1])
+            if int(meta.get("batchWatermarkMs", 0)) > watermark_ms:
+                meta["batchWatermarkMs"] = watermark_ms
+                lines[1] = json.dumps(meta, separators=(",", ":"))
+            commit = read_commit(tree, batch_id)
+            lower_commit = int(commit.get("nextBatchWatermarkMs", 0)) > watermark_ms
+        data = "\n".join(lines).encode()
 
-    if later and not discard_uncommitted:
-        raise CheckpointError(
-            f"{root} has batches {later} after {batch_id}; rewrite the latest committed batch"
-            " or pass discard_uncommitted"
-        )
-    committed_later = [b for b in later if (root / "commits" / str(b)).exists()]
-    if committed_later:
-        raise CheckpointError(f"batches {committed_later} after {batch_id} are committed")
-    for b in later:
-        _crc_path(offsets_dir / str(b)).unlink(missing_ok=True)
-        os.replace(offsets_dir / str(b), offsets_dir / f".{b}{DISCARDED_SUFFIX}")
+        if later and not discard_uncommitted:
+            raise CheckpointError(
+                f"{tree.path} has batches {later} after {batch_id}; rewrite the latest "
+                "committed batch or pass discard_uncommitted"
+            )
+        committed_later = [b for b in later if tree.exists(f"commits/{b}")]
+        if committed_later:
+            raise CheckpointError(f"batches {committed_later} after {batch_id} are committed")
+        for b in later:
+            _set_aside(tree, f"offsets/{b}", DISCARDED_SUFFIX)
 
-    backup = offsets_dir / f".{batch_id}{ORIGINAL_SUFFIX}"
-    if not backup.exists():
-        write_atomic(backup, original)
-    if lower_commit:
-        assert watermark_ms is not None
-        commit_path = root / "commits" / str(batch_id)
-        commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
-        with _tree(root) as tree:
-            commit_data = _read(tree, f"commits/{batch_id}")
-        if not commit_backup.exists():
-            write_atomic(commit_backup, commit_data)
-        commit_lines = _log_lines(commit_path, _decode(commit_path, commit_data), ("v1",))
-        doc = json.loads(commit_lines[1]) if len(commit_lines) > 1 else {}
-        doc["nextBatchWatermarkMs"] = watermark_ms
-        _replace_with_crc(commit_path, "\n".join([commit_lines[0], json.dumps(doc)]).encode())
-    _replace_with_crc(path, data)
-    return backup
-
-
-def _replace_with_crc(path: Path, data: bytes) -> None:
-    _crc_path(path).unlink(missing_ok=True)
-    write_atomic(path, data)
-    write_atomic(_crc_path(path), hadoop_crc(data))
+        backup = f"offsets/.{batch_id}{ORIGINAL_SUFFIX}"
+        if not tree.exists(backup):
+            tree.write_atomic(backup, original)
+        if lower_commit:
+            assert watermark_ms is not None
+            commit_rel = f"commits/{batch_id}"
+            commit_backup = f"commits/.{batch_id}{ORIGINAL_SUFFIX}"
+            commit_data = _read(tree, commit_rel)
+            if not tree.exists(commit_backup):
+                tree.write_atomic(commit_backup, commit_data)
+            label = tree.path / commit_rel
+            commit_lines = _log_lines(label, _decode(label, commit_data), ("v1",))
+            doc = json.loads(commit_lines[1]) if len(commit_lines) > 1 else {}
+            doc["nextBatchWatermarkMs"] = watermark_ms
+            _replace(tree, commit_rel, "\n".join([commit_lines[0], json.dumps(doc)]).encode())
+        _replace(tree, rel, data)
+        return str(tree.path / backup)
 
 
 def original_offsets_file(checkpoint: str | os.PathLike[str], batch_id: int) -> Path:
@@ -298,35 +354,30 @@ def original_offsets_file(checkpoint: str | os.PathLike[str], batch_id: int) -> 
     return _local(checkpoint) / "offsets" / f".{batch_id}{ORIGINAL_SUFFIX}"
 
 
-def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int) -> None:
+def restore_batch(checkpoint: Checkpoint, batch_id: int) -> None:
     """Put ``offsets/batch_id`` (and ``commits/batch_id``, when a rewind lowered its
     watermark) back as they were before the first rewrite, from the copies kept beside them.
     Only the latest committed batch can be put back: once later batches committed, their
     output and state stand on it."""
-    root = _local(checkpoint)
-    latest = latest_commit_batch(root)
-    if latest != batch_id:
-        raise CheckpointError(
-            f"batch {batch_id} of {root} is not the latest committed batch (that is {latest})"
-        )
-    backup = original_offsets_file(root, batch_id)
-    commit_backup = root / "commits" / f".{batch_id}{ORIGINAL_SUFFIX}"
-    with _tree(root) as tree:
-        original = _read(tree, f"offsets/{backup.name}")
-        saved_commit = (
-            _read(tree, f"commits/{commit_backup.name}")
-            if tree is not None and tree.exists(f"commits/{commit_backup.name}")
-            else None
-        )
+    with _writable(checkpoint) as tree:
+        latest = latest_commit_batch(tree)
+        if latest != batch_id:
+            raise CheckpointError(
+                f"batch {batch_id} of {tree.path} is not the latest committed batch (that is "
+                f"{latest})"
+            )
+        backup = f"offsets/.{batch_id}{ORIGINAL_SUFFIX}"
+        commit_backup = f"commits/.{batch_id}{ORIGINAL_SUFFIX}"
+        original = _read(tree, backup)
+        saved_commit = _read(tree, commit_backup) if tree.exists(commit_backup) else None
         later = [b for b in _batches(tree, "offsets") if b > batch_id]
-    _log_lines(backup, _decode(backup, original), ("v1",))  # refuse what is not an offsets file
-    offsets_dir = root / "offsets"
-    for b in later:  # planned, never committed
-        _crc_path(offsets_dir / str(b)).unlink(missing_ok=True)
-        os.replace(offsets_dir / str(b), offsets_dir / f".{b}{DISCARDED_SUFFIX}")
-    _replace_with_crc(offsets_dir / str(batch_id), original)
-    if saved_commit is not None:
-        _replace_with_crc(root / "commits" / str(batch_id), saved_commit)
+        # Refuse what is not an offsets file.
+        _log_lines(tree.path / backup, _decode(tree.path / backup, original), ("v1",))
+        for b in later:  # planned, never committed
+            _set_aside(tree, f"offsets/{b}", DISCARDED_SUFFIX)
+        _replace(tree, f"offsets/{batch_id}", original)
+        if saved_commit is not None:
+            _replace(tree, f"commits/{batch_id}", saved_commit)
 
 
 # The watermark of a drain's flush batch: 9000-01-01, the time of the event log's drain marker,
@@ -334,7 +385,7 @@ def restore_batch(checkpoint: str | os.PathLike[str], batch_id: int) -> None:
 FLUSH_WATERMARK_MS = 221_845_392_000_000
 
 
-def ends_in_flush(checkpoint: str | os.PathLike[str]) -> bool:
+def ends_in_flush(checkpoint: Checkpoint) -> bool:
     """The latest batch planned is a drain's flush: its watermark is past every window, so
     any record a later batch read would be dropped as late."""
     latest = latest_offsets_batch(checkpoint)
@@ -344,35 +395,37 @@ def ends_in_flush(checkpoint: str | os.PathLike[str]) -> bool:
     return int(metadata.get("batchWatermarkMs", 0)) >= FLUSH_WATERMARK_MS
 
 
-def plan_flush_batch(checkpoint: str | os.PathLike[str]) -> int | None:
+def plan_flush_batch(checkpoint: Checkpoint) -> int | None:
     """Plan the batch after the latest committed one as a drain's flush: the same offsets (it
     reads nothing) with the watermark at ``FLUSH_WATERMARK_MS``. Spark, started on the
     checkpoint, runs a planned batch first, so this batch evicts and emits every window still
     open; run with Trigger.Once, it is the only batch. The source needs no marker row of its
     own, so this flushes any source (Kafka, files). Returns the batch's id (one planned
     already is kept: a retried step), or None when nothing is committed (no state to flush)."""
-    root = _local(checkpoint)
-    committed = latest_commit_batch(root)
-    if committed is None:
-        return None
-    planned = uncommitted_batches(root)
-    if planned:
-        if ends_in_flush(root):
-            return planned[-1]
-        raise CheckpointError(f"{root} has batches {planned} planned and not committed")
-    with _tree(root) as tree:
+    with _tree(checkpoint) as tree:
+        committed = latest_commit_batch(tree) if tree is not None else None
+        if tree is None or committed is None:
+            return None
+        planned = uncommitted_batches(tree)
+        if planned:
+            if ends_in_flush(tree):
+                return planned[-1]
+            raise CheckpointError(f"{tree.path} has batches {planned} planned and not committed")
         lines = _read_log_file(tree, f"offsets/{committed}")
-    metadata = json.loads(lines[1])
-    metadata["batchWatermarkMs"] = max(int(metadata.get("batchWatermarkMs", 0)), FLUSH_WATERMARK_MS)
-    lines[1] = json.dumps(metadata, separators=(",", ":"))
-    # The file, then its sidecar: a crash between them leaves no .crc, which Spark accepts.
-    flush = root / "offsets" / str(committed + 1)
-    write_atomic(flush, "\n".join(lines).encode())
-    write_atomic(_crc_path(flush), hadoop_crc("\n".join(lines).encode()))
-    return committed + 1
+        metadata = json.loads(lines[1])
+        metadata["batchWatermarkMs"] = max(
+            int(metadata.get("batchWatermarkMs", 0)), FLUSH_WATERMARK_MS
+        )
+        lines[1] = json.dumps(metadata, separators=(",", ":"))
+        # The file, then its sidecar: a crash between them leaves no .crc, which Spark accepts.
+        data = "\n".join(lines).encode()
+        tree.write_atomic(f"offsets/{committed + 1}", data)
+        if tree.checksums:
+            tree.write_atomic(_crc(f"offsets/{committed + 1}"), hadoop_crc(data))
+        return committed + 1
 
 
-def _read_schema_file(tree: HeldDir, rel: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _read_schema_file(tree: Tree, rel: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     try:
         data = _read(tree, rel)
     except CheckpointError:
@@ -417,7 +470,7 @@ def state_operators(checkpoint: Checkpoint) -> list[StateOperator]:
         return [] if tree is None else _state_operators(tree)
 
 
-def _state_operators(tree: HeldDir) -> list[StateOperator]:
+def _state_operators(tree: Tree) -> list[StateOperator]:
     operators = []
     for op in _batches(tree, "state"):
         op_dir = f"state/{op}"

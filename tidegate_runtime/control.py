@@ -31,7 +31,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import dry_run as dry
-from tidegate_runtime import sinks, standby
+from tidegate_runtime import hadoop_files, sinks, standby
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.channel_client import (
     BOOTSTRAP_ENV,
@@ -121,6 +121,7 @@ class Runtime(Drainer, Restarter, Starter):
             },
         )
         require_connectors(spark, runtime.declared)  # said plainly, before anything starts
+        hadoop_files.register(spark)  # checkpoints in object storage: through Spark's Hadoop
         scratch = standby.dry_run_dir(spark)
         if scratch is not None:
             # A standby of an update by snapshot: the job's code runs its dry run first; then
@@ -200,6 +201,8 @@ class Runtime(Drainer, Restarter, Starter):
     def _control_path(self, source: str) -> str | None:
         if not self.managed or not self.checkpoint_dir:
             return None
+        if cp.is_object_store(self.checkpoint_dir):
+            return None  # the event log reads its control file locally: its drain is bounded
         return f"{self.checkpoint_dir}/_control/{source}.json"
 
     def reader_options(self, query: str) -> dict[str, str]:

@@ -74,6 +74,8 @@ class HeldDir:
     """An open folder; ``path`` is where it was reached (for messages and cache keys only:
     nothing is opened by it again)."""
 
+    checksums = True  # Spark's local file system writes a .crc beside each file; so do we
+
     def __init__(self, fd: int, path: Path) -> None:
         self.fd = fd
         self.path = path
@@ -239,8 +241,18 @@ class HeldDir:
             os.unlink(name, dir_fd=fd)
 
     def rename(self, old: str, new: str) -> None:
-        """Rename one entry of this folder to another name in it."""
-        os.replace(old, new, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        """Rename the entry ``old`` to ``new``, both in one folder at or below this one
+        (reached with no link followed)."""
+        if _parts(old)[:-1] != _parts(new)[:-1]:
+            raise ValueError(f"'{old}' and '{new}' are not in one folder")
+        with self.parent_of(old) as (fd, name):
+            os.replace(name, _parts(new)[-1], src_dir_fd=fd, dst_dir_fd=fd)
+
+    def size(self, rel: str) -> int:
+        st = self.lstat(rel)
+        if st is None:
+            raise FileNotFoundError(rel)
+        return st.st_size
 
     def remove_tree(self, name: str) -> None:
         """The entry ``name`` of this folder gone, whatever it is: a folder removed with all it

@@ -86,9 +86,9 @@ def test_rewrite_refuses_what_spark_would_not_honour(tmp_path: Path) -> None:
     backup = rewrite_source_offsets(ck, 0, 0, '{"0": 0}', discard_uncommitted=True)
     assert latest_offsets_batch(ck) == 0
     assert (ck / "offsets" / ".1.tidegate-discarded").exists()
-    assert backup.read_text() == "\n".join(["v1", META, '{"0": 1}'])
+    assert Path(backup).read_text() == "\n".join(["v1", META, '{"0": 1}'])
     rewrite_source_offsets(ck, 0, 0, '{"0": 5}')
-    assert backup.read_text().endswith('{"0": 1}')  # the first original is kept
+    assert Path(backup).read_text().endswith('{"0": 1}')  # the first original is kept
     data = (ck / "offsets" / "0").read_bytes()
     assert data == "\n".join(["v1", META, '{"0": 5}']).encode()
     assert (ck / "offsets" / ".0.crc").read_bytes() == hadoop_crc(data)
