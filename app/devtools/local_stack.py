@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -176,11 +177,39 @@ def spawn(
     )
 
 
+def _taken(host: str, port: int) -> bool:
+    """Something listens on ``host:port`` (connections a stopped server left in TIME_WAIT do
+    not count: its successor binds there as the server will)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _ports_free(settings: Settings) -> None:
+    """Each port the stack listens on free before anything starts, or one line that says
+    which is taken and which setting moves it (exit 2: the settings are the problem)."""
+    for what, host, port, setting in (
+        ("the API", settings.host, settings.port, "TIDEGATE_PORT"),
+        ("the local Spark runner", "127.0.0.1", settings.runner_port, "TIDEGATE_RUNNER_PORT"),
+    ):
+        if _taken(host, port):
+            _say(
+                f"{host}:{port} is in use (another tidegate run?), and {what} listens there: "
+                f"stop what holds it, or set {setting} to a free port"
+            )
+            sys.exit(2)
+
+
 def run_local_stack(settings: Settings) -> None:
     import uvicorn
 
     from app.api.main import create_app
 
+    _ports_free(settings)  # before the database starts: nothing to stop again
     embedded, token_in_env = not settings.database_url, settings.admin_token is not None
     database_url = resolve_database_url(settings)
     migrate.upgrade(database_url)

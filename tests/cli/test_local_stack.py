@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -229,3 +230,28 @@ def test_a_dead_child_stops_the_stack_and_its_drivers(tmp_path: Path) -> None:
     assert "stopping everything" in run_log.read_text()
     wait_until(lambda: [p for p in driver if p.is_running()], lambda alive: alive == [], 30)
     wait_until(lambda: processes_mentioning(str(data / "pg")), lambda found: found == [], 30)
+
+
+@pytest.mark.parametrize("taken", ["api", "runner"])
+def test_a_port_in_use_is_said_in_one_line_with_the_setting_that_moves_it(
+    tmp_path: Path, taken: str
+) -> None:
+    """Before anything starts (no database, no runner to stop again): one line, exit 2."""
+    port, runner_port = find_free_port(), find_free_port()
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port if taken == "api" else runner_port))
+    holder.listen()
+    try:
+        stack = _stack(tmp_path / "data", port, runner_port, tmp_path / "run.log")
+        assert stack.wait(timeout=60) == 2
+    finally:
+        holder.close()
+    lines = (tmp_path / "run.log").read_text().strip().splitlines()
+    setting = "TIDEGATE_PORT" if taken == "api" else "TIDEGATE_RUNNER_PORT"
+    busy = port if taken == "api" else runner_port
+    assert lines == [
+        f"tidegate: 127.0.0.1:{busy} is in use (another tidegate run?), and "
+        f"{'the API' if taken == 'api' else 'the local Spark runner'} listens there: stop "
+        f"what holds it, or set {setting} to a free port"
+    ], lines
+    assert not (tmp_path / "data" / "pg").exists()  # the database never started
