@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(PY) bench/reaction.py
 	$(PY) bench/startpoints.py
 	$(PY) bench/upgrade.py
+	$(PY) bench/kafka_upgrade.py
 	$(PY) bench/metrics.py
 	$(PY) bench/fleet.py
 	$(PY) bench/statesize.py

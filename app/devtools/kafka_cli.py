@@ -40,14 +40,14 @@ def broker_command(
     from app.devtools.kafka_broker import kafka_broker
 
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Set here, not left to Python's KeyboardInterrupt: a shell without job control starts
+    # background commands with SIGINT ignored, and Python then keeps it ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     try:
         with kafka_broker(folder.absolute(), port=port) as broker:
             typer.echo(f"kafka: {broker.bootstrap} (log {broker.log_path}); Ctrl-C stops it")
-            try:
-                while not stop.wait(1.0):
-                    pass
-            except KeyboardInterrupt:
+            while not stop.wait(1.0):
                 pass
     except MissingJarsError as exc:
         raise typer.BadParameter(str(exc)) from None

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.sizes import FULL
+
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 50  # seconds per script, well under a minute; the three take ~40 s together
 
@@ -190,3 +192,21 @@ def test_query_start(server_url: str, tmp_path: Path) -> None:
         seconds = figures["seconds"][variant]
         assert len(seconds) == 1 and _positive(seconds[0]), variant
     assert "vs shipped" in stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not FULL, reason="3.5 minutes of Spark and Kafka: make chaos runs it")
+def test_kafka_upgrade(server_url: str, tmp_path: Path) -> None:
+    """Issue 52: the bare Spark baseline once on a Kafka topic (a real broker, a Spark
+    standalone cluster, tidegate's API and worker: all started and stopped by the script),
+    no Flink. Two driver starts and a Kafka broker on 2 cores: 205 s seen at a load average
+    of 17, hence the longest bound here."""
+    args = ["--reps", "1", "--strategies", "bare"]
+    stdout, figures = _run(
+        "kafka_upgrade", args, server_url, tmp_path, limit=420, name="kafka-upgrade"
+    )
+    assert figures["source"] == "kafka" and figures["failures"] == {}, figures
+    bare = figures["median_s"]["bare"]
+    assert _positive(bare["request_to_commit"]) and _positive(bare["stood_still"]), bare
+    assert len(figures["load_avg_start"]) == 3 and len(figures["load_avg_end"]) == 3
+    assert "vs bare" in stdout and "load average" in stdout
