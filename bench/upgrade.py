@@ -87,6 +87,34 @@ CONF = {
 }
 
 
+@dataclass(frozen=True)
+class Source:
+    """What the measured pipeline reads, for bare submissions and tidegate versions alike: its
+    file, its arguments before ``--output``, what a bare submission adds beside its
+    ``--checkpoint``, a version's declaration of its source and the conf it needs. The event
+    log's by default (``eventlog_source``); bench/kafka_upgrade.py's a Kafka topic."""
+
+    pipeline: Path
+    args: list[str]
+    bare_args: list[str]
+    declared: dict[str, Any]
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+def eventlog_source(log_root: Path) -> Source:
+    """pipelines/windowed_counts.py on the event log's stream ``clicks`` under ``log_root``."""
+    return Source(
+        PIPELINE,
+        ["--root", str(log_root), "--stream", "clicks"],
+        ["--trigger", "1 seconds"],
+        {
+            "name": "clicks",
+            "kind": "eventlog",
+            "options": {"root": str(log_root), "stream": "clicks"},
+        },
+    )
+
+
 @dataclass
 class Context:
     tmp: Path
@@ -95,6 +123,11 @@ class Context:
     api: httpx.Client
     log_root: Path
     state: dict[str, Any] = field(default_factory=dict)
+    source: Source | None = None  # None: the event log's under log_root
+
+    @property
+    def pipeline(self) -> Source:
+        return self.source or eventlog_source(self.log_root)
 
 
 def _wait(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
@@ -126,9 +159,9 @@ def first_commit_after(checkpoint: Path, since: float) -> float | None:
 
 
 def _args(ctx: Context, out: str, checkpoint: str | None = None) -> list[str]:
-    args = ["--root", str(ctx.log_root), "--stream", "clicks", "--output", str(ctx.tmp / out)]
+    args = [*ctx.pipeline.args, "--output", str(ctx.tmp / out)]
     if checkpoint:
-        args += ["--checkpoint", checkpoint, "--trigger", "1 seconds"]
+        args += ["--checkpoint", checkpoint, *ctx.pipeline.bare_args]
     return args
 
 
@@ -160,7 +193,10 @@ def _at(stamp: str) -> float:
 
 def _bare_submit(ctx: Context, tag: str, checkpoint: Path) -> tuple[str, float]:
     spec = SubmitSpec(
-        tag=tag, file=str(PIPELINE), args=_args(ctx, f"{tag}-out", str(checkpoint)), conf=CONF
+        tag=tag,
+        file=str(ctx.pipeline.pipeline),
+        args=_args(ctx, f"{tag}-out", str(checkpoint)),
+        conf={**CONF, **ctx.pipeline.conf},
     )
     submitted = time.time()
     return ctx.backend.submit(spec), submitted
@@ -211,19 +247,13 @@ def _operate(ctx: Context, path: str, body: dict[str, Any] | None = None) -> dic
 
 def _version_body(ctx: Context, out: str) -> dict[str, Any]:
     return {
-        "app": {"file": str(PIPELINE), "args": _args(ctx, out)},
+        "app": {"file": str(ctx.pipeline.pipeline), "args": _args(ctx, out)},
         "cluster": "standalone",
-        "conf": CONF,
+        "conf": {**CONF, **ctx.pipeline.conf},
         "queries": [
             {
                 "name": "windowed_counts",
-                "sources": [
-                    {
-                        "name": "clicks",
-                        "kind": "eventlog",
-                        "options": {"root": str(ctx.log_root), "stream": "clicks"},
-                    }
-                ],
+                "sources": [ctx.pipeline.declared],
                 "stateful_operators": [{"kind": "tumbling_window"}],
                 "output_mode": "append",
                 "trigger": "1 SECONDS",
@@ -439,11 +469,21 @@ FLINK = ROOT.parent / "shared" / "anchors" / "flink" / "run.sh"
 
 def flink(ctx: Context, rep: int) -> Switch:
     """Flink 2.3's stop-with-savepoint + restore of its PyFlink SQL windowed job, through the
-    harness in ../shared/anchors/flink (``run.sh setup`` once). Its cluster is started for
-    this round only (it keeps a core busy). Its one figure, stop call → first output line of
-    the restored job, is both the request → commit and the output standing still."""
-    subprocess.run(["bash", str(FLINK), "start"], check=True, capture_output=True, timeout=180)
-    try:
+    harness in ../shared/anchors/flink (``run.sh setup`` once)."""
+    return flink_anchor()
+
+
+def flink_anchor(env: dict[str, str] | None = None) -> Switch:
+    """One stop-with-savepoint + restore through the anchor's harness (``env``: its settings,
+    e.g. FLINK_JOB). Its cluster is started for this round only (it keeps a core busy). Its one
+    figure, stop call → first output line of the restored job, is both the request → commit and
+    the output standing still; the phases say when the savepoint was done and the restored job
+    was submitted, running and writing."""
+    env = {**os.environ, **(env or {})}
+    try:  # stopped even when it did not come up whole
+        subprocess.run(
+            ["bash", str(FLINK), "start"], check=True, capture_output=True, timeout=180, env=env
+        )
         load = os.getloadavg()[0]
         done = subprocess.run(
             ["bash", str(FLINK), "bench", "1"],
@@ -451,12 +491,26 @@ def flink(ctx: Context, rep: int) -> Switch:
             capture_output=True,
             text=True,
             timeout=600,
+            env=env,
         )
     finally:
-        subprocess.run(["bash", str(FLINK), "stop"], capture_output=True, timeout=120)
+        subprocess.run(["bash", str(FLINK), "stop"], capture_output=True, timeout=120, env=env)
     line = [x for x in done.stdout.splitlines() if x.startswith("{")][-1]
-    figure = float(json.loads(line)["downtime_stop_to_first_output_s"])
-    return Switch(figure, figure, {}, load)
+    cycle = json.loads(line)
+    if cycle["downtime_stop_to_first_output_s"] is None:
+        raise TimeoutError(f"the restored Flink job wrote no output: {line[:200]}")
+    if cycle.get("restored_from") != cycle["savepoint"]:
+        raise AssertionError(f"the Flink job was not restored from its savepoint: {line[:300]}")
+    figure = float(cycle["downtime_stop_to_first_output_s"])
+    submitted = figure - float(cycle["restore_first_output_s"])  # the restore's client started
+    phases = {
+        "savepoint taken, job stopping": float(cycle["stop_returned_s"]),
+        "restore submitted (flink run)": submitted,
+        "restore client returned": submitted + float(cycle["restore_cli_return_s"]),
+        "restored job's tasks running": submitted + float(cycle["restore_all_tasks_running_s"]),
+        "first output": figure,
+    }
+    return Switch(figure, figure, phases, load)
 
 
 def _no_cleanup(ctx: Context) -> None:
@@ -468,7 +522,10 @@ def _cancel_job(ctx: Context) -> None:
         _operate(ctx, f"/jobs/{ctx.state.pop('job')}/cancel")
 
 
-STRATEGIES: dict[str, tuple[Callable[[Context, int], Switch], Callable[[Context], None]]] = {
+Strategy = tuple[Callable[[Context, int], Switch], Callable[[Context], None]]
+
+
+STRATEGIES: dict[str, Strategy] = {
     "bare": (bare, _bare_cleanup),
     "restart": (restart, _cancel_job),
     "restart-prewarmed": (restart_prewarmed, _cancel_job),
@@ -517,6 +574,28 @@ def main() -> None:
     stop_feed = threading.Event()
     feeder = threading.Thread(target=_feed, args=(log_root, stop_feed), daemon=True)
     feeder.start()
+    try:
+        switches, failures = measure(tmp, log_root, chosen, args.reps, STRATEGIES)
+    finally:
+        stop_feed.set()
+
+    _report(switches, args.reps)
+    for strategy, errors in failures.items():
+        if errors:
+            print(f"{strategy}: {len(errors)} of {args.reps} switches FAILED: {errors}")
+
+
+def measure(
+    tmp: Path,
+    log_root: Path,
+    chosen: list[str],
+    reps: int,
+    strategies: dict[str, Strategy],
+    source: Source | None = None,
+) -> tuple[dict[str, list[Switch]], dict[str, list[str]]]:
+    """A Spark standalone cluster, tidegate's API and worker on a scratch database, then
+    ``reps`` rounds of the ``chosen`` strategies, interleaved; everything started here is
+    stopped on the way out. The switches of each strategy, and its failures."""
     cluster = LocalStandaloneCluster(
         tmp / "spark",
         find_free_port(),
@@ -565,15 +644,16 @@ def main() -> None:
                     ),
                     client,
                     log_root,
+                    source=source,
                 )
-                print(f"tidegate {api.url}; spark {cluster.master_url}; {args.reps} rounds")
+                print(f"tidegate {api.url}; spark {cluster.master_url}; {reps} rounds")
                 # Rounds interleaved: every strategy once a round, in an order that turns
                 # each round, so a change of load falls on all of them alike. One app on the
                 # cluster at a time: two drivers do not fit 2 cores.
-                for rep in range(args.reps):
+                for rep in range(reps):
                     shift = rep % len(chosen)
                     for strategy in chosen[shift:] + chosen[:shift]:
-                        run, cleanup = STRATEGIES[strategy]
+                        run, cleanup = strategies[strategy]
                         try:
                             switch = run(ctx, rep)
                         except (AssertionError, TimeoutError, subprocess.SubprocessError) as exc:
@@ -591,13 +671,8 @@ def main() -> None:
                             f"{switch.stood_still:.1f} s (load {switch.load:.1f})"
                         )
     finally:
-        stop_feed.set()
         cluster.stop()
-
-    _report(switches, args.reps)
-    for strategy, errors in failures.items():
-        if errors:
-            print(f"{strategy}: {len(errors)} of {args.reps} switches FAILED: {errors}")
+    return switches, failures
 
 
 def _no_active_driver(cluster: LocalStandaloneCluster) -> bool:
@@ -624,7 +699,15 @@ def _go_to_commit(switch: Switch) -> float | None:
     return None if go is None else switch.request_to_commit - go
 
 
-def _report(switches: dict[str, list[Switch]], reps: int) -> None:
+def _report(
+    switches: dict[str, list[Switch]],
+    reps: int,
+    results: str = "upgrade",
+    anchor: str = "flink",
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """The table (ratios to ``bare`` and to the ``anchor``), where the seconds went, and the
+    figures saved as bench/results/<results>.json (with ``extra``)."""
     done = {s: v for s, v in switches.items() if v}
     bare_runs = done.get("bare")
     base_commit = [s.request_to_commit for s in bare_runs] if bare_runs else None
@@ -638,7 +721,7 @@ def _report(switches: dict[str, list[Switch]], reps: int) -> None:
         ]
         for strategy, values in done.items()
     ]
-    flink_runs = done.get("flink")
+    flink_runs = done.get(anchor)
     for row, values in zip(rows, done.values(), strict=True):
         still = median([s.stood_still for s in values])
         row.insert(
@@ -648,7 +731,7 @@ def _report(switches: dict[str, list[Switch]], reps: int) -> None:
         "\nmedians of the rounds (spread: min-max); ratios to bare Spark and Flink in the same run"
     )
     header = ["strategy", "request→commit", "spread", "vs bare", "stood still", "spread"]
-    print(table(rows, [*header, "vs bare", "vs flink", "load"]))
+    print(table(rows, [*header, "vs bare", f"vs {anchor}", "load"]))
     handed = {s: [g for x in v if (g := _go_to_commit(x)) is not None] for s, v in done.items()}
     if any(handed.values()):
         print("\nthe new driver told to go → its first commit (median; min-max): Spark's part")
@@ -664,8 +747,9 @@ def _report(switches: dict[str, list[Switch]], reps: int) -> None:
             seen = [s.phases[name] for s in values if name in s.phases]
             print(f"  {median(seen):6.1f}  {name}")
     save(
-        "upgrade",
+        results,
         {
+            **(extra or {}),
             "rounds": reps,
             "interleaved": True,
             "switches": {
