@@ -234,6 +234,13 @@ def read_commit(checkpoint: Checkpoint, batch_id: int) -> dict[str, Any]:
     return commit
 
 
+def next_batch_watermark(checkpoint: Checkpoint, batch_id: int) -> int:
+    """The event-time watermark (ms; 0: none) the batch after committed ``batch_id`` filters
+    late rows with: ``batchWatermarkMs`` of ``offsets/N`` (what a rewind lowers too)."""
+    metadata, _ = read_offsets(checkpoint, batch_id)
+    return int(metadata.get("batchWatermarkMs", 0))
+
+
 def hadoop_crc(data: bytes) -> bytes:
     """Content of the Hadoop ``.crc`` sidecar for ``data`` (local ChecksumFileSystem)."""
     sums = b"".join(

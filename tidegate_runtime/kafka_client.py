@@ -242,3 +242,31 @@ class ClientResolver:
 
         records = self._ask(first_record)
         return int(records[0].timestamp) if records else None
+
+    def times_between(self, topic: str, partition: int, start: int, end: int) -> list[int] | None:
+        """The times of the records of ``[start, end)`` (what a preview counts as late); None
+        when they cannot all be read (retention took some, or the broker is slow)."""
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        consumer = self.consumer
+
+        def read_range() -> list[int] | None:
+            consumer.assign([tp])
+            try:
+                consumer.seek(tp, start)
+                times: list[int] = []
+                while consumer.position(tp) < end:
+                    batch = consumer.poll(timeout_ms=self.timeout_ms).get(tp)
+                    if not batch:
+                        return None  # the broker is slow: never a count of part of them
+                    times += [int(r.timestamp) for r in batch if r.offset < end]
+                return times
+            finally:
+                consumer.unsubscribe()
+
+        if start >= end:
+            return []
+        if start < self.earliest(topic).get(partition, 0):
+            return None  # retention took some: a seek there would land elsewhere
+        return self._ask(read_range)

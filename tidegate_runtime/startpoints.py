@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -127,6 +127,9 @@ class EventLogPositions:
             return record.timestamp_ms
         return None
 
+    def times_between(self, partition: int, start: int, end: int) -> Iterator[int]:
+        return (record.timestamp_ms for record in self.stream.scan(partition, start, end))
+
 
 class KafkaPositions:
     def __init__(self, options: Mapping[str, Any], resolver: KafkaResolver | None) -> None:
@@ -173,6 +176,10 @@ class KafkaPositions:
         # Optional in the contract: a resolver that cannot read records keeps the watermark.
         read = getattr(self.resolver, "timestamp_at", None)
         return None if read is None or offset < 0 else read(self.topic, partition, offset)
+
+    def times_between(self, partition: int, start: int, end: int) -> Iterator[int] | None:
+        read = getattr(self.resolver, "times_between", None)  # optional, as timestamp_at
+        return None if read is None or start < 0 else read(self.topic, partition, start, end)
 
 
 # ---- offset line formats -----------------------------------------------------------------
@@ -409,6 +416,39 @@ def replay_watermark(
         if ts is not None:
             times.append(ts)
     return min(times) - 1 if times else None
+
+
+# Records a preview reads to count the late ones among those a rewind replays; past it the
+# count is unknown (said so) rather than a preview that reads a topic for minutes.
+LATE_SCAN_LIMIT = 200_000
+
+
+def count_behind(
+    kind: str,
+    options: Mapping[str, Any],
+    ranges: Mapping[int, tuple[int, int]],
+    watermark_ms: int,
+    kafka: KafkaResolver | None = None,
+    limit: int = LATE_SCAN_LIMIT,
+) -> int | None:
+    """How many records of ``ranges`` (partition → [start, end)) have a time before
+    ``watermark_ms``: those a stateful query whose event time is the record's time may drop
+    as late when it starts with that watermark (a windowed aggregation drops those whose
+    window has ended by then: at most these). None when the times cannot be read (file
+    sources, a Kafka resolver that cannot read records) or the ranges hold over ``limit``."""
+    if kind == "file" or sum(max(0, end - start) for start, end in ranges.values()) > limit:
+        return None
+    pos = positions_for(kind, options, kafka)
+    read = getattr(pos, "times_between", None)
+    if read is None:
+        return None
+    behind = 0
+    for partition, (start, end) in sorted(ranges.items()):
+        times = read(partition, start, end)
+        if times is None:
+            return None
+        behind += sum(1 for ts in times if ts < watermark_ms)
+    return behind
 
 
 def revert(checkpoint: str | os.PathLike[str], batch_id: int) -> None:

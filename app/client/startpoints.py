@@ -185,7 +185,8 @@ def startpoints_preview(ctx: Ctx, job: JobArg) -> None:
     """What each pending startpoint would resolve to now; applies nothing.
 
     Per partition: the current position, the target, and how many records that replays or
-    skips.
+    skips. Per query that replays: the watermark it would start with and how many replayed
+    records lie behind it (may be dropped as late).
 
     Example: tidegate startpoints preview clicks-per-minute
     """
@@ -206,6 +207,8 @@ def startpoints_preview(ctx: Ctx, job: JobArg) -> None:
             ],
             "No pending startpoints to preview.",
         )
+        for late in doc.get("late") or []:
+            ctx.out.hint(str(late.get("note")))
         for err in doc.get("errors") or []:
             ctx.out.hint(f"{err.get('source')}: {err.get('error')}")
 

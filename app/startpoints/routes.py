@@ -12,6 +12,7 @@ from app.core.params import JobName
 from app.jobs.schemas import RESERVED_SOURCE_NAMES
 from app.jobs.service import get_job
 from app.startpoints import applications, service
+from app.startpoints import preview as preview_service
 from app.startpoints.schemas import (
     ApplicationResponse,
     Preview,
@@ -100,7 +101,7 @@ def withdraw_partition(
     name="startpoints.preview",
 )
 def preview(job: JobName, session: DbSession, _: Reader, settings: AppSettings) -> Preview:
-    return service.preview(
+    return preview_service.preview(
         session,
         job,
         str(settings.resolved_checkpoint_root),

@@ -146,9 +146,34 @@ class PreviewError(Response):
     error: str
 
 
+class PreviewLate(Response):
+    """Of one query that would replay records: the event-time watermark it would start with
+    and how many replayed records lie behind it (Spark's stateful operators may drop those
+    as late; docs/late-data.md)."""
+
+    source: str
+    query: str
+    replayed: int = Field(description="Records this query would read again.")
+    watermark: datetime | None = Field(
+        description="The watermark its next batch filters late rows with now (null: none)."
+    )
+    start_watermark: datetime | None = Field(
+        description="The watermark it would start with after the startpoints are applied."
+    )
+    lowered: bool = Field(description="The rewind lowers the watermark (to keep the replay).")
+    behind: int | None = Field(
+        description="Replayed records with a time before start_watermark (may be dropped as "
+        "late); null when their times cannot all be read."
+    )
+    note: str = Field(description="The same, said for a person.")
+
+
 class Preview(Response):
     rows: list[PreviewRow]
     errors: list[PreviewError]
+    late: list[PreviewLate] = Field(
+        description="Per query that would replay records: its watermark and the records behind it."
+    )
 
 
 class AppliedReport(Body):

@@ -14,20 +14,14 @@ from app.audit import service as audit
 from app.auth.service import Principal
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.core.pagination import decode_cursor, take_page
-from app.core.paths import checkpoint_path, read_checkpoint, within_any
+from app.core.paths import within_any
 from app.jobs.models import Job, JobVersion
 from app.jobs.service import get_job
-from app.runs.models import Run
 from app.runs.service import current_run
-from app.startpoints import kafka_preview
 from app.startpoints.models import APPLIED, PENDING, Startpoint, StartpointApplication
 from app.startpoints.schemas import (
-    Preview,
-    PreviewError,
-    PreviewRow,
     StartpointSet,
 )
-from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import startpoints as rt
 
 log = logging.getLogger(__name__)
@@ -289,112 +283,3 @@ def withdraw(
     audit.record(
         session, actor, "startpoints.withdraw", job=job.name, target=where, status_code=204
     )
-
-
-# ---- preview ---------------------------------------------------------------------------
-
-
-def _committed_offsets(
-    checkpoint_root: str,
-    job: Job,
-    run: Run | None,
-    query: str,
-    index: int,
-    kind: str,
-    options: dict[str, Any],
-) -> dict[int, int] | None:
-    if run is None:
-        return None
-    spec = next((q for q in run.version.queries if q["name"] == query), {"name": query})
-    try:
-        root = Path(checkpoint_root)
-        with read_checkpoint(root, checkpoint_path(root, job.name, run.id, spec)) as checkpoint:
-            batch = cp.latest_commit_batch(checkpoint)
-            if checkpoint is None or batch is None:
-                return None
-            _, lines = cp.read_offsets(checkpoint, batch)
-        return rt.parse_line(kind, lines[index], options)
-    except Exception:
-        return None
-
-
-def preview(
-    session: Session,
-    job_name: str,
-    checkpoint_root: str,
-    eventlog_roots: list[Path],
-    kafka_brokers: frozenset[str] = frozenset(),
-) -> Preview:
-    job = get_job(session, job_name)
-    version = version_for(session, job)
-    sources = declared_sources(version)
-    run = current_run(session, job)
-    pending = [sp for sp in list_pending(session, job) if sp.state == PENDING]
-    rows: list[PreviewRow] = []
-    errors: list[PreviewError] = []
-    for name in sorted({sp.source for sp in pending}):
-        points = [
-            rt.Startpoint(sp.id, sp.source, sp.partition, sp.type, sp.value)
-            for sp in pending
-            if sp.source == name
-        ]
-        decl = sources.get(name)
-        if decl is None:
-            errors.append(PreviewError(source=name, error="the current version has no such source"))
-            continue
-        query, index = decl["queries"][0]
-        current = _committed_offsets(
-            checkpoint_root, job, run, query, index, decl["kind"], decl["options"]
-        )
-        refused = (
-            readable_eventlog(decl["options"], eventlog_roots)
-            if decl["kind"] == "eventlog"
-            else None
-        )
-        if refused is not None:
-            errors.append(PreviewError(source=name, error=refused))
-            continue
-        resolver, unasked = (
-            kafka_preview.resolver_for(decl["options"], kafka_brokers)
-            if decl["kind"] == "kafka"
-            else (None, "")
-        )
-        try:
-            target = rt.resolve(decl["kind"], decl["options"], points, current, resolver)
-        except rt.ResolverNeeded:
-            errors.append(PreviewError(source=name, error=unasked))
-            continue
-        except Exception as exc:
-            errors.append(PreviewError(source=name, error=str(exc)))
-            continue
-        finally:
-            if resolver is not None:
-                resolver.close()
-        by_partition = {p.partition: p for p in points if p.partition is not None}
-        fan_out = next((p for p in points if p.partition is None), None)
-        for partition, offset in sorted(target.items()):
-            sp = by_partition.get(partition, fan_out)
-            if sp is None:
-                continue
-            now = current.get(partition) if current else None
-            if now is not None and (now < 0 or offset < 0):
-                now = None  # a Kafka "earliest" (-2): Spark binds it when the batch runs
-            move = (
-                "unknown"
-                if now is None
-                else ("replay" if offset < now else "skip" if offset > now else "none")
-            )
-            rows.append(
-                PreviewRow(
-                    source=name,
-                    partition=partition,
-                    startpoint_id=sp.id,
-                    type=sp.type,  # type: ignore[arg-type]
-                    value=sp.value,
-                    current=now,
-                    target=offset,
-                    move=move,  # type: ignore[arg-type]
-                    records=abs(offset - now) if now is not None else None,
-                )
-            )
-    return Preview(rows=rows, errors=errors)

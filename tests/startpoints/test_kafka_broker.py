@@ -237,3 +237,35 @@ def test_the_preview_asks_only_brokers_an_admin_listed(
     with TestClient(app, headers=dict(client.headers)) as previewing:
         (error,) = previewing.post("/api/v1/jobs/k/startpoints/preview").json()["errors"]
     assert "kafka.ssl.truststore.location" in error["error"] and "root:" not in error["error"]
+
+
+def test_the_records_a_rewind_replays_behind_the_watermark_are_counted_from_the_broker(
+    broker: str,
+) -> None:
+    """Issue 53, what a preview counts: the replayed records whose Kafka timestamp is before
+    the watermark the query would start with, read from the broker (a producer with a skewed
+    clock wrote record 2 of partition 0 ten seconds early); unknown, never a partial count,
+    when retention took some of them."""
+    create_topic(broker, "skewed", 2)
+    times = {0: [20, 21, 10, 22, 23], 1: [20, 21, 22, 23, 24]}
+    produce(broker, "skewed", [(p, T0 + 1000 * s, b"r") for p, ss in times.items() for s in ss])
+    opts = {"kafka.bootstrap.servers": broker, "subscribe": "skewed"}
+    here = ClientResolver(opts)
+    try:
+        assert here.times_between("skewed", 0, 1, 4) == [T0 + 21_000, T0 + 10_000, T0 + 22_000]
+        ranges = {0: (0, 5), 1: (0, 5)}
+        assert sp.count_behind("kafka", opts, ranges, T0 + 20_000 - 1, here) == 1
+        assert sp.count_behind("kafka", opts, ranges, T0 + 22_500, here) == 7
+        assert sp.count_behind("kafka", opts, ranges, T0, here) == 0
+        assert sp.count_behind("kafka", opts, ranges, T0, here, limit=9) is None  # 10 > limit
+        admin = KafkaAdminClient(bootstrap_servers=broker)
+        try:
+            admin.delete_records({TopicPartition("skewed", 1): 2})
+        finally:
+            admin.close()
+        assert here.times_between("skewed", 1, 0, 5) is None
+        assert sp.count_behind("kafka", opts, ranges, T0 + 22_500, here) is None
+    finally:
+        here.close()
+    # Without a resolver (a preview that may not ask the brokers) the count is unknown.
+    assert sp.count_behind("kafka", opts, {0: (0, 5)}, T0, None) is None

@@ -24,11 +24,13 @@ def log(tmp_path: Path) -> dict[str, str]:
     return {"root": str(tmp_path / "log"), "stream": "s"}
 
 
-def write_checkpoint(path: Path, batch: int, line: str, *, committed: bool = True) -> Path:
+def write_checkpoint(
+    path: Path, batch: int, line: str, *, committed: bool = True, watermark_ms: int = 0
+) -> Path:
     (path / "offsets").mkdir(parents=True, exist_ok=True)
     (path / "commits").mkdir(parents=True, exist_ok=True)
     (path / "metadata").write_text('{"id":"q"}')
-    meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": T0, "conf": {}})
+    meta = json.dumps({"batchWatermarkMs": watermark_ms, "batchTimestampMs": T0, "conf": {}})
     (path / "offsets" / str(batch)).write_text(f"v1\n{meta}\n{line}")
     if committed:
         (path / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')

@@ -369,6 +369,8 @@ def test_update_by_drain_survives_the_worker_dying_after_every_step(
     assert op.state == "succeeded", op.error
     with ctx.factory() as session:
         assert [s["name"] for s in op.steps] == (PREWARMED_STEPS if prewarm else COLD_STEPS)
+        handed = next(s["detail"] for s in op.steps if s["name"] == "hand_off")
+        assert handed["watermark"].startswith("none: the new version starts on fresh")
         runs = session.scalars(select(Run).where(Run.job_id == job_id)).all()
         assert sorted(r.state for r in runs) == [states.DRAINED, states.RUNNING]
     assert fake.submits == 2 and len(fake.alive()) == 1  # one driver per intended run

@@ -239,6 +239,13 @@ UPDATE_ON_FRESH_STATE: tuple[Phase[FreshUpdate], ...] = (
 )
 
 
+FRESH_WATERMARK = (
+    "none: the new version starts on fresh checkpoints without an event-time watermark, so "
+    "none of the records it reads from these offsets is dropped as late in its first batch "
+    "(docs/late-data.md)"
+)
+
+
 def hand_off(
     ctx: WorkerContext, op: Operation, target: Target, end_offsets: dict[str, Any]
 ) -> dict[str, Any]:
@@ -254,7 +261,8 @@ def hand_off(
             raise OperationFailed(
                 f"the drained offsets could not be handed on: {exc.detail}"
             ) from None
-        return {"startpoints": handed}
+        # Said with the handoff (issue 53): what the new version's watermark does to them.
+        return {"startpoints": handed, "watermark": FRESH_WATERMARK}
 
 
 def committed_positions(ctx: WorkerContext, run_id: int) -> dict[str, Any]:

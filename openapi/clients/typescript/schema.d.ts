@@ -1463,6 +1463,11 @@ export interface components {
             rows: components["schemas"]["PreviewRow"][];
             /** Errors */
             errors: components["schemas"]["PreviewError"][];
+            /**
+             * Late
+             * @description Per query that would replay records: its watermark and the records behind it.
+             */
+            late: components["schemas"]["PreviewLate"][];
         };
         /** PreviewError */
         PreviewError: {
@@ -1470,6 +1475,48 @@ export interface components {
             source: string;
             /** Error */
             error: string;
+        };
+        /**
+         * PreviewLate
+         * @description Of one query that would replay records: the event-time watermark it would start with
+         *     and how many replayed records lie behind it (Spark's stateful operators may drop those
+         *     as late; docs/late-data.md).
+         */
+        PreviewLate: {
+            /** Source */
+            source: string;
+            /** Query */
+            query: string;
+            /**
+             * Replayed
+             * @description Records this query would read again.
+             */
+            replayed: number;
+            /**
+             * Watermark
+             * @description The watermark its next batch filters late rows with now (null: none).
+             */
+            watermark: string | null;
+            /**
+             * Start Watermark
+             * @description The watermark it would start with after the startpoints are applied.
+             */
+            start_watermark: string | null;
+            /**
+             * Lowered
+             * @description The rewind lowers the watermark (to keep the replay).
+             */
+            lowered: boolean;
+            /**
+             * Behind
+             * @description Replayed records with a time before start_watermark (may be dropped as late); null when their times cannot all be read.
+             */
+            behind: number | null;
+            /**
+             * Note
+             * @description The same, said for a person.
+             */
+            note: string;
         };
         /** PreviewRow */
         PreviewRow: {
@@ -2722,6 +2769,7 @@ export type PageSnapshotSummary = components['schemas']['Page_SnapshotSummary_']
 export type PageVersionResponse = components['schemas']['Page_VersionResponse_'];
 export type Preview = components['schemas']['Preview'];
 export type PreviewError = components['schemas']['PreviewError'];
+export type PreviewLate = components['schemas']['PreviewLate'];
 export type PreviewRow = components['schemas']['PreviewRow'];
 export type ProblemResponse = components['schemas']['ProblemResponse'];
 export type ProgressReport = components['schemas']['ProgressReport'];

@@ -59,6 +59,7 @@ from .page_snapshot_summary import PageSnapshotSummary
 from .page_version_response import PageVersionResponse
 from .preview import Preview
 from .preview_error import PreviewError
+from .preview_late import PreviewLate
 from .preview_row import PreviewRow
 from .preview_row_move import PreviewRowMove
 from .preview_row_type import PreviewRowType
@@ -195,6 +196,7 @@ __all__ = (
     "PageVersionResponse",
     "Preview",
     "PreviewError",
+    "PreviewLate",
     "PreviewRow",
     "PreviewRowMove",
     "PreviewRowType",

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 if TYPE_CHECKING:
     from ..models.preview_error import PreviewError
+    from ..models.preview_late import PreviewLate
     from ..models.preview_row import PreviewRow
 
 
@@ -20,10 +21,12 @@ class Preview:
     Attributes:
         rows (list[PreviewRow]):
         errors (list[PreviewError]):
+        late (list[PreviewLate]): Per query that would replay records: its watermark and the records behind it.
     """
 
     rows: list[PreviewRow]
     errors: list[PreviewError]
+    late: list[PreviewLate]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -37,12 +40,18 @@ class Preview:
             errors_item = errors_item_data.to_dict()
             errors.append(errors_item)
 
+        late = []
+        for late_item_data in self.late:
+            late_item = late_item_data.to_dict()
+            late.append(late_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "rows": rows,
                 "errors": errors,
+                "late": late,
             }
         )
 
@@ -51,6 +60,7 @@ class Preview:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.preview_error import PreviewError  # noqa: PLC0415
+        from ..models.preview_late import PreviewLate  # noqa: PLC0415
         from ..models.preview_row import PreviewRow  # noqa: PLC0415
 
         d = dict(src_dict)
@@ -68,9 +78,17 @@ class Preview:
 
             errors.append(errors_item)
 
+        late = []
+        _late = d.pop("late")
+        for late_item_data in _late:
+            late_item = PreviewLate.from_dict(late_item_data)
+
+            late.append(late_item)
+
         preview = cls(
             rows=rows,
             errors=errors,
+            late=late,
         )
 
         preview.additional_properties = d
