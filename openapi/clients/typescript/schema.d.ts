@@ -3071,7 +3071,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_ClusterResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3452,7 +3452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_JobResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3974,7 +3974,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match does not match the job's current ETag. */
+            /** @description If-Match does not match the resource's current ETag: it changed since you read it. Read it again and retry. */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -4038,7 +4038,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_VersionResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5137,7 +5137,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_OperationResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5237,7 +5237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_RunResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6302,7 +6302,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_SnapshotSummary_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7081,7 +7081,7 @@ export interface operations {
                     "application/json": components["schemas"]["StartpointsView"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7660,7 +7660,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_EventResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
