@@ -2789,7 +2789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2881,7 +2881,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2974,7 +2974,7 @@ export interface operations {
                     "text/plain": unknown;
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3167,7 +3167,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClusterResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3261,7 +3261,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClusterResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3353,7 +3353,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3548,7 +3548,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3640,7 +3640,7 @@ export interface operations {
                     "application/json": components["schemas"]["SourceKind"][];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3735,7 +3735,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3828,7 +3828,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3929,7 +3929,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4137,7 +4137,7 @@ export interface operations {
                     "application/json": components["schemas"]["VersionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4233,7 +4233,7 @@ export interface operations {
                     "application/json": components["schemas"]["VersionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4335,7 +4335,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4437,7 +4437,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4539,7 +4539,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4637,7 +4637,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4739,7 +4739,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4841,7 +4841,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4943,7 +4943,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5037,7 +5037,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5331,7 +5331,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5425,7 +5425,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunToken"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5524,7 +5524,7 @@ export interface operations {
                     "application/json": components["schemas"]["Directives"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5625,7 +5625,7 @@ export interface operations {
                     "application/json": components["schemas"]["StandbyAnswer"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5723,7 +5723,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProgressResponse"][];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5819,7 +5819,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5915,7 +5915,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6011,7 +6011,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6107,7 +6107,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6203,7 +6203,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6399,7 +6399,7 @@ export interface operations {
                     "application/json": components["schemas"]["SnapshotResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6494,7 +6494,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6589,7 +6589,7 @@ export interface operations {
                     "application/json": components["schemas"]["CoordinatesResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6684,7 +6684,7 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6783,7 +6783,7 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6882,7 +6882,7 @@ export interface operations {
                     "application/json": components["schemas"]["BuildResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6981,7 +6981,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompatibilityResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7180,7 +7180,7 @@ export interface operations {
                     "application/json": components["schemas"]["PutResult"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7274,7 +7274,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7369,7 +7369,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7464,7 +7464,7 @@ export interface operations {
                     "application/json": components["schemas"]["Preview"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7560,7 +7560,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApplicationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7752,7 +7752,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenResponse"][];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7848,7 +7848,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenCreated"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7940,7 +7940,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
