@@ -36,15 +36,44 @@ def _busy(exc: Exception) -> JSONResponse:
     )
 
 
+# Answers a parameter itself brings, documented on every operation that takes it (here, once,
+# rather than on each route: a new route that pages or takes If-Match cannot forget them).
+PARAMETER_ANSWERS: dict[tuple[str, str], tuple[str, str]] = {
+    ("query", "cursor"): (
+        "400",
+        "The cursor is not one this API issued; pass next_cursor from a previous page.",
+    ),
+    ("header", "if-match"): (
+        "412",
+        "If-Match does not match the resource's current ETag: it changed since you read it. "
+        "Read it again and retry.",
+    ),
+}
+
+
+def document_parameter_answers(operation: dict[str, Any]) -> None:
+    """Add to ``operation``'s responses the statuses its parameters can bring (a foreign
+    cursor: 400; a stale If-Match: 412)."""
+    responses = operation.setdefault("responses", {})
+    for parameter in operation.get("parameters", []):
+        answer = PARAMETER_ANSWERS.get((parameter.get("in"), str(parameter.get("name")).lower()))
+        if answer is not None:
+            status, description = answer
+            responses[status] = {"description": description}
+    operation["responses"] = dict(sorted(responses.items()))  # in order of status, as FastAPI
+
+
 def document_problems(schema: dict[str, Any]) -> dict[str, Any]:
     """Every 4xx/5xx response of the spec carries a Problem as application/problem+json, so
-    generated clients get a typed error (FastAPI documents route-level errors without it)."""
+    generated clients get a typed error (FastAPI documents route-level errors without it);
+    and every operation documents the answers its parameters bring (PARAMETER_ANSWERS)."""
     schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
         Problem.model_json_schema()
     )
     ref = {"schema": {"$ref": "#/components/schemas/Problem"}}
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
+            document_parameter_answers(operation)
             for status, response in operation.get("responses", {}).items():
                 if status[:1] in ("4", "5"):
                     response["content"] = {PROBLEM_JSON: ref}

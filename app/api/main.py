@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         # Every status a client can meet is documented (problem+json): the fuzz suite holds
         # the app to this list.
         responses={
-            400: {"description": "A malformed request, e.g. a cursor this API did not issue."},
+            400: {"description": "A malformed request."},
             401: {"description": "Missing or invalid bearer token."},
             403: {"description": "The token's scope does not allow this call."},
             404: {"description": "No such resource (job, run, operation, …)."},

@@ -3,6 +3,7 @@ so `make run` needs nothing installed by hand."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -62,6 +63,8 @@ def embedded_database_url(data_dir: Path) -> str:
         mode = data_dir.stat().st_mode & 0o7777
         server = get_server(data_dir / "pg", cleanup_mode="stop")
         _keep_mode(data_dir, mode)
+        if server.system_user is not None:  # root: the server runs as an unprivileged user
+            _reachable_at_stop(data_dir)
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         if (
@@ -83,6 +86,31 @@ def _keep_mode(data_dir: Path, mode: int) -> None:
     wanted = mode | 0o011 if os.geteuid() == 0 else mode
     if data_dir.stat().st_mode & 0o7777 != wanted:
         data_dir.chmod(wanted)
+
+
+_GUARDED: set[Path] = set()
+
+
+def _reachable_at_stop(data_dir: Path) -> None:
+    """As root, the server's library stops the server at exit with ``pg_ctl stop`` run as its
+    unprivileged user, which must pass through DATA_DIR to ``pg/``. Whatever closed DATA_DIR
+    meanwhile (a ``chmod 700``, a process that made it private again), the stop must not fail
+    with "could not access directory …/pg: Permission denied" and end in a kill (issue 53):
+    just before that stop (atexit runs last-registered first, and the library registered its
+    stop when the server started), DATA_DIR gets back its search bit for others, no more."""
+    if data_dir in _GUARDED:
+        return
+    _GUARDED.add(data_dir)
+
+    def searchable() -> None:
+        try:
+            mode = data_dir.stat().st_mode & 0o7777
+            if mode & 0o011 != 0o011:
+                data_dir.chmod(mode | 0o011)
+        except OSError as exc:  # gone, or not ours: the stop will say what it meets
+            log.warning("could not let the embedded PostgreSQL's stop reach %s: %s", data_dir, exc)
+
+    atexit.register(searchable)
 
 
 def _forget_dead_handles(pgdata: Path) -> None:

@@ -75,7 +75,6 @@ def get_job(job: JobName, session: DbSession, _: Reader) -> Response:
     response_model=JobResponse,
     operation_id="updateJob",
     name="job.update",
-    responses={412: {"description": "If-Match does not match the job's current ETag."}},
 )
 def update_job(
     job: JobName,

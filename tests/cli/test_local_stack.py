@@ -101,7 +101,11 @@ def test_ctrl_c_stops_every_driver_in_order_and_the_terminal_stays_quiet(
     # Not one Spark process left, and the stack said what it stopped, in order.
     wait_until(lambda: processes_mentioning(str(app)), lambda found: found == [], 30)
     wait_until(lambda: processes_mentioning(str(data / "pg")), lambda found: found == [], 30)
+    # Stopped by pg_ctl, run as the server's own user when root, not killed (issue 53).
+    server_log = (data / "logs" / "embedded-postgres.log").read_text()
+    assert "Failed" not in server_log and "killing" not in server_log, server_log
     said = log.read_text()
+    assert "pg_ctl" not in said and "Permission denied" not in said, said
     worker, drivers, runner = (
         said.index("stopping the worker"),
         said.index("stopped 1 Spark driver(s)"),

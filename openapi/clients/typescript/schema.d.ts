@@ -2837,7 +2837,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2929,7 +2929,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3022,7 +3022,7 @@ export interface operations {
                     "text/plain": unknown;
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3119,7 +3119,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_ClusterResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3215,7 +3215,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClusterResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3309,7 +3309,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClusterResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3401,7 +3401,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3500,7 +3500,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_JobResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3596,7 +3596,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3688,7 +3688,7 @@ export interface operations {
                     "application/json": components["schemas"]["SourceKind"][];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3783,7 +3783,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3876,7 +3876,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3977,7 +3977,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4022,7 +4022,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description If-Match does not match the job's current ETag. */
+            /** @description If-Match does not match the resource's current ETag: it changed since you read it. Read it again and retry. */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -4086,7 +4086,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_VersionResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4185,7 +4185,7 @@ export interface operations {
                     "application/json": components["schemas"]["VersionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4281,7 +4281,7 @@ export interface operations {
                     "application/json": components["schemas"]["VersionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4383,7 +4383,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4485,7 +4485,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4587,7 +4587,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4685,7 +4685,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4787,7 +4787,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4889,7 +4889,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4991,7 +4991,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5085,7 +5085,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5185,7 +5185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_OperationResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5285,7 +5285,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_RunResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5379,7 +5379,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5473,7 +5473,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunToken"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5572,7 +5572,7 @@ export interface operations {
                     "application/json": components["schemas"]["Directives"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5673,7 +5673,7 @@ export interface operations {
                     "application/json": components["schemas"]["StandbyAnswer"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5771,7 +5771,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProgressResponse"][];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5867,7 +5867,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5963,7 +5963,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6059,7 +6059,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6155,7 +6155,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6251,7 +6251,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6350,7 +6350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_SnapshotSummary_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6447,7 +6447,7 @@ export interface operations {
                     "application/json": components["schemas"]["SnapshotResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6542,7 +6542,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6637,7 +6637,7 @@ export interface operations {
                     "application/json": components["schemas"]["CoordinatesResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6732,7 +6732,7 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6831,7 +6831,7 @@ export interface operations {
                     "application/json": components["schemas"]["RetentionResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6930,7 +6930,7 @@ export interface operations {
                     "application/json": components["schemas"]["BuildResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7029,7 +7029,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompatibilityResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7129,7 +7129,7 @@ export interface operations {
                     "application/json": components["schemas"]["StartpointsView"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7228,7 +7228,7 @@ export interface operations {
                     "application/json": components["schemas"]["PutResult"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7322,7 +7322,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7417,7 +7417,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7512,7 +7512,7 @@ export interface operations {
                     "application/json": components["schemas"]["Preview"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7608,7 +7608,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApplicationResponse"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7708,7 +7708,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page_EventResponse_"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description The cursor is not one this API issued; pass next_cursor from a previous page. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7800,7 +7800,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenResponse"][];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7896,7 +7896,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenCreated"];
                 };
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7988,7 +7988,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A malformed request, e.g. a cursor this API did not issue. */
+            /** @description A malformed request. */
             400: {
                 headers: {
                     [name: string]: unknown;
