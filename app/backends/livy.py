@@ -28,6 +28,7 @@ from app.backends.base import (
     SubmitSpec,
     TemporaryBackendError,
 )
+from app.backends.spec import BackendSpec, ClusterAddress
 
 logger = logging.getLogger(__name__)
 
@@ -220,3 +221,20 @@ def _message(resp: httpx.Response) -> str | None:
             if body.get(key):
                 return str(body[key])
     return None
+
+
+def from_cluster(
+    cluster: ClusterAddress, *, authorization: str | None, timeout: float
+) -> LivyBackend:
+    """The backend for a registered Livy cluster: only ever called at its own URL (relative
+    paths on it), so the credentials travel as a default header."""
+    headers = {"Authorization": authorization} if authorization else {}
+    return LivyBackend(cluster.url, http_client=httpx.Client(timeout=timeout, headers=headers))
+
+
+SPEC = BackendSpec(
+    kind="livy",
+    summary="a Livy batch API (Apache Livy, EMR, Synapse, HDInsight, Cloudera, tidegate's runner)",
+    build=from_cluster,
+    url_help="the Livy base URL (http://host:8998)",
+)

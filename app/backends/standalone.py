@@ -35,6 +35,7 @@ from app.backends.base import (
     SubmitSpec,
     TemporaryBackendError,
 )
+from app.backends.spec import BackendSpec, ClusterAddress, FieldUse
 
 logger = logging.getLogger(__name__)
 
@@ -405,3 +406,43 @@ def _without_stack(text: str) -> str:
     return "\n".join(
         line for line in text.splitlines() if line.strip() and not line.startswith("\t")
     )
+
+
+def from_cluster(
+    cluster: ClusterAddress, *, authorization: str | None, timeout: float
+) -> StandaloneBackend:
+    """The backend for a registered standalone cluster. Its credentials go only to the REST
+    and UI origins it was registered with (a master reports its workers' UI addresses, and
+    those may be anyone's)."""
+    if not cluster.master_url:
+        raise PermanentBackendError(
+            f"cluster '{getattr(cluster, 'name', cluster.url)}' is standalone but has no "
+            "master_url (spark://host:7077)"
+        )
+    return StandaloneBackend(
+        cluster.url,
+        cluster.master_url,
+        ui_url=cluster.ui_url,
+        http_client=httpx.Client(timeout=timeout),
+        auth_header=authorization,
+    )
+
+
+SPEC = BackendSpec(
+    kind="standalone",
+    summary="a Spark standalone master's REST submission API (drivers in cluster deploy mode)",
+    build=from_cluster,
+    url_help="the master's REST submission server (http://host:6066)",
+    fields={
+        "master_url": FieldUse(
+            required=True,
+            help="spark://host:7077, the master's RPC URL: REST submissions name the master "
+            "they run on",
+        ),
+        "ui_url": FieldUse(
+            required=False,
+            help="the master web UI (http://host:8080), where drivers are found; defaults to "
+            "the REST host on port 8080",
+        ),
+    },
+)

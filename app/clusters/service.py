@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 from app.audit import service as audit
 from app.auth.service import Principal
 from app.backends.base import BackendError
-from app.backends.registry import backend_for
+from app.backends.registry import backend_for, field_problems
 from app.clusters.models import Cluster
 from app.clusters.schemas import ClusterCreate, ClusterResponse
-from app.core.errors import Conflict, NotFound
+from app.core.errors import Conflict, NotFound, Unprocessable
 from app.core.pagination import keyset_page
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,20 @@ def get_cluster(session: Session, name: str) -> Cluster:
     return cluster
 
 
+def check_for_kind(body: ClusterCreate) -> None:
+    """The cluster's fields against what its kind's backend spec requires and uses."""
+    problems = field_problems(body.kind, body.model_dump())
+    if problems:
+        raise Unprocessable(
+            f"This {body.kind} cluster cannot be registered: "
+            + "; ".join(p["message"] for p in problems)
+            + ".",
+            errors=problems,
+        )
+
+
 def create_cluster(session: Session, body: ClusterCreate, actor: Principal) -> Cluster:
+    check_for_kind(body)
     if session.scalar(select(Cluster.id).where(Cluster.name == body.name)) is not None:
         raise Conflict(f"A cluster named '{body.name}' already exists.")
     creds = None

@@ -44,3 +44,25 @@ def test_cluster_reachability_and_errors(client: TestClient) -> None:
         assert r.status_code == 422, r.text
         assert r.headers["content-type"].startswith("application/problem+json")
     assert client.get("/api/v1/clusters/nope").status_code == 404
+
+
+def test_registration_is_checked_against_the_kind_s_backend_spec(client: TestClient) -> None:
+    cases = [
+        ({"kind": "standalone", "url": "http://h:6066"}, ["master_url"], "needs master_url"),
+        ({"kind": "yarn", "url": "http://h:1"}, ["kind"], "no backend for cluster kind 'yarn'"),
+        (
+            {"kind": "livy", "url": "http://h:1", "ui_url": "http://h:8080"},
+            ["ui_url"],
+            "ui_url does not apply to a livy cluster",
+        ),
+    ]
+    for body, fields, said in cases:
+        r = client.post("/api/v1/clusters", json={"name": "s", **body})
+        assert r.status_code == 422, r.text
+        assert r.headers["content-type"].startswith("application/problem+json")
+        problem = r.json()
+        assert [e["field"] for e in problem["errors"]] == fields
+        assert said in problem["detail"]
+    assert client.get("/api/v1/clusters").json()["items"] == []
+    ok = {"kind": "standalone", "url": "http://h:6066", "master_url": "spark://h:7077"}
+    assert client.post("/api/v1/clusters", json={"name": "s", **ok}).status_code == 201
