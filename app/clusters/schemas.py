@@ -19,28 +19,50 @@ class ClusterCredentials(Body):
     password: SecretStr | None = None
 
 
+def _kinds() -> str:
+    listed = " ".join(f"{kind}: {spec.summary}." for kind, spec in BACKENDS.items())
+    return f"The backend the cluster's runs go through. {listed} Adding one: docs/backends.md."
+
+
+def _url() -> str:
+    return " ".join(f"{kind.capitalize()}: {spec.url_help}." for kind, spec in BACKENDS.items())
+
+
+def _field(name: str) -> str:
+    """What a kind-specific field is, for the kinds that use it (the others refuse it)."""
+    uses = [
+        f"{kind.capitalize()} ({'required' if use.required else 'optional'}): {use.help}."
+        for kind, spec in BACKENDS.items()
+        if (use := spec.fields.get(name)) is not None
+    ]
+    return " ".join(uses) + " Refused for other kinds."
+
+
 class ClusterCreate(Body):
     name: Name = Field(examples=["local", "prod-standalone"])
     # Checked against the kind's backend spec at registration (app/clusters/service.py): the
-    # kinds and the fields each needs come from app/backends/registry.py.
-    kind: str = Field(json_schema_extra={"enum": list(BACKENDS)})
+    # kinds, what each field means to each, and which each needs come from the specs.
+    kind: str = Field(
+        json_schema_extra={"enum": list(BACKENDS)},
+        description=_kinds(),
+    )
     url: str = Field(
         pattern=r"^https?://[^\s/]+(/[^\s]*)?$",
         max_length=2048,
-        description="Standalone: the REST submission server (…:6066). Livy: the Livy base URL.",
+        description=_url(),
         examples=["http://127.0.0.1:6066", "http://127.0.0.1:8998"],
     )
     master_url: str | None = Field(
         None,
         pattern=r"^spark://[^\s/]+$",
         max_length=2048,
-        description="Standalone only: the master's RPC URL (spark://host:7077), not the REST port.",
+        description=_field("master_url"),
     )
     ui_url: str | None = Field(
         None,
         pattern=r"^https?://[^\s/]+(/[^\s]*)?$",
         max_length=2048,
-        description="Standalone only: the master web UI (…:8080), used to find drivers.",
+        description=_field("ui_url"),
     )
     description: str | None = Field(None, max_length=4000)
     credentials: ClusterCredentials | None = None

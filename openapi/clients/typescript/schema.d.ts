@@ -942,24 +942,25 @@ export interface components {
             name: string;
             /**
              * Kind
+             * @description The backend the cluster's runs go through. standalone: a Spark standalone master's REST submission API (drivers in cluster deploy mode). livy: a Livy batch API (Apache Livy, EMR, Synapse, HDInsight, Cloudera, tidegate's runner). Adding one: docs/backends.md.
              * @enum {string}
              */
             kind: "standalone" | "livy";
             /**
              * Url
-             * @description Standalone: the REST submission server (…:6066). Livy: the Livy base URL.
+             * @description Standalone: the master's REST submission server (http://host:6066). Livy: the Livy base URL (http://host:8998).
              * @example http://127.0.0.1:6066
              * @example http://127.0.0.1:8998
              */
             url: string;
             /**
              * Master Url
-             * @description Standalone only: the master's RPC URL (spark://host:7077), not the REST port.
+             * @description Standalone (required): spark://host:7077, the master's RPC URL: REST submissions name the master they run on. Refused for other kinds.
              */
             master_url?: string | null;
             /**
              * Ui Url
-             * @description Standalone only: the master web UI (…:8080), used to find drivers.
+             * @description Standalone (optional): the master web UI (http://host:8080), where drivers are found; defaults to the REST host on port 8080. Refused for other kinds.
              */
             ui_url?: string | null;
             /** Description */

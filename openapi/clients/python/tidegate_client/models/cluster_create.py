@@ -20,10 +20,15 @@ class ClusterCreate:
     """
     Attributes:
         name (str):
-        kind (ClusterCreateKind):
-        url (str): Standalone: the REST submission server (…:6066). Livy: the Livy base URL.
-        master_url (None | str | Unset): Standalone only: the master's RPC URL (spark://host:7077), not the REST port.
-        ui_url (None | str | Unset): Standalone only: the master web UI (…:8080), used to find drivers.
+        kind (ClusterCreateKind): The backend the cluster's runs go through. standalone: a Spark standalone master's
+            REST submission API (drivers in cluster deploy mode). livy: a Livy batch API (Apache Livy, EMR, Synapse,
+            HDInsight, Cloudera, tidegate's runner). Adding one: docs/backends.md.
+        url (str): Standalone: the master's REST submission server (http://host:6066). Livy: the Livy base URL
+            (http://host:8998).
+        master_url (None | str | Unset): Standalone (required): spark://host:7077, the master's RPC URL: REST
+            submissions name the master they run on. Refused for other kinds.
+        ui_url (None | str | Unset): Standalone (optional): the master web UI (http://host:8080), where drivers are
+            found; defaults to the REST host on port 8080. Refused for other kinds.
         description (None | str | Unset):
         credentials (ClusterCredentials | None | Unset):
     """
