@@ -90,11 +90,11 @@ class ControlClient:
         try:
             self._call("POST", "/progress", report)
         except urllib.error.HTTPError as exc:
-            if exc.code != 422 or not _has_custom_metrics(report):
+            if exc.code != 422 or not _has_newer_fields(report):
                 raise
             # An API older than this runtime (tidegate rolled back under a running driver)
-            # refuses the field: the rest of the report is what its figures need.
-            self._call("POST", "/progress", _without_custom_metrics(report))
+            # refuses the fields: the rest of the report is what its figures need.
+            self._call("POST", "/progress", _without_newer_fields(report))
 
     def startpoints_applied(self, reports: list[dict[str, Any]]) -> None:
         self._call("POST", "/startpoints/applied", reports)
@@ -132,16 +132,31 @@ KEY_METRICS = (
 _KEY_ORDER = {name: i for i, name in enumerate(KEY_METRICS)}
 
 
-def _has_custom_metrics(report: dict[str, Any]) -> bool:
-    return any(op.get("custom_metrics") for op in report.get("state_operators") or [])
+# Operator fields an older API may refuse (each added after the first runtime shipped).
+NEWER_OPERATOR_FIELDS = ("custom_metrics", "num_rows_dropped_by_watermark")
 
 
-def _without_custom_metrics(report: dict[str, Any]) -> dict[str, Any]:
+def _has_newer_fields(report: dict[str, Any]) -> bool:
+    return any(
+        op.get(name) is not None and op.get(name) != {}
+        for op in report.get("state_operators") or []
+        for name in NEWER_OPERATOR_FIELDS
+    )
+
+
+def _without_newer_fields(report: dict[str, Any]) -> dict[str, Any]:
     operators = [
-        {k: v for k, v in op.items() if k != "custom_metrics"}
+        {k: v for k, v in op.items() if k not in NEWER_OPERATOR_FIELDS}
         for op in report.get("state_operators") or []
     ]
     return {**report, "state_operators": operators}
+
+
+def _count(value: Any) -> int | None:
+    """A non-negative row count as Spark reports it (None when absent or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return max(0, int(value))
 
 
 def operator_metrics(metrics: Any) -> dict[str, float]:
@@ -197,6 +212,8 @@ def progress_report(name: str, progress: Any) -> dict[str, Any]:
                 "operator_name": op.get("operatorName"),
                 "num_rows_total": op.get("numRowsTotal"),
                 "memory_used_bytes": op.get("memoryUsedBytes"),
+                # Input rows the operator discarded as behind the watermark (late data).
+                "num_rows_dropped_by_watermark": _count(op.get("numRowsDroppedByWatermark")),
                 "custom_metrics": operator_metrics(op.get("customMetrics")),
             }
             for op in data.get("stateOperators") or []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -14,7 +13,7 @@ from app.core import run_states as states
 from app.core.db import utcnow
 from app.core.errors import Conflict, NotFound
 from app.jobs.schemas import RestartPolicy
-from app.runs import ending, spares
+from app.runs import ending, late, spares
 from app.runs import service as runs
 from app.runs.models import QueryProgress, Run
 from app.runs.schemas import (
@@ -130,7 +129,15 @@ def _still_live(run: Run) -> Run:
 
 
 def record_progress(session: Session, run_id: int, report: ProgressReport) -> Run:
-    run = live_run(session, run_id)
+    dropped = late.rows_dropped([op.model_dump() for op in report.state_operators])
+    if dropped and not report.idle:
+        # Counted once per batch: two posts of one batch (a retry) must not both add it.
+        locked = runs.lock_run(session, run_id)
+        if locked is None:
+            raise NotFound(f"No run with id {run_id}.")
+        run = _still_live(locked)
+    else:
+        run = live_run(session, run_id)
     declared = {q["name"] for q in run.version.queries}
     if report.query not in declared:
         raise Conflict(
@@ -142,7 +149,11 @@ def record_progress(session: Session, run_id: int, report: ProgressReport) -> Ru
         latest["idle_at"] = utcnow().isoformat()
         run.progress = {**(run.progress or {}), report.query: latest}
         return run
-    payload: dict[str, Any] = report.model_dump(mode="json", exclude={"idle"})
+    entry = (run.late_rows or {}).get(report.query)
+    counted = late.count_batch(entry, report.batch_id, dropped)
+    if counted is not entry and counted is not None:
+        run.late_rows = {**(run.late_rows or {}), report.query: counted}
+    payload = late.annotate(report.model_dump(mode="json", exclude={"idle"}), counted)
     run.progress = {**(run.progress or {}), report.query: payload}
     session.add(
         QueryProgress(run_id=run.id, query=report.query, batch_id=report.batch_id, payload=payload)

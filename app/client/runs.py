@@ -121,8 +121,10 @@ def runs_show(ctx: Ctx, run_id: RunIdArg) -> None:
                     ("BATCH", "batch_id"),
                     ("INPUT ROWS", "num_input_rows"),
                     ("WATERMARK", "watermark"),
+                    ("WM LEAD", lambda p: _lead(p.get("watermark_lead_seconds"))),
                     ("END OFFSETS", lambda p: _offsets(p.get("sources"))),
                     ("STATE ROWS", lambda p: _state_rows(p.get("state_operators"))),
+                    ("DROPPED LATE", _dropped_late),
                     ("AT", lambda p: human_time(p.get("timestamp") or p.get("at"))),
                 ],
             )
@@ -139,6 +141,20 @@ def runs_show(ctx: Ctx, run_id: RunIdArg) -> None:
             )
 
     ctx.out.emit(run, table)
+
+
+def _dropped_late(p: dict[str, Any]) -> str | None:
+    """Rows the query's stateful operators dropped as behind the watermark: over the run's
+    batches, and in the last one (docs/late-data.md)."""
+    total, last = p.get("rows_dropped_late_total"), p.get("rows_dropped_late")
+    if total is None and last is None:
+        return None
+    return f"{total or 0} (last batch {last if last is not None else '-'})"
+
+
+def _lead(seconds: Any) -> str | None:
+    """The watermark against the driver's clock: +70s is ahead of it."""
+    return None if not isinstance(seconds, int | float) else f"{seconds:+.0f}s"
 
 
 @command(runs_app, "progress")
@@ -163,6 +179,7 @@ def runs_progress(
                 ("BATCH", "batch_id"),
                 ("INPUT ROWS", lambda r: (r.get("payload") or {}).get("num_input_rows")),
                 ("WATERMARK", lambda r: (r.get("payload") or {}).get("watermark")),
+                ("DROPPED LATE", lambda r: (r.get("payload") or {}).get("rows_dropped_late")),
                 ("END OFFSETS", lambda r: _offsets((r.get("payload") or {}).get("sources"))),
             ],
             "No progress reported yet.",

@@ -81,6 +81,17 @@ QUERY_RESTARTS = text(
     group by j.name, q.key
     """
 )
+# Rows a query's stateful operators dropped as late (behind the watermark), over all of the
+# job's runs: each run keeps its per-query tally, each batch counted once (app/runs/late.py).
+LATE_ROWS = text(
+    """
+    select j.name, q.key, sum(coalesce((q.value ->> 'rows')::bigint, 0))
+    from runs r join jobs j on j.id = r.job_id
+    cross join lateral jsonb_each(r.late_rows) q
+    where r.late_rows is not null
+    group by j.name, q.key
+    """
+)
 QUERIES = text(
     f"""
     select j.name, q.value ->> 'name', q.value ->> 'trigger', q.value -> 'sources',
@@ -267,6 +278,13 @@ class StoreCollector(Collector):
             "watermark_delay_seconds": _gauge(
                 "tidegate_query_watermark_delay_seconds", "now - the query's watermark.", labels
             ),
+            "watermark_lead_seconds": _gauge(
+                "tidegate_query_watermark_lead_seconds",
+                "The query's watermark minus the driver's clock now (its clock at the last "
+                "batch's start, plus the time since): positive when the watermark runs ahead of "
+                "the clock (event times from the future drop live rows as late).",
+                labels,
+            ),
             "state_rows": _gauge(
                 "tidegate_query_state_rows", "Rows in the query's state stores.", labels
             ),
@@ -293,10 +311,12 @@ class StoreCollector(Collector):
             "eventlog and kafka sources.",
             ["job", "query", "source"],
         )
+        late: dict[tuple[str, str], int] = {}
         for job, query, trig, declared, latest, now, running, last_at, prev in session.execute(
             QUERIES
         ):
             key = [job, query]
+            late[(job, query)] = 0  # present from 0 while it runs: the first drop is an increase
             trigger.add_metric(key, _trigger_seconds(trig))
             fig = figures(
                 latest,
@@ -320,7 +340,18 @@ class StoreCollector(Collector):
         )
         for job, query, count in session.execute(QUERY_RESTARTS):
             restarts.add_metric([job, query], int(count))
-        return [trigger, *gauges.values(), backlog, restarts]
+        dropped = CounterMetricFamily(
+            "tidegate_query_rows_dropped_late",
+            "Rows the query's stateful operators dropped because their event time was behind "
+            "the watermark (Spark's numRowsDroppedByWatermark), over all of the job's runs, "
+            "each batch counted once.",
+            labels=labels,
+        )
+        for job, query, count in session.execute(LATE_ROWS):
+            late[(job, query)] = int(count)
+        for (job, query), count in late.items():
+            dropped.add_metric([job, query], count)
+        return [trigger, *gauges.values(), backlog, restarts, dropped]
 
     def _operations(self, session: Session) -> list[Metric]:
         started: dict[str, float] = dict.fromkeys(OPERATION_KINDS, 0)

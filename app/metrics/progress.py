@@ -18,6 +18,7 @@ class QueryFigures:
     input_rows_per_second: float | None = None
     processed_rows_per_second: float | None = None
     watermark_delay_seconds: float | None = None
+    watermark_lead_seconds: float | None = None
     state_rows: float | None = None
     state_bytes: float | None = None
     state_rows_read_to_evict: float | None = None
@@ -79,6 +80,20 @@ def _custom_sum(operators: list[dict[str, Any]], name: str) -> float | None:
     return float(sum(values)) if values else None
 
 
+def driver_clock(
+    started: float | None, trigger_ms: Any, last_report_at: float | None, now: float
+) -> float | None:
+    """The driver's clock now, from its own: the last batch started at ``started`` on it, ran
+    ``trigger_ms``, and its report reached the store at ``last_report_at`` (this clock);
+    the time since passed on both. So a skew between the driver's and this host's clocks
+    does not move the watermark's lead."""
+    if started is None:
+        return None
+    took = trigger_ms / 1000 if isinstance(trigger_ms, int | float) else 0.0
+    since = max(0.0, now - last_report_at) if last_report_at is not None else 0.0
+    return started + took + since
+
+
 def figures(
     latest: dict[str, Any] | None,
     declared_sources: list[dict[str, Any]],
@@ -113,6 +128,9 @@ def figures(
     watermark = epoch(latest.get("watermark"))
     if watermark:  # Spark reports the epoch (0) until the first watermark is known
         out.watermark_delay_seconds = max(0.0, now - watermark)
+        driver_now = driver_clock(started, trigger_ms, last_report_at, now)
+        if driver_now is not None:
+            out.watermark_lead_seconds = watermark - driver_now
     operators = latest.get("state_operators") or []
     if operators:
         out.state_rows = float(sum(op.get("num_rows_total") or 0 for op in operators))

@@ -55,6 +55,10 @@ class Run(Base):
     # Per query, the runtime's restarts of it alone (tidegate_runtime/supervision.py):
     # {query: {restarts, failures, last_error, last_failed_at, next_restart_at, gave_up}}.
     query_restarts: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # Per query, the rows its stateful operators dropped as late (behind the watermark) over
+    # the run's batches, and the last batch counted (a batch reported twice counts once):
+    # {query: {"rows": int, "batch_id": int}}. Absent until a batch drops a row.
+    late_rows: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     # When the in-job runtime last asked for directives: a run with a runtime is stopped
     # gracefully (at a batch boundary); one without can only be killed.
     runtime_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

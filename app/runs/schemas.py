@@ -80,7 +80,14 @@ class RunResponse(Response):
     last_error: str | None
     next_restart_at: datetime | None
     running_since: datetime | None
-    progress: dict[str, Any] = Field(description="Latest progress per query.")
+    progress: dict[str, Any] = Field(
+        description="Latest progress per query: the driver's report of its last batch, plus "
+        "rows_dropped_late (rows its stateful operators discarded as behind the watermark in "
+        "that batch, summed over them; null when none reports it), rows_dropped_late_total "
+        "(the same over every batch of this run, each batch counted once) and "
+        "watermark_lead_seconds (the watermark minus the driver's clock at the batch's start: "
+        "positive when the watermark runs ahead of the clock)."
+    )
     query_restarts: dict[str, QueryRestartsResponse] = Field(
         default_factory=dict,
         description="Queries the driver restarted alone after they failed (the job's "
@@ -129,6 +136,13 @@ class StateOperatorProgress(Body):
     operator_name: str | None = Field(None, max_length=256)
     num_rows_total: int | None = None
     memory_used_bytes: int | None = None
+    num_rows_dropped_by_watermark: int | None = Field(
+        None,
+        ge=0,
+        description="Rows the operator discarded in this batch because their event time was "
+        "behind the watermark (Spark's numRowsDroppedByWatermark: late data, counted after "
+        "any partial aggregation).",
+    )
     custom_metrics: dict[MetricName, FiniteFloat] = Field(
         default_factory=dict,
         max_length=64,

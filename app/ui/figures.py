@@ -134,3 +134,25 @@ def state_rows(payload: dict[str, Any]) -> int | None:
         if isinstance(op.get("num_rows_total"), int)
     ]
     return sum(counts) if counts else None
+
+
+def rows_dropped_late(payload: dict[str, Any]) -> int | None:
+    """Rows the batch's stateful operators dropped as behind the watermark (Spark's
+    numRowsDroppedByWatermark, summed); None when none says."""
+    counts = [
+        op.get("num_rows_dropped_by_watermark")
+        for op in payload.get("state_operators") or []
+        if isinstance(op.get("num_rows_dropped_by_watermark"), int)
+    ]
+    return sum(counts) if counts else None
+
+
+def run_rows_dropped_late(progress: dict[str, Any]) -> int | None:
+    """Over a run's queries, the rows dropped as late over all its batches (each counted
+    once: the API's rows_dropped_late_total); None before any report says."""
+    totals = [
+        total
+        for p in progress.values()
+        if isinstance(p, dict) and isinstance(total := p.get("rows_dropped_late_total"), int)
+    ]
+    return sum(totals) if totals else None

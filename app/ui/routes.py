@@ -17,14 +17,16 @@ from app.core.errors import BadRequest, NotFound
 from app.core.pagination import Cursor
 from app.core.params import JobName
 from app.ui import access, views
-from app.ui.figures import epoch_ms, human_bytes, iso
+from app.ui.figures import epoch_ms, human_bytes, iso, run_rows_dropped_late
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=True,  # every value a job, run or token carries is escaped
     undefined=jinja2.StrictUndefined,
 )
-_env.filters.update(iso=iso, epoch_ms=epoch_ms, bytes=human_bytes)
+_env.filters.update(
+    iso=iso, epoch_ms=epoch_ms, bytes=human_bytes, dropped_late=run_rows_dropped_late
+)
 templates = Jinja2Templates(env=_env)
 
 # No script may run: the page has none, and a value that slipped through escaping could not.

@@ -28,6 +28,7 @@ from app.ui.figures import (
     backlog,
     batch_duration_ms,
     job_backlog_series,
+    rows_dropped_late,
     sparkline,
     state_rows,
     step_timings,
@@ -91,6 +92,10 @@ class QueryPanel:
     latest: dict[str, Any]
     backlog: int | None
     state_rows: int | None
+    # Rows dropped as behind the watermark: over the run's batches, and in the latest one.
+    dropped_late: int | None
+    dropped_late_batch: int | None
+    watermark_lead: float | None
     reports: int
     plots: dict[str, Sparkline]
 
@@ -128,6 +133,7 @@ def _query_panels(run: RunResponse, reports: list[QueryProgress]) -> list[QueryP
             "backlog": [v for p in payloads if (v := backlog(p)) is not None],
             "input rows": [int(p.get("num_input_rows") or 0) for p in payloads],
             "batch ms": [v for p in payloads if (v := batch_duration_ms(p)) is not None],
+            "dropped late": [rows_dropped_late(p) or 0 for p in payloads],
         }
         panels.append(
             QueryPanel(
@@ -135,6 +141,9 @@ def _query_panels(run: RunResponse, reports: list[QueryProgress]) -> list[QueryP
                 latest=latest,
                 backlog=backlog(latest),
                 state_rows=state_rows(latest),
+                dropped_late=latest.get("rows_dropped_late_total"),
+                dropped_late_batch=rows_dropped_late(latest),
+                watermark_lead=latest.get("watermark_lead_seconds"),
                 reports=len(payloads),
                 plots={label: sparkline(values, 160, 36) for label, values in series.items()},
             )

@@ -49,6 +49,8 @@ def test_every_alert_has_a_unit_test_and_the_issue_s_alerts_exist() -> None:
         "TidegateQueryNoProgress",
         "TidegateOperationStuck",
         "TidegateNoLiveWorker",
+        "TidegateWatermarkAhead",
+        "TidegateLateRowsDropped",
     } <= alerts
     tests = yaml.safe_load((PROMETHEUS_DIR / "alerts.test.yml").read_text())
     tested = {

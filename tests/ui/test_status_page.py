@@ -46,7 +46,14 @@ def _job_with_progress(client: TestClient, db: Engine, name: str = "clicks") -> 
             "sources": [
                 {"end_offset": {"0": end, "1": end}, "latest_offset": {"0": latest, "1": latest}}
             ],
-            "state_operators": [{"operator_name": "stateStoreSave", "num_rows_total": 3}],
+            "state_operators": [
+                # rows behind the watermark: 4 in batch 1, 5 in batch 2
+                {
+                    "operator_name": "stateStoreSave",
+                    "num_rows_total": 3,
+                    "num_rows_dropped_by_watermark": [0, 4, 5][batch],
+                }
+            ],
             "durations_ms": {"triggerExecution": 100 + batch},
         }
         r = client.post(
@@ -148,6 +155,13 @@ def test_pages_escape_and_show_the_apis_figures(
     api_run = client.get(f"/api/v1/runs/{run_id}").json()
     assert api_run["progress"]["events"]["batch_id"] == 2
     assert f'data-run-id="{run_id}"' in job and re.search(r"data-batch>2<", job)
+    # Rows dropped as late, as the API counts them: on the run's row and the query's panel.
+    assert api_run["progress"]["events"]["rows_dropped_late_total"] == 9
+    run_row = re.search(rf'<tr data-run-id="{run_id}">.*?</tr>', job, re.S)
+    assert run_row and re.search(r"data-dropped-late>9<", run_row.group(0))
+    panel = job.split('data-query="events"', 1)[-1]
+    assert re.search(r"data-dropped-late>9<", panel)
+    assert re.search(r"data-dropped-late-batch>5<", panel) and "dropped late: last 5" in panel
     # The query the driver restarted alone, on its run's row.
     restarted = re.search(
         r'<div class="query-restarts" data-query-restarts="events">.*?</div>', job, re.S

@@ -1980,7 +1980,7 @@ export interface components {
             running_since: string | null;
             /**
              * Progress
-             * @description Latest progress per query.
+             * @description Latest progress per query: the driver's report of its last batch, plus rows_dropped_late (rows its stateful operators discarded as behind the watermark in that batch, summed over them; null when none reports it), rows_dropped_late_total (the same over every batch of this run, each batch counted once) and watermark_lead_seconds (the watermark minus the driver's clock at the batch's start: positive when the watermark runs ahead of the clock).
              */
             progress: {
                 [key: string]: unknown;
@@ -2433,6 +2433,11 @@ export interface components {
             num_rows_total?: number | null;
             /** Memory Used Bytes */
             memory_used_bytes?: number | null;
+            /**
+             * Num Rows Dropped By Watermark
+             * @description Rows the operator discarded in this batch because their event time was behind the watermark (Spark's numRowsDroppedByWatermark: late data, counted after any partial aggregation).
+             */
+            num_rows_dropped_by_watermark?: number | null;
             /**
              * Custom Metrics
              * @description The operator's custom metrics as Spark reports them, summed over its partitions, the numeric and finite ones (at most 64; per-partition figures left out): on RocksDB the store's load (rocksdbLoadLatencyMs, rocksdbReplayChangeLogLatencyMs, rocksdbNumReplayChangelogFiles), the files and bytes copied from the checkpoint (rocksdbFilesCopied, rocksdbBytesCopied) and the commit's steps.

@@ -39,7 +39,11 @@ class RunResponse:
         last_error (None | str):
         next_restart_at (datetime.datetime | None):
         running_since (datetime.datetime | None):
-        progress (RunResponseProgress): Latest progress per query.
+        progress (RunResponseProgress): Latest progress per query: the driver's report of its last batch, plus
+            rows_dropped_late (rows its stateful operators discarded as behind the watermark in that batch, summed over
+            them; null when none reports it), rows_dropped_late_total (the same over every batch of this run, each batch
+            counted once) and watermark_lead_seconds (the watermark minus the driver's clock at the batch's start: positive
+            when the watermark runs ahead of the clock).
         created_by (str):
         created_at (datetime.datetime):
         ended_at (datetime.datetime | None):

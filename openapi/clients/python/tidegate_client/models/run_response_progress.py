@@ -11,7 +11,12 @@ T = TypeVar("T", bound="RunResponseProgress")
 
 @_attrs_define
 class RunResponseProgress:
-    """Latest progress per query."""
+    """Latest progress per query: the driver's report of its last batch, plus rows_dropped_late (rows its stateful
+    operators discarded as behind the watermark in that batch, summed over them; null when none reports it),
+    rows_dropped_late_total (the same over every batch of this run, each batch counted once) and watermark_lead_seconds
+    (the watermark minus the driver's clock at the batch's start: positive when the watermark runs ahead of the clock).
+
+    """
 
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 

@@ -21,6 +21,9 @@ class StateOperatorProgress:
         operator_name (None | str | Unset):
         num_rows_total (int | None | Unset):
         memory_used_bytes (int | None | Unset):
+        num_rows_dropped_by_watermark (int | None | Unset): Rows the operator discarded in this batch because their
+            event time was behind the watermark (Spark's numRowsDroppedByWatermark: late data, counted after any partial
+            aggregation).
         custom_metrics (StateOperatorProgressCustomMetrics | Unset): The operator's custom metrics as Spark reports
             them, summed over its partitions, the numeric and finite ones (at most 64; per-partition figures left out): on
             RocksDB the store's load (rocksdbLoadLatencyMs, rocksdbReplayChangeLogLatencyMs,
@@ -31,6 +34,7 @@ class StateOperatorProgress:
     operator_name: None | str | Unset = UNSET
     num_rows_total: int | None | Unset = UNSET
     memory_used_bytes: int | None | Unset = UNSET
+    num_rows_dropped_by_watermark: int | None | Unset = UNSET
     custom_metrics: StateOperatorProgressCustomMetrics | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,6 +56,12 @@ class StateOperatorProgress:
         else:
             memory_used_bytes = self.memory_used_bytes
 
+        num_rows_dropped_by_watermark: int | None | Unset
+        if isinstance(self.num_rows_dropped_by_watermark, Unset):
+            num_rows_dropped_by_watermark = UNSET
+        else:
+            num_rows_dropped_by_watermark = self.num_rows_dropped_by_watermark
+
         custom_metrics: dict[str, Any] | Unset = UNSET
         if not isinstance(self.custom_metrics, Unset):
             custom_metrics = self.custom_metrics.to_dict()
@@ -65,6 +75,8 @@ class StateOperatorProgress:
             field_dict["num_rows_total"] = num_rows_total
         if memory_used_bytes is not UNSET:
             field_dict["memory_used_bytes"] = memory_used_bytes
+        if num_rows_dropped_by_watermark is not UNSET:
+            field_dict["num_rows_dropped_by_watermark"] = num_rows_dropped_by_watermark
         if custom_metrics is not UNSET:
             field_dict["custom_metrics"] = custom_metrics
 
@@ -103,6 +115,17 @@ class StateOperatorProgress:
 
         memory_used_bytes = _parse_memory_used_bytes(d.pop("memory_used_bytes", UNSET))
 
+        def _parse_num_rows_dropped_by_watermark(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        num_rows_dropped_by_watermark = _parse_num_rows_dropped_by_watermark(
+            d.pop("num_rows_dropped_by_watermark", UNSET)
+        )
+
         _custom_metrics = d.pop("custom_metrics", UNSET)
         custom_metrics: StateOperatorProgressCustomMetrics | Unset
         if isinstance(_custom_metrics, Unset):
@@ -114,6 +137,7 @@ class StateOperatorProgress:
             operator_name=operator_name,
             num_rows_total=num_rows_total,
             memory_used_bytes=memory_used_bytes,
+            num_rows_dropped_by_watermark=num_rows_dropped_by_watermark,
             custom_metrics=custom_metrics,
         )
 
