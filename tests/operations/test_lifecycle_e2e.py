@@ -3,7 +3,10 @@ and the local Livy-compatible runner, running the example pipelines with the run
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +324,89 @@ def test_runtime_with_a_wrong_token_is_refused_and_says_so(clusters: Stack) -> N
     client = ControlClient(clusters.url, 1, "tg_not-a-token")
     with pytest.raises(ControlPlaneRefused, match="refused this run's token"):
         client.directives(0)
+
+
+def _late_figures(stack: Stack, job: str, run_id: int, query: str) -> dict[str, Any]:
+    """Rows dropped as late, wherever tidegate shows them: Spark's own per-operator figures
+    in every progress report the driver posted, the run's total (GET /runs/{id}), /metrics,
+    the status page and `tidegate runs show`."""
+    history = stack.client.get(f"/runs/{run_id}/progress", params={"limit": 500}).json()
+    spark = sum(
+        op.get("num_rows_dropped_by_watermark") or 0
+        for h in history
+        for op in h["payload"].get("state_operators") or []
+    )
+    latest = stack.run(run_id)["progress"][query]
+    metrics = httpx.get(f"{stack.url}/metrics", headers=stack.client.headers, timeout=30).text
+    counter = next(
+        (
+            s.value
+            for family in text_string_to_metric_families(metrics)
+            for s in family.samples
+            if s.name == "tidegate_query_rows_dropped_late_total"
+            and s.labels == {"job": job, "query": query}
+        ),
+        None,
+    )
+    page = httpx.get(f"{stack.url}/ui/jobs/{job}", headers=stack.client.headers, timeout=30).text
+    panel = page.split(f'data-query="{query}"', 1)[-1]
+    env = {
+        **os.environ,
+        "TIDEGATE_URL": stack.url,
+        "TIDEGATE_TOKEN": stack.client.headers["Authorization"].removeprefix("Bearer "),
+        "TIDEGATE_LOG_JSON": "false",
+        "NO_COLOR": "1",
+        "COLUMNS": "400",
+    }
+    shown = subprocess.run(
+        [sys.executable, "-m", "app.cli", "runs", "show", str(run_id)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    return {
+        "spark": spark,
+        "batches": len(history),
+        "api": latest.get("rows_dropped_late_total"),
+        "lead": latest.get("watermark_lead_seconds"),
+        "metrics": counter,
+        "page": _first_int(r"data-dropped-late>(\d+)<", panel),
+        "cli": _first_int(r"(\d+) \(last batch", shown),
+    }
+
+
+def test_rows_dropped_late_on_real_spark(clusters: Stack, tmp_path: Path) -> None:
+    """A real driver fed records behind its watermark: every place tidegate shows late rows
+    shows the number Spark reported in its progress. 20 records a second apart move the
+    watermark to T0 + 9 s (10 s delay); 7 more stamped two minutes before T0, each its own key
+    (a partial aggregation would merge rows of one key and window), are all behind it."""
+    stack, job, query = clusters, "late-rows", "windowed_counts"
+    root, out = tmp_path / "log", tmp_path / "out"
+    EventLog(root).create_stream("clicks", 1)
+    t0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+    produce(str(root), "clicks", 1, rate=0, count=20, start_ts_ms=t0, ts_step_ms=1000)
+    _job(stack, job, {"enabled": False})
+    version = _windowed_version(stack, job, "runner", root, out)
+    submit = _operate(stack, job, "submit", {"version": version})
+    assert submit["state"] == "succeeded", submit
+    run_id = submit["run_id"]
+    wait_until(
+        lambda: stack.run(run_id)["progress"].get(query) or {},
+        lambda p: p.get("watermark") == "2026-01-01T00:00:09.000Z",
+        180,
+    )
+    assert _late_figures(stack, job, run_id, query)["metrics"] == 0  # present before any drop
+
+    late_keys = [f"late-{i}" for i in range(7)]
+    produce(str(root), "clicks", 1, rate=0, count=7, start_ts_ms=t0 - 120_000, keys=late_keys)
+    figures = wait_until(
+        lambda: _late_figures(stack, job, run_id, query),
+        lambda f: f["spark"] > 0 and f["api"] == f["metrics"] == f["page"] == f["cli"],
+        180,
+    )
+    assert figures["spark"] == figures["api"] == 7, figures
+    assert figures["lead"] is not None and figures["lead"] < 0, figures  # far behind the clock
+    cancel = _operate(stack, job, "cancel")
+    assert cancel["state"] == "succeeded", cancel

@@ -94,7 +94,10 @@ def test_an_api_that_does_not_know_the_metrics_still_gets_the_report() -> None:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             received.append(body)
-            known = all("custom_metrics" not in op for op in body["state_operators"])
+            known = all(
+                "custom_metrics" not in op and "num_rows_dropped_by_watermark" not in op
+                for op in body["state_operators"]
+            )
             self.send_response(204 if known else 422)
             self.end_headers()
 
@@ -110,7 +113,14 @@ def test_an_api_that_does_not_know_the_metrics_still_gets_the_report() -> None:
         client.progress(
             {"query": "q", "batch_id": 2, "state_operators": [{**op, "custom_metrics": {"a": 1}}]}
         )
+        client.progress(
+            {
+                "query": "q",
+                "batch_id": 3,
+                "state_operators": [{**op, "num_rows_dropped_by_watermark": 4}],
+            }
+        )
     finally:
         server.shutdown()
-    assert [r["batch_id"] for r in received] == [1, 2, 2]
-    assert received[-1]["state_operators"] == [op]
+    assert [r["batch_id"] for r in received] == [1, 2, 2, 3, 3]
+    assert received[2]["state_operators"] == [op] and received[-1]["state_operators"] == [op]
