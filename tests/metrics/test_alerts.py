@@ -16,7 +16,11 @@ with only its `for:` durations shortened, while the test drives jobs into each c
 - query restart loop: a job on the stand-in whose "driver" is this test: it takes the run's
   bootstrap token from the submission, as a driver does, and reports through the runtime's
   own client that its query failed and restarts alone, again and again
-  (tests/runtime/test_query_supervision.py proves a real driver makes that report).
+  (tests/runtime/test_query_supervision.py proves a real driver makes that report);
+- watermark ahead, late rows dropped: the same "driver" reports batches whose watermark runs
+  5 minutes ahead of its clock, then one whose stateful operator dropped rows behind it
+  (tests/operations/test_lifecycle_e2e.py::test_rows_dropped_late_on_real_spark proves a
+  real driver reports Spark's figure).
 """
 
 from __future__ import annotations
@@ -241,7 +245,8 @@ def _scenario(stack: Stack, prom: str, tmp: Path, stand_in: StandInLivy, livy_ru
         60,
     )
     wait_firing(prom, "TidegateRestartLoop", {"job": "loops"})
-    _query_restart_loop(stack, prom, stand_in)
+    driver = _query_restart_loop(stack, prom, stand_in)
+    _late_rows(prom, driver)
 
     # The real run: its driver reports a growing backlog and a watermark that stands still.
     lags = {"job": "lags", "query": "windowed_counts"}
@@ -264,7 +269,7 @@ def _scenario(stack: Stack, prom: str, tmp: Path, stand_in: StandInLivy, livy_ru
     wait_firing(prom, "TidegateJobFailed", {"job": "fails"}, 180)
 
 
-def _query_restart_loop(stack: Stack, prom: str, stand_in: StandInLivy) -> None:
+def _query_restart_loop(stack: Stack, prom: str, stand_in: StandInLivy) -> ControlClient:
     """The stand-in's batch of job 'flaky' runs; acting as its driver, report its query
     failing and restarting alone: once, and once Prometheus has that first value (a counter
     that appears at N shows no increase), four times more."""
@@ -296,6 +301,47 @@ def _query_restart_loop(stack: Stack, prom: str, stand_in: StandInLivy) -> None:
     assert "restarted its query events alone" in alert["annotations"]["description"]
     restarts = stack.run(run_id)["query_restarts"]["events"]
     assert restarts["restarts"] == 5 and restarts["last_error"] == "boom 5", restarts
+    return driver
+
+
+def _counter(prom: str, expr: str) -> str | None:
+    result = httpx.get(f"{prom}/api/v1/query", params={"query": expr}, timeout=5).json()
+    return result["data"]["result"][0]["value"][1] if result["data"]["result"] else None
+
+
+def _late_rows(prom: str, driver: ControlClient) -> None:
+    """Acting as job flaky's driver again: batches whose watermark runs 5 minutes ahead of
+    the driver's clock (a producer's clock ahead), then one whose stateful operator dropped
+    500 rows behind it (tests/operations/test_lifecycle_e2e.py proves a real driver reports
+    Spark's figure)."""
+
+    def iso(t: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
+
+    def batch(batch_id: int, dropped: int) -> None:
+        now = time.time()
+        op = {"operator_name": "stateStoreSave", "num_rows_dropped_by_watermark": dropped}
+        driver.progress(
+            {
+                "query": "events",
+                "batch_id": batch_id,
+                "timestamp": iso(now),
+                "watermark": iso(now + 300),
+                "state_operators": [op],
+                "durations_ms": {"triggerExecution": 100},
+            }
+        )
+
+    batch(1, 0)
+    ahead = wait_firing(prom, "TidegateWatermarkAhead", {"job": "flaky", "query": "events"})
+    assert "ahead of the driver's clock" in ahead["annotations"]["description"]
+    counter = 'tidegate_query_rows_dropped_late_total{job="flaky",query="events"}'
+    wait_until(lambda: _counter(prom, counter), lambda v: v == "0", 60, 0.5)  # seen at 0 first
+    batch(2, 500)
+    batch(2, 500)  # the same batch reported again: counted once
+    alert = wait_firing(prom, "TidegateLateRowsDropped", {"job": "flaky", "query": "events"})
+    assert "rows a minute as behind the watermark" in alert["annotations"]["description"]
+    assert _counter(prom, counter) == "500"
 
 
 def _end_real_runs(stack: Stack, livy_runner: str, job: str) -> None:
