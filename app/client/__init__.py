@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from app.client import admin, lifecycle, operations, snapshots
+from app.client import admin, lifecycle, operations, runs, snapshots
 from app.client.base import command
 from app.client.clusters import clusters_app
 from app.client.jobs import jobs_app, versions_app
@@ -42,6 +42,7 @@ def register(cli: typer.Typer) -> None:
         cli.add_typer(app, name=name, rich_help_panel=panel)
     lifecycle.register(cli)
     snapshots.register(cli)
+    command(cli, "verify", rich_help_panel="Inspect")(runs.verify)
     command(cli, "audit", rich_help_panel="Inspect")(admin.audit)
     events = _group(cli, "events")  # the event-log tool's group: bare 'events' lists the audit
     if events is None:

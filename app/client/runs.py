@@ -9,6 +9,7 @@ import typer
 
 from app.client.api import seg
 from app.client.base import All, Ctx, DefaultListGroup, Limit, command
+from app.client.errors import CliError, Exit
 from app.client.output import Column, cell, human_time
 
 runs_app = typer.Typer(
@@ -185,3 +186,47 @@ def runs_progress(
             "No progress reported yet.",
         ),
     )
+
+
+def verify(
+    ctx: Ctx,
+    job: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    run_id: Annotated[
+        int | None, typer.Option("--run", min=1, help="A run of the job; default: its current.")
+    ] = None,
+) -> None:
+    """Did the job lose anything? Per query and batch: the records its checkpoint says the run
+    read, what Spark counted in, and the rows dropped as late. Exits 1 when a record read was
+    not counted in or a row was dropped as late (docs/late-data.md).
+
+    Example: tidegate verify clicks-per-minute
+    """
+    if run_id is None:
+        current = ctx.api.get(f"/jobs/{seg(job)}").get("current_run_id")
+        if current is None:
+            raise CliError(f"job {job} has no run to verify", Exit.NOT_FOUND)
+        run_id = int(current)
+    doc = ctx.api.get(f"/runs/{run_id}/accounting")
+    if doc.get("job") != job:
+        raise CliError(f"run {run_id} is a run of {doc.get('job')}, not of {job}", Exit.USAGE)
+
+    def table() -> None:
+        rows = [{"query": q["query"], **b} for q in doc.get("queries") or [] for b in q["batches"]]
+        ctx.out.table(
+            rows,
+            [
+                ("QUERY", "query"),
+                ("BATCH", "batch_id"),
+                ("READ", "read"),
+                ("COUNTED IN", "counted_in"),
+                ("NOT COUNTED", "not_counted"),
+                ("DROPPED LATE", "dropped_late"),
+            ],
+            f"Run {run_id} has reported no batch yet.",
+        )
+        ctx.out.hint(f"run {run_id}: {doc.get('verdict')}")
+
+    ctx.out.emit(doc, table)
+    lost = any(q["not_counted"] or q["dropped_late"] for q in doc.get("queries") or [])
+    if lost:
+        raise typer.Exit(int(Exit.FAILED))

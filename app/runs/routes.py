@@ -7,13 +7,14 @@ from fastapi import APIRouter, Path, Response
 
 from app.auth.deps import Reader
 from app.core.db import utcnow
-from app.core.deps import DbSession
+from app.core.deps import AppSettings, DbSession
 from app.core.json_response import json_response
 from app.core.pagination import Cursor, Limit, Page
 from app.core.params import JobName
-from app.runs import service
+from app.runs import accounting, service
 from app.runs.models import Run
 from app.runs.schemas import (
+    RunAccount,
     RunResponse,
     SpareResponse,
     TransitionResponse,
@@ -106,3 +107,20 @@ def get_run(
     run = service.run_for_response(session, run_id)
     history = [TransitionResponse.model_validate(t) for t in service.transitions(session, run_id)]
     return json_response(run_response(run, history))
+
+
+@router.get(
+    "/runs/{run_id}/accounting",
+    response_model=RunAccount,
+    operation_id="getRunAccounting",
+    name="run.accounting",
+)
+def get_run_accounting(
+    run_id: Annotated[int, Path(ge=1, le=2**62)],
+    session: DbSession,
+    _: Reader,
+    settings: AppSettings,
+) -> RunAccount:
+    """Did the run lose anything? Per query and batch: the records its checkpoint says it
+    read, what Spark counted in, and the rows dropped as late (``tidegate verify JOB``)."""
+    return accounting.account(session, run_id, settings.resolved_checkpoint_root)

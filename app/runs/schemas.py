@@ -247,3 +247,36 @@ class DrainReport(Body):
         "earlier report keep their first value."
     )
     drained: bool = False
+
+
+class BatchAccount(Response):
+    batch_id: int
+    read: int | None = Field(
+        description="Records the batch read, from the run's checkpoint (offsets/N less "
+        "offsets/N-1); null when it cannot say (the first batch, offsets no longer kept)."
+    )
+    counted_in: int | None = Field(description="Spark's numInputRows for the batch.")
+    dropped_late: int = Field(description="Rows its stateful operators dropped as late.")
+    not_counted: int | None = Field(description="read minus counted_in; null when either is.")
+
+
+class QueryAccount(Response):
+    query: str
+    batches: list[BatchAccount] = Field(description="The batches whose progress is kept.")
+    read: int
+    counted_in: int
+    dropped_late: int
+    not_counted: int
+    unknown: list[int] = Field(description="Batches that cannot be checked.")
+
+
+class RunAccount(Response):
+    """``tidegate verify``: what a run read against what its queries counted in and dropped."""
+
+    run_id: int
+    job: str
+    queries: list[QueryAccount]
+    complete: bool = Field(
+        description="Every batch checked, every record read counted in, none dropped as late."
+    )
+    verdict: str = Field(description="The same, said for a person.")

@@ -408,5 +408,14 @@ def test_rows_dropped_late_on_real_spark(clusters: Stack, tmp_path: Path) -> Non
     )
     assert figures["spark"] == figures["api"] == 7, figures
     assert figures["lead"] is not None and figures["lead"] < 0, figures  # far behind the clock
+    # tidegate verify: the batches that read the 7 late records counted all 7 in (the
+    # checkpoint's offsets agree with Spark's numInputRows) and dropped all 7 as late.
+    account = stack.client.get(f"/runs/{run_id}/accounting").json()
+    [counted] = account["queries"]
+    assert (counted["dropped_late"], counted["not_counted"]) == (7, 0), account
+    late_batches = [b for b in counted["batches"] if b["dropped_late"]]
+    assert sum(b["read"] for b in late_batches) == 7, late_batches
+    assert sum(b["counted_in"] for b in late_batches) == 7, late_batches
+    assert account["complete"] is False and "7 rows dropped as late" in account["verdict"]
     cancel = _operate(stack, job, "cancel")
     assert cancel["state"] == "succeeded", cancel

@@ -387,6 +387,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/accounting": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run.Accounting
+         * @description Did the run lose anything? Per query and batch: the records its checkpoint says it
+         *     read, what Spark counted in, and the rows dropped as late (``tidegate verify JOB``).
+         */
+        get: operations["getRunAccounting"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/token": {
         parameters: {
             query?: never;
@@ -881,6 +902,31 @@ export interface components {
             };
             /** Original File */
             original_file?: string | null;
+        };
+        /** BatchAccount */
+        BatchAccount: {
+            /** Batch Id */
+            batch_id: number;
+            /**
+             * Read
+             * @description Records the batch read, from the run's checkpoint (offsets/N less offsets/N-1); null when it cannot say (the first batch, offsets no longer kept).
+             */
+            read: number | null;
+            /**
+             * Counted In
+             * @description Spark's numInputRows for the batch.
+             */
+            counted_in: number | null;
+            /**
+             * Dropped Late
+             * @description Rows its stateful operators dropped as late.
+             */
+            dropped_late: number;
+            /**
+             * Not Counted
+             * @description read minus counted_in; null when either is.
+             */
+            not_counted: number | null;
         };
         /** BuildBody */
         BuildBody: {
@@ -1628,6 +1674,29 @@ export interface components {
             /** Restart Operation Id */
             restart_operation_id?: number | null;
         };
+        /** QueryAccount */
+        QueryAccount: {
+            /** Query */
+            query: string;
+            /**
+             * Batches
+             * @description The batches whose progress is kept.
+             */
+            batches: components["schemas"]["BatchAccount"][];
+            /** Read */
+            read: number;
+            /** Counted In */
+            counted_in: number;
+            /** Dropped Late */
+            dropped_late: number;
+            /** Not Counted */
+            not_counted: number;
+            /**
+             * Unknown
+             * @description Batches that cannot be checked.
+             */
+            unknown: number[];
+        };
         /**
          * QueryFailureReport
          * @description A query of the driver failed; the runtime restarts it alone (or gives up).
@@ -1936,6 +2005,28 @@ export interface components {
              * @default Applied after each export; a snapshot a run in an active state started from is never deleted.
              */
             note: string;
+        };
+        /**
+         * RunAccount
+         * @description ``tidegate verify``: what a run read against what its queries counted in and dropped.
+         */
+        RunAccount: {
+            /** Run Id */
+            run_id: number;
+            /** Job */
+            job: string;
+            /** Queries */
+            queries: components["schemas"]["QueryAccount"][];
+            /**
+             * Complete
+             * @description Every batch checked, every record read counted in, none dropped as late.
+             */
+            complete: boolean;
+            /**
+             * Verdict
+             * @description The same, said for a person.
+             */
+            verdict: string;
         };
         /** RunResponse */
         RunResponse: {
@@ -2745,6 +2836,7 @@ export interface components {
 export type AppSpec = components['schemas']['AppSpec'];
 export type ApplicationResponse = components['schemas']['ApplicationResponse'];
 export type AppliedReport = components['schemas']['AppliedReport'];
+export type BatchAccount = components['schemas']['BatchAccount'];
 export type BuildBody = components['schemas']['BuildBody'];
 export type BuildResponse = components['schemas']['BuildResponse'];
 export type ClusterCreate = components['schemas']['ClusterCreate'];
@@ -2781,6 +2873,7 @@ export type ProblemResponse = components['schemas']['ProblemResponse'];
 export type ProgressReport = components['schemas']['ProgressReport'];
 export type ProgressResponse = components['schemas']['ProgressResponse'];
 export type PutResult = components['schemas']['PutResult'];
+export type QueryAccount = components['schemas']['QueryAccount'];
 export type QueryFailureReport = components['schemas']['QueryFailureReport'];
 export type QueryOutcome = components['schemas']['QueryOutcome'];
 export type QueryResponse = components['schemas']['QueryResponse'];
@@ -2793,6 +2886,7 @@ export type RestartPolicy = components['schemas']['RestartPolicy'];
 export type ResumeFrom = components['schemas']['ResumeFrom'];
 export type RetentionBody = components['schemas']['RetentionBody'];
 export type RetentionResponse = components['schemas']['RetentionResponse'];
+export type RunAccount = components['schemas']['RunAccount'];
 export type RunResponse = components['schemas']['RunResponse'];
 export type RunToken = components['schemas']['RunToken'];
 export type SinkSpec = components['schemas']['SinkSpec'];
@@ -5383,6 +5477,100 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunResponse"];
+                };
+            };
+            /** @description A malformed request. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope does not allow this call. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (job, run, operation, …). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is invalid; see 'errors'. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The metadata store is unreachable; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunAccounting: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunAccount"];
                 };
             };
             /** @description A malformed request. */

@@ -8,6 +8,7 @@ from .application_response_startpoints_item import ApplicationResponseStartpoint
 from .applied_report import AppliedReport
 from .applied_report_after import AppliedReportAfter
 from .applied_report_before_type_0 import AppliedReportBeforeType0
+from .batch_account import BatchAccount
 from .build_body import BuildBody
 from .build_response import BuildResponse
 from .build_response_resume_point import BuildResponseResumePoint
@@ -71,6 +72,7 @@ from .progress_report_durations_ms import ProgressReportDurationsMs
 from .progress_response import ProgressResponse
 from .progress_response_payload import ProgressResponsePayload
 from .put_result import PutResult
+from .query_account import QueryAccount
 from .query_failure_report import QueryFailureReport
 from .query_outcome import QueryOutcome
 from .query_outcome_outcome import QueryOutcomeOutcome
@@ -88,6 +90,7 @@ from .restart_policy import RestartPolicy
 from .resume_from import ResumeFrom
 from .retention_body import RetentionBody
 from .retention_response import RetentionResponse
+from .run_account import RunAccount
 from .run_response import RunResponse
 from .run_response_drain_type_0 import RunResponseDrainType0
 from .run_response_progress import RunResponseProgress
@@ -145,6 +148,7 @@ __all__ = (
     "AppliedReportAfter",
     "AppliedReportBeforeType0",
     "AppSpec",
+    "BatchAccount",
     "BuildBody",
     "BuildResponse",
     "BuildResponseResumePoint",
@@ -208,6 +212,7 @@ __all__ = (
     "ProgressResponse",
     "ProgressResponsePayload",
     "PutResult",
+    "QueryAccount",
     "QueryFailureReport",
     "QueryOutcome",
     "QueryOutcomeOutcome",
@@ -225,6 +230,7 @@ __all__ = (
     "ResumeFrom",
     "RetentionBody",
     "RetentionResponse",
+    "RunAccount",
     "RunResponse",
     "RunResponseDrainType0",
     "RunResponseProgress",
