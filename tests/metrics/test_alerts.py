@@ -21,6 +21,10 @@ with only its `for:` durations shortened, while the test drives jobs into each c
   5 minutes ahead of its clock, then one whose stateful operator dropped rows behind it
   (tests/operations/test_lifecycle_e2e.py::test_rows_dropped_late_on_real_spark proves a
   real driver reports Spark's figure).
+
+And on real Spark alone (the session's stack): a backlog stamped 4 minutes ahead of the clock
+fires the watermark-ahead alert, and ``tidegate verify`` names the batch that dropped the live
+records behind it.
 """
 
 from __future__ import annotations
@@ -355,3 +359,57 @@ def _end_real_runs(stack: Stack, livy_runner: str, job: str) -> None:
                 f"{livy_runner}/batches/{run['backend_id']}", headers=RUNNER_AUTH, timeout=60
             )
             assert r.status_code < 300 or r.status_code == 404, r.text
+
+
+def test_a_backlog_stamped_ahead_of_the_clock_is_alerted_and_verify_names_the_drops(
+    clusters: Stack, tmp_path: Path
+) -> None:
+    """Issue 53's scenario on real Spark: a backlog whose event times run ahead of the clock
+    (a producer whose clock is 4 minutes fast) moves the watermark past now; live records
+    stamped with the real time are then behind it and Spark drops them. Prometheus, scraping
+    the session's tidegate, fires TidegateWatermarkAhead; ``tidegate verify`` names the batch
+    and the count, and exits 1."""
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+    from tests.operations.test_lifecycle_e2e import _job, _operate
+
+    stack, job, query = clusters, "clock-ahead", "windowed_counts"
+    root, out = tmp_path / "log", tmp_path / "out"
+    EventLog(root).create_stream("clicks", 1)
+    now_ms = int(time.time() * 1000)
+    ahead_keys = [f"ahead-{i}" for i in range(20)]
+    produce(str(root), "clicks", 1, 0, 20, start_ts_ms=now_ms + 240_000, keys=ahead_keys)
+    _job(stack, job, {"enabled": False})
+    version = _windowed_version(stack, job, "runner", root, out)
+    (tmp_path / "prom").mkdir()
+    with prometheus(tmp_path / "prom", stack.url.removeprefix("http://")) as prom:
+        submit = _operate(stack, job, "submit", {"version": version})
+        assert submit["state"] == "succeeded", submit
+        run_id = submit["run_id"]
+        alert = wait_firing(prom, "TidegateWatermarkAhead", {"job": job, "query": query}, 180)
+        assert "ahead of the driver's clock" in alert["annotations"]["description"]
+
+        # Live records, stamped with the clock at the start: their 1-minute windows ended
+        # long before the watermark (about now + 230 s), each its own key (one row each).
+        live_keys = [f"live-{i}" for i in range(5)]
+        produce(str(root), "clicks", 1, 0, 5, start_ts_ms=now_ms, keys=live_keys)
+        account = wait_until(
+            lambda: stack.client.get(f"/runs/{run_id}/accounting").json(),
+            lambda a: a["queries"][0]["dropped_late"] >= 5,
+            120,
+        )
+    [counted] = account["queries"]
+    assert (counted["dropped_late"], counted["not_counted"]) == (5, 0), account
+    [late_batch] = [b for b in counted["batches"] if b["dropped_late"]]
+    assert (late_batch["read"], late_batch["counted_in"]) == (5, 5), late_batch
+
+    token = ["--url", stack.url, "--token", ADMIN_TOKEN]
+    shown = CliRunner().invoke(cli, ["verify", job, *token])
+    assert shown.exit_code == 1, shown.output
+    assert f"{query}: 5 rows dropped as late" in shown.output, shown.output
+    rows = [line.split() for line in shown.output.splitlines() if line.startswith(query)]
+    by_batch = {int(cells[1]): cells for cells in rows}
+    assert by_batch[late_batch["batch_id"]][-1] == "5", shown.output  # its DROPPED LATE
+    cancel = _operate(stack, job, "cancel")
+    assert cancel["state"] == "succeeded", cancel
