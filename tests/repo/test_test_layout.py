@@ -32,7 +32,7 @@ SPARK_FIXTURES = {"spark"}
 
 
 def _domains() -> set[str]:
-    """app/'s folders and modules (app/cli.py is the domain of tests/cli)."""
+    """app/'s folders and modules."""
     app = ROOT / "app"
     return {p.stem for p in app.iterdir() if (p / "__init__.py").exists() or p.suffix == ".py"}
 
@@ -87,6 +87,16 @@ def test_every_folder_of_tests_is_a_domain() -> None:
     folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
     strays = folders - _domains() - OTHER_DOMAINS
     assert not strays, f"folders of tests/ that are no folder of app/: {sorted(strays)}"
+
+
+def test_every_folder_of_app_with_code_has_its_tests() -> None:
+    """A newcomer looks for a domain's tests in the folder of its name (app/tokens' routes are
+    tested with the tokens they serve, in tests/auth)."""
+    app = ROOT / "app"
+    folders = {p.name for p in app.iterdir() if (p / "__init__.py").exists()}
+    tested_elsewhere = {"tokens": "auth"}
+    missing = {f for f in folders - set(tested_elsewhere) if not (TESTS / f).is_dir()}
+    assert not missing, f"folders of app/ with no folder in tests/: {sorted(missing)}"
 
 
 def test_support_holds_no_test() -> None:

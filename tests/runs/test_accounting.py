@@ -1,11 +1,12 @@
 """``tidegate verify`` (app/runs/accounting.py, issue 53): per query and batch, the records
 the run's checkpoint says it read against what Spark counted in and dropped as late, through
-the API (the CLI: tests/cli/test_verify.py). Real Spark: tests/operations/test_lifecycle_e2e.py::
+the API (the CLI: tests/client/test_verify.py). Real Spark: tests/operations/test_lifecycle_e2e.py::
 test_rows_dropped_late_on_real_spark."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ ENDS = {0: 20, 1: 20, 2: 30, 3: 35}
 
 def write_offsets(folder: Path, batches: dict[int, int]) -> None:
     """A committed checkpoint of one event-log source with one partition: batch N ends at
-    ``batches[N]``."""
+    ``batches[N]`` (what was there before is replaced: run ids repeat across tests)."""
+    shutil.rmtree(folder, ignore_errors=True)
     (folder / "offsets").mkdir(parents=True)
     (folder / "commits").mkdir()
     meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}})

@@ -18,8 +18,8 @@ from app.runs.models import Run
 from app.snapshots.checkpoint_files import checkpoint_path
 from app.snapshots.models import Snapshot
 from app.startpoints.models import StartpointApplication
-from tests.cli.conftest import Cli, Live
-from tests.cli.test_lifecycle import Script, fake_worker
+from tests.client.conftest import Cli, Live
+from tests.client.test_lifecycle import Script, fake_worker
 from tidegate_runtime import startpoints as rt
 from tidegate_runtime.eventlog import EventLog, NewRecord
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.cli.conftest import Cli
+from tests.client.conftest import Cli
 
 
 def test_jobs_list_show_edit_delete(tg: Cli, job: str) -> None:

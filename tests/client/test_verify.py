@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from app.core.db import make_sessionmaker, transaction
 from app.runs.models import QueryProgress
-from tests.cli.conftest import Cli, Live
+from tests.client.conftest import Cli, Live
 from tests.runs.test_accounting import write_offsets
 
 

@@ -16,7 +16,7 @@ from pipelines.dedup_events import parse_args as dedup_args
 from pipelines.enrich import parse_args as enrich_args
 from pipelines.key_totals import parse_args as totals_args
 from pipelines.windowed_counts import parse_args as windowed_args
-from tests.cli.conftest import Cli, Live
+from tests.client.conftest import Cli, Live
 from tests.conftest import ADMIN_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]

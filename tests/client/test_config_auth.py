@@ -16,7 +16,7 @@ import typer
 from app.cli import cli as root_cli
 from app.core.config import get_settings
 from app.devtools.spark_local import find_free_port as free_port
-from tests.cli.conftest import Cli, Live
+from tests.client.conftest import Cli, Live
 from tests.conftest import ADMIN_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]

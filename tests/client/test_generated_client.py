@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Live
+from tests.client.conftest import Live
 from tests.conftest import ADMIN_TOKEN
 
 CLIENT = Path(__file__).resolve().parents[2] / "openapi" / "clients" / "python"

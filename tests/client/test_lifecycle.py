@@ -20,7 +20,7 @@ from app.client.wait import progress_fields, render
 from app.core.db import make_sessionmaker, transaction
 from app.operations.models import Operation
 from app.snapshots.export import ExportProgress
-from tests.cli.conftest import Cli, Live
+from tests.client.conftest import Cli, Live
 
 Script = list[tuple[str, dict[str, Any]]]  # (state, fields to set), one per poll-ish tick
 
