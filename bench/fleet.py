@@ -97,12 +97,13 @@ from bench.common import (
 )
 from bench.fake_livy import FakeLivy
 from bench.metrics import started
+from tidegate_runtime import contract
 
 # What the worker puts in a spare's submission (app/worker/core/submission.py::run_spec; Livy
 # carries the env as spark.yarn.appMasterEnv.*, app/backends/livy.py::env_conf).
-RUN_ID_CONF = "spark.tidegate.run_id"
-ATTEMPT_CONF = "spark.tidegate.attempt"
-SPARE_CONF = "spark.tidegate.spare"  # tidegate_runtime/standby.py
+RUN_ID_CONF = contract.RUN_ID
+ATTEMPT_CONF = contract.ATTEMPT
+SPARE_CONF = contract.SPARE
 BOOTSTRAP_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_BOOTSTRAP"
 LISTING = "GET /batches?from=0 (a listing starts)"
 LONG_POLL = 25  # tidegate_runtime/standby.py::LONG_POLL_SECONDS

@@ -10,9 +10,11 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from tidegate_runtime import contract
+
 TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
 # What tidegate starts a driver with: single use, traded for the run token at start.
-BOOTSTRAP_ENV = "TIDEGATE_RUN_BOOTSTRAP"
+BOOTSTRAP_ENV = contract.BOOTSTRAP_ENV
 
 
 class TidegateRuntimeError(Exception):

@@ -30,8 +30,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import contract, hadoop_files, sinks, standby
 from tidegate_runtime import dry_run as dry
-from tidegate_runtime import hadoop_files, sinks, standby
 from tidegate_runtime import startpoints as sp
 from tidegate_runtime.channel_client import (
     BOOTSTRAP_ENV,
@@ -93,7 +93,7 @@ class Runtime(Drainer, Restarter, Starter):
         conf = spark.conf
         if (conf.get(dry.DRY_RUN_CONF, "false") or "").lower() == "true":
             return cls._for_dry_run(spark)
-        run_id = conf.get("spark.tidegate.run_id", None)
+        run_id = conf.get(contract.RUN_ID, None)
         if run_id is None:
             return cls(spark)
         # Keep the secrets out of child processes that do not need them (Python workers).
@@ -107,18 +107,16 @@ class Runtime(Drainer, Restarter, Starter):
                     f"by tidegate (run {run_id}) but has no token, so it cannot be controlled. "
                     "Resubmit through tidegate."
                 )
-            api_url = conf.get("spark.tidegate.api_url") or ""
+            api_url = conf.get(contract.API_URL) or ""
             client = ControlClient(api_url, int(run_id), str(token or bootstrap))
             if not token:
                 client.exchange_bootstrap()  # spent: what a backend showed is useless now
         runtime = cls(
             spark,
             client=client,
-            attempt=int(conf.get("spark.tidegate.attempt", "0") or 0),
-            checkpoint_dir=conf.get("spark.tidegate.checkpoint_dir", None),
-            declared={
-                q["name"]: q for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
-            },
+            attempt=int(conf.get(contract.ATTEMPT, "0") or 0),
+            checkpoint_dir=conf.get(contract.CHECKPOINT_DIR, None),
+            declared={q["name"]: q for q in json.loads(conf.get(contract.QUERIES, "[]") or "[]")},
         )
         require_connectors(spark, runtime.declared)  # said plainly, before anything starts
         hadoop_files.register(spark)  # checkpoints in object storage: through Spark's Hadoop
@@ -157,13 +155,13 @@ class Runtime(Drainer, Restarter, Starter):
     def _for_dry_run(cls, spark: SparkSession, checkpoint_dir: str | None = None) -> Runtime:
         """A dry run: no run, no token, no directives; every eventlog source held."""
         conf = spark.conf
-        checkpoint_dir = checkpoint_dir or conf.get("spark.tidegate.checkpoint_dir", None)
+        checkpoint_dir = checkpoint_dir or conf.get(contract.CHECKPOINT_DIR, None)
         if not checkpoint_dir:
             raise TidegateRuntimeError("a dry run needs spark.tidegate.checkpoint_dir")
         declared = {
             # Never a fixed checkpoint_location: that is a real query's checkpoint.
             q["name"]: {**q, "checkpoint_location": None}
-            for q in json.loads(conf.get("spark.tidegate.queries", "[]") or "[]")
+            for q in json.loads(conf.get(contract.QUERIES, "[]") or "[]")
         }
         runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared)
         check = json.loads(conf.get(dry.CHECK_CONF, "[]") or "[]")

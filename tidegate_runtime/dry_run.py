@@ -52,16 +52,17 @@ from typing import Any
 from pyspark.sql.streaming.query import StreamingQuery
 
 from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import contract
 
 log = logging.getLogger("tidegate.runtime.dryrun")
 
-DRY_RUN_CONF = "spark.tidegate.dry_run"
-CHECK_CONF = "spark.tidegate.dry_run_queries"  # JSON list: the queries that resume state
+DRY_RUN_CONF = contract.DRY_RUN
+CHECK_CONF = contract.DRY_RUN_QUERIES
 # JSON {query: {source: {"start": {partition: offset}, "end": {…}}}}: a fresh version's trial
-TRIAL_CONF = "spark.tidegate.dry_run_trial"
-RESULT_CONF = "spark.tidegate.dry_run_result"
-TIMEOUT_CONF = "spark.tidegate.dry_run_timeout"
-RESULT_FILE = "_dryrun.json"
+TRIAL_CONF = contract.DRY_RUN_TRIAL
+RESULT_CONF = contract.DRY_RUN_RESULT
+TIMEOUT_CONF = contract.DRY_RUN_TIMEOUT
+RESULT_FILE = contract.DRY_RUN_RESULT_FILE
 DEFAULT_TIMEOUT = 240.0
 MESSAGE_LIMIT = 4000
 

@@ -30,15 +30,16 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from tidegate_runtime import checkpoint as cp
+from tidegate_runtime import contract
 
 log = logging.getLogger("tidegate.runtime")
 
-STANDBY_CONF = "spark.tidegate.standby"
-STANDBY_TIMEOUT_CONF = "spark.tidegate.standby_timeout_seconds"
+STANDBY_CONF = contract.STANDBY
+STANDBY_TIMEOUT_CONF = contract.STANDBY_TIMEOUT_SECONDS
 # A spare (the run's next attempt, started ahead): its number, which its go is given to.
-SPARE_CONF = "spark.tidegate.spare"
+SPARE_CONF = contract.SPARE
 # The scratch root of the dry run this standby runs before it waits (an update by snapshot).
-DRY_RUN_DIR_CONF = "spark.tidegate.standby_dry_run_dir"
+DRY_RUN_DIR_CONF = contract.STANDBY_DRY_RUN_DIR
 DEFAULT_TIMEOUT = 3600.0
 LONG_POLL_SECONDS = 25
 

@@ -8,9 +8,10 @@ from zero again. Pure logic: the runtime (tidegate_runtime/control.py) asks it w
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from typing import Any
+
+from tidegate_runtime import contract
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,9 @@ class RestartPolicy:
     def backoff(self, failures: int) -> float:
         """The wait before restart number ``failures`` (1 for the first): doubled each time
         from min_backoff up to max_backoff, then stretched by up to random_factor."""
-        doubled = self.min_backoff * 2 ** min(max(0, failures - 1), 64)  # no float overflow
-        base = min(self.max_backoff, doubled)
-        return float(base * (1 + random.random() * self.random_factor))
+        return contract.backoff_seconds(
+            self.min_backoff, self.max_backoff, self.random_factor, failures - 1
+        )
 
 
 @dataclass

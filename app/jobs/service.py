@@ -28,6 +28,7 @@ from app.jobs.schemas import (
     VersionCreate,
     VersionResponse,
 )
+from tidegate_runtime import contract
 from tidegate_runtime.chain import drain_stages
 
 LATEST = Job.latest_version_number  # type: ignore[attr-defined]
@@ -64,7 +65,7 @@ VIEWS_IN_STATE = VIEWS.where(Job.state == bindparam("state"))
 POLICY = RestartPolicy().model_dump()
 
 # Keys tidegate sets itself on every submission; a version may not override them.
-RESERVED_CONF_PREFIXES = ("spark.tidegate.",)
+RESERVED_CONF_PREFIXES = (contract.PREFIX,)
 RESERVED_CONF_KEYS = frozenset({"spark.app.name", "spark.master", "spark.submit.deployMode"})
 
 

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core import run_states as states
 from app.core.durations import parse_trigger
+from app.core.liveness import LIVE_WORKER
 from app.metrics.progress import figures
 from app.operations.models import FAILED, PENDING, RUNNING, SUCCEEDED
 from app.operations.schemas import OperationKind
@@ -138,9 +139,8 @@ DURATIONS = text(
     """
 )
 WORKERS = text(
-    """
-    select count(*) filter (where stopped_at is null
-                             and heartbeat_at > now() - make_interval(secs => 3 * every_seconds)),
+    f"""
+    select count(*) filter (where {LIVE_WORKER}),
            extract(epoch from now() - max(heartbeat_at) filter (where stopped_at is null)),
            coalesce(sum(lease_renewals), 0)
     from worker_heartbeats

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from app.core.durations import parse_duration
+from tidegate_runtime import contract
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,15 @@ class RestartPolicy:
 
     def delay(self, failures: int, rng: random.Random | None = None) -> timedelta:
         """``failures`` is n: failures since the run last stayed healthy (0 for the first)."""
-        exponent = min(max(failures, 0), 64)  # 2^64 seconds dwarfs any max_backoff
-        base = min(self.max_backoff.total_seconds(), self.min_backoff.total_seconds() * 2**exponent)
-        jitter = (rng or random).random() * self.random_factor
-        return timedelta(seconds=base * (1 + jitter))
+        return timedelta(
+            seconds=contract.backoff_seconds(
+                self.min_backoff.total_seconds(),
+                self.max_backoff.total_seconds(),
+                self.random_factor,
+                failures,
+                rng,
+            )
+        )
 
     def may_restart(self, failures: int) -> bool:
         """After its ``failures``-th failure in a row, may the run be restarted again?"""

@@ -17,6 +17,7 @@ from sqlalchemy import text
 
 from app.audit import service as audit
 from app.core.db import transaction
+from app.core.liveness import LIVE_WORKER
 from app.core.notify import Notifier
 from app.operations import state as op_state
 from app.operations.service import NOTIFY_CHANNEL
@@ -43,14 +44,7 @@ BEAT = text(
     """
 )
 STOPPED = text("update worker_heartbeats set stopped_at = now() where worker_id = :me")
-# Live as /metrics counts them: not stopped, last beat under three beats old.
-LIVE = text(
-    """
-    select worker_id from worker_heartbeats
-    where stopped_at is null and heartbeat_at > now() - make_interval(secs => 3 * every_seconds)
-    order by worker_id
-    """
-)
+LIVE = text(f"select worker_id from worker_heartbeats where {LIVE_WORKER} order by worker_id")
 # The sweeps share the runs out among the live workers; every this many sweeps a worker
 # passes over all of them, so a worker that died unseen leaves no run unwatched for long.
 FULL_SWEEP_EVERY = 5

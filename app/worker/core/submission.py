@@ -15,15 +15,14 @@ from app.backends.base import PermanentBackendError, SubmitSpec
 from app.core import run_states as states
 from app.worker.core.context import WorkerContext
 from app.worker.core.runtime_bundle import runtime_bundle
-from tidegate_runtime import dry_run as runtime_dryrun
-from tidegate_runtime.channel_client import BOOTSTRAP_ENV
+from tidegate_runtime import contract
+from tidegate_runtime.contract import BOOTSTRAP_ENV
 from tidegate_runtime.sinks import declared_sink
-from tidegate_runtime.standby import (
-    DRY_RUN_DIR_CONF,
-    SPARE_CONF,
-    STANDBY_CONF,
-    STANDBY_TIMEOUT_CONF,
-)
+
+STANDBY_CONF = contract.STANDBY
+STANDBY_TIMEOUT_CONF = contract.STANDBY_TIMEOUT_SECONDS
+SPARE_CONF = contract.SPARE
+DRY_RUN_DIR_CONF = contract.STANDBY_DRY_RUN_DIR
 
 __all__ = [
     "SPARE_CONF",
@@ -111,13 +110,13 @@ def run_spec(
     attempt = run.spare_attempt if spare else run.attempt
     conf = {
         **version.conf,
-        "spark.tidegate.api_url": ctx.settings.api_url,
-        "spark.tidegate.job": run.job.name,
-        "spark.tidegate.run_id": str(run.id),
-        "spark.tidegate.attempt": str(attempt),
-        "spark.tidegate.version": str(version.number),
-        "spark.tidegate.checkpoint_dir": str(checkpoint_dir),
-        "spark.tidegate.queries": queries_conf(version),
+        contract.API_URL: ctx.settings.api_url,
+        contract.JOB: run.job.name,
+        contract.RUN_ID: str(run.id),
+        contract.ATTEMPT: str(attempt),
+        contract.VERSION: str(version.number),
+        contract.CHECKPOINT_DIR: str(checkpoint_dir),
+        contract.QUERIES: queries_conf(version),
     }
     if spare or run.state == states.STANDBY:
         conf[STANDBY_CONF] = "true"
@@ -145,10 +144,10 @@ def standby_dry_run_conf(dry_run: dict[str, Any]) -> dict[str, str]:
     scratch = str(dry_run["scratch"])
     return {
         DRY_RUN_DIR_CONF: scratch,
-        runtime_dryrun.CHECK_CONF: json.dumps(sorted(dry_run["check"])),
-        runtime_dryrun.TRIAL_CONF: json.dumps(dry_run.get("trial") or {}),
-        runtime_dryrun.RESULT_CONF: f"{scratch}/{runtime_dryrun.RESULT_FILE}",
-        runtime_dryrun.TIMEOUT_CONF: str(int(dry_run["timeout"])),
+        contract.DRY_RUN_QUERIES: json.dumps(sorted(dry_run["check"])),
+        contract.DRY_RUN_TRIAL: json.dumps(dry_run.get("trial") or {}),
+        contract.DRY_RUN_RESULT: f"{scratch}/{contract.DRY_RUN_RESULT_FILE}",
+        contract.DRY_RUN_TIMEOUT: str(int(dry_run["timeout"])),
     }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext
 from app.worker.dry_run.verdict import read_result
-from tidegate_runtime import dry_run as runtime_dryrun
+from tidegate_runtime import contract
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +45,15 @@ def submit(
         return {"tag": driver_tag, "backend_id": found, "found": True, "at": time.time()}
     conf = {
         **version.conf,
-        runtime_dryrun.DRY_RUN_CONF: "true",
-        runtime_dryrun.CHECK_CONF: json.dumps(sorted(check)),
-        runtime_dryrun.TRIAL_CONF: json.dumps(trial or {}),
-        runtime_dryrun.RESULT_CONF: str(scratch / runtime_dryrun.RESULT_FILE),
-        runtime_dryrun.TIMEOUT_CONF: str(int(IN_DRIVER_TIMEOUT_SECONDS)),
-        "spark.tidegate.job": job_name,
-        "spark.tidegate.version": str(version.number),
-        "spark.tidegate.checkpoint_dir": str(scratch),
-        "spark.tidegate.queries": submission.queries_conf(version, scratch=True),
+        contract.DRY_RUN: "true",
+        contract.DRY_RUN_QUERIES: json.dumps(sorted(check)),
+        contract.DRY_RUN_TRIAL: json.dumps(trial or {}),
+        contract.DRY_RUN_RESULT: str(scratch / contract.DRY_RUN_RESULT_FILE),
+        contract.DRY_RUN_TIMEOUT: str(int(IN_DRIVER_TIMEOUT_SECONDS)),
+        contract.JOB: job_name,
+        contract.VERSION: str(version.number),
+        contract.CHECKPOINT_DIR: str(scratch),
+        contract.QUERIES: submission.queries_conf(version, scratch=True),
     }
     backend_id = backend.submit(submission.spec(ctx, version, driver_tag, conf))
     log.info("operation %s: dry-run driver %s submitted as %s", op_id, driver_tag, backend_id)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tidegate_runtime import dry_run as runtime_dryrun
+from tidegate_runtime import contract
 from tidegate_runtime.held_dir import HeldDir
 
 # Dry-run drivers at most per operation when they fail for infrastructure reasons.
@@ -123,7 +123,7 @@ def read_result(scratch: Path) -> dict[str, Any] | None:
     never waited on, at most ``RESULT_LIMIT`` bytes."""
     try:
         with HeldDir.at(scratch) as folder:
-            result = json.loads(folder.read(runtime_dryrun.RESULT_FILE, RESULT_LIMIT))
+            result = json.loads(folder.read(contract.DRY_RUN_RESULT_FILE, RESULT_LIMIT))
     except (OSError, ValueError):
         return None
     return result if isinstance(result, dict) else None
