@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate_runtime.held_dir import HeldDir, TooLarge
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.object_dir import ObjectDir, UrlPath
 
 BYTES_PER_CHECKSUM = 512
 ORIGINAL_SUFFIX = ".tidegate-orig"
@@ -99,6 +99,12 @@ def _object_dir(url: str) -> ObjectDir:
             f"no {scheme}:// file system is configured here to read the checkpoint {url}"
         )
     return opener(url)
+
+
+def open_store(url: str) -> ObjectDir:
+    """The object store folder ``url`` through the opener registered for its scheme;
+    ``CheckpointError`` where none is."""
+    return _object_dir(url)
 
 
 @contextlib.contextmanager
@@ -356,9 +362,12 @@ def rewrite_source_offsets(
         return str(tree.path / backup)
 
 
-def original_offsets_file(checkpoint: str | os.PathLike[str], batch_id: int) -> Path:
+def original_offsets_file(checkpoint: str | os.PathLike[str], batch_id: int) -> Path | UrlPath:
     """Where the first rewrite of ``offsets/batch_id`` kept the file as Spark wrote it."""
-    return _local(checkpoint) / "offsets" / f".{batch_id}{ORIGINAL_SUFFIX}"
+    name = f".{batch_id}{ORIGINAL_SUFFIX}"
+    if is_object_store(checkpoint):
+        return UrlPath(os.fspath(checkpoint)) / "offsets" / name
+    return _local(checkpoint) / "offsets" / name
 
 
 def restore_batch(checkpoint: Checkpoint, batch_id: int) -> None:

@@ -18,6 +18,7 @@ from app.audit.service import Repeats
 from app.channel.routes import router as channel_router
 from app.clusters.routes import router as clusters_router
 from app.clusters.service import Probes
+from app.core import checkpoint_store
 from app.core.config import Settings, get_settings
 from app.core.db import make_engine, make_sessionmaker
 from app.core.migrate import head_revision
@@ -48,6 +49,7 @@ RFC 9457 `application/problem+json`.
 
 def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
     settings = settings or get_settings()
+    checkpoint_store.register(settings)  # checkpoints in object storage: the API reads them too
     if engine is None:
         if not settings.database_url:
             raise RuntimeError(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -12,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.core import run_states as states
 from app.core.db import utcnow
 from app.core.errors import Conflict, NotFound
+from app.core.paths import CheckpointRoot
 from app.jobs.schemas import RestartPolicy
 from app.runs import ending, late, spares
 from app.runs import service as runs
@@ -34,7 +34,7 @@ ERROR_LIMIT = 4000  # characters of a failed query's error kept (its head: the c
 
 
 def directives(
-    session: Session, run_id: int, attempt: int | None, checkpoint_root: Path
+    session: Session, run_id: int, attempt: int | None, checkpoint_root: CheckpointRoot
 ) -> Directives:
     run = get_run(session, run_id)
     if run.runtime_seen_at is None:

@@ -13,7 +13,9 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core.durations import parse_duration
+from app.core.paths import CheckpointRoot
 from app.core.token_strength import check_token_strength
+from tidegate_runtime.object_dir import UrlPath
 
 
 class Settings(BaseSettings):
@@ -50,8 +52,17 @@ class Settings(BaseSettings):
         "whose files operate tokens may put in a version's app.file/py_files. Unset: only "
         "admin tokens may create versions.",
     )
-    checkpoint_root: Path | None = Field(
-        default=None, description="Where run checkpoints live; default DATA_DIR/checkpoints."
+    checkpoint_root: Path | str | None = Field(
+        default=None,
+        description="Where run checkpoints live: a folder (default DATA_DIR/checkpoints) or an "
+        "object store URL, s3a://bucket/prefix (the drivers then need the s3a settings in their "
+        "Spark conf, docs/deploy.md).",
+    )
+    checkpoint_storage_options: SecretStr | None = Field(
+        default=None,
+        description="JSON object of s3fs options the worker and the API read and edit an "
+        "s3a:// CHECKPOINT_ROOT with (endpoint_url, key, secret, client_kwargs, "
+        "config_kwargs…); unset: the standard AWS environment.",
     )
     runtime_bundle_dir: Path | None = Field(
         default=None,
@@ -212,7 +223,33 @@ class Settings(BaseSettings):
             )
         return root
 
-    @field_validator("snapshot_storage_options")
+    @field_validator("checkpoint_root", mode="before")
+    @classmethod
+    def _root_folder_or_url(cls, root: object) -> object:
+        """A folder stays a Path; ``scheme://bucket/prefix`` (not ``file:``) stays a URL."""
+        if root is None or isinstance(root, Path):
+            return root
+        text = str(root).strip()
+        if not text:
+            return None
+        if "://" not in text or text.lower().startswith("file:"):
+            return Path(text[len("file://") :] if text.lower().startswith("file://") else text)
+        if re.match(r"^[a-z][a-z0-9+.-]*://[^/]*@", text, re.IGNORECASE):
+            raise ValueError(
+                "holds credentials (user@ or key:secret@): put them in "
+                "TIDEGATE_CHECKPOINT_STORAGE_OPTIONS or the AWS_* environment instead"
+            )
+        scheme, _, rest = text.partition("://")
+        if scheme.lower() != "s3a":
+            raise ValueError(
+                f"{scheme}:// is not a checkpoint store tidegate reads yet; use a folder or "
+                "s3a://bucket/prefix"
+            )
+        if not rest.strip("/"):
+            raise ValueError("names no bucket: use s3a://bucket/prefix")
+        return f"s3a://{rest.strip('/')}"
+
+    @field_validator("checkpoint_storage_options", "snapshot_storage_options")
     @classmethod
     def _options_are_a_json_object(cls, options: SecretStr | None) -> SecretStr | None:
         if options is not None:
@@ -247,8 +284,26 @@ class Settings(BaseSettings):
         return token
 
     @property
-    def resolved_checkpoint_root(self) -> Path:
+    def checkpoint_storage_options_dict(self) -> dict[str, Any]:
+        if self.checkpoint_storage_options is None:
+            return {}
+        parsed: dict[str, Any] = json.loads(self.checkpoint_storage_options.get_secret_value())
+        return parsed
+
+    @property
+    def resolved_checkpoint_root(self) -> CheckpointRoot:
+        """The checkpoint root: an absolute folder, or an object store URL (``UrlPath``)."""
+        if isinstance(self.checkpoint_root, str):
+            return UrlPath(self.checkpoint_root)
         return (self.checkpoint_root or self.data_dir / "checkpoints").absolute()
+
+    @property
+    def scratch_root(self) -> Path:
+        """The checkpoint root where it is a folder; where it is an object store, the local
+        folder dry runs' and spares' scratch copies go to instead (DATA_DIR/dry-runs: their
+        trial batches run on this machine's disk)."""
+        root = self.resolved_checkpoint_root
+        return root if isinstance(root, Path) else (self.data_dir / "dry-runs").absolute()
 
     @property
     def resolved_runtime_bundle_dir(self) -> Path:

@@ -159,12 +159,13 @@ def export_snapshot(
     body: SnapshotBody,
     session: DbSession,
     actor: Operator,
+    settings: AppSettings,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> OperationResponse:
     """Export a named snapshot of the current run's state at its latest committed batch;
     with stop: true, stop at a batch boundary first and end the run (hz-cli save-snapshot)."""
-    op, _ = lifecycle.snapshot(session, job, body, actor, idempotency_key)
+    op, _ = lifecycle.snapshot(session, job, body, actor, idempotency_key, settings)
     return _accepted(op, response)
 
 

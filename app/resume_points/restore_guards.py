@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
 from app.core.paths import within_any
@@ -31,7 +32,8 @@ def require_restorable(session: Session, settings: Settings, job: Job, plan: Pla
         location = specs[q.query].get("checkpoint_location")
         if q.source is None or not location:
             continue
-        path = checkpoint_path(settings.resolved_checkpoint_root, job.name, 0, specs[q.query])
+        root = checkpoint_store.local_root(settings, "restore")
+        path = checkpoint_path(root, job.name, 0, specs[q.query])
         if path.exists() and any(path.iterdir()):
             raise Unprocessable(
                 f"Query '{q.query}' has a fixed checkpoint_location ({location}) that already "

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
+from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
 from app.core.paths import PathOutsideRoot, read_checkpoint
@@ -113,9 +114,9 @@ def plan_from_snapshot(
 
 def plan_from_run(session: Session, settings: Settings, version: JobVersion, run: Run) -> Plan:
     """By name from a run's live checkpoints (what a snapshot of it now would hold)."""
+    root = checkpoint_store.local_root(settings, "update")
     sources = {}
     for spec in run.version.queries:
-        root = settings.resolved_checkpoint_root
         path = checkpoint_path(root, run.job.name, run.id, spec)
         try:
             with read_checkpoint(root, path) as checkpoint:
@@ -305,6 +306,7 @@ def require_compatible(plan: Plan, what: str) -> None:
 def compatibility(
     session: Session, settings: Settings, job_name: str, body: CompatibilityBody
 ) -> CompatibilityResponse:
+    checkpoint_store.refuse(settings, "resume_point")
     job = get_job(session, job_name)
     version = get_version(session, job_name, body.version)
     plan = plan_for_request(
@@ -322,6 +324,7 @@ def compatibility(
 
 def build(session: Session, settings: Settings, job_name: str, body: BuildBody) -> BuildResponse:
     """Onyx's build-resume-point: every query mapped by name to a snapshot or coordinates."""
+    checkpoint_store.refuse(settings, "resume_point")
     get_job(session, job_name)
     version = get_version(session, job_name, body.version)
     if body.snapshot is not None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.errors import Conflict, NotFound, Unprocessable
 from app.core.paths import PathOutsideRoot, read_checkpoint
@@ -64,7 +65,7 @@ def run_source(session: Session, settings: Settings, ref: SourceRef) -> Source:
     if spec is None:
         names = ", ".join(q["name"] for q in run.version.queries)
         raise Unprocessable(f"Run {run.id} has no query '{ref.query}' (it has: {names}).")
-    root = settings.resolved_checkpoint_root
+    root = checkpoint_store.local_root(settings, "resume_point")
     checkpoint = checkpoint_path(root, job.name, run.id, spec)
     try:
         with read_checkpoint(root, checkpoint) as folder:

@@ -7,13 +7,12 @@ files). Reads the checkpoint; changes nothing."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.core.paths import checkpoint_path, read_checkpoint
+from app.core.paths import CheckpointRoot, checkpoint_path, read_checkpoint
 from app.runs.models import QueryProgress, Run
 from app.runs.schemas import BatchAccount, QueryAccount, RunAccount
 from app.runs.service import get_run
@@ -60,7 +59,7 @@ def _read_per_batch(
 
 
 def _account(
-    root: Path, run: Run, spec: dict[str, Any], progress: list[QueryProgress]
+    root: CheckpointRoot, run: Run, spec: dict[str, Any], progress: list[QueryProgress]
 ) -> QueryAccount:
     by_batch = {row.batch_id: row.payload for row in progress}  # the latest report of a batch
     batches = sorted(by_batch)
@@ -91,7 +90,7 @@ def _account(
     )
 
 
-def account(session: Session, run_id: int, checkpoint_root: Path) -> RunAccount:
+def account(session: Session, run_id: int, checkpoint_root: CheckpointRoot) -> RunAccount:
     run = get_run(session, run_id)
     queries = []
     for spec in run.version.queries:

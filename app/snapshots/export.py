@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.db import transaction, utcnow
 from app.core.paths import PathOutsideRoot, open_checkpoint
@@ -202,8 +203,10 @@ def export(
         # Each checkpoint held open from the root for the whole export: what is copied is
         # below the folder checked, whatever a driver swaps in meanwhile (issue 51 M4).
         planned: list[tuple[dict[str, Any], HeldDir, int, tuple[str, ...], int]] = []
+        root = settings.resolved_checkpoint_root
+        if not isinstance(root, Path):  # refused up front by the API and the worker
+            raise SnapshotFailed(checkpoint_store.refusal(settings, "snapshot") or str(root))
         for spec in specs:
-            root = settings.resolved_checkpoint_root
             path = checkpoint_path(root, job_name, run_id, spec)
             try:
                 checkpoint = held.enter_context(open_checkpoint(root, path))

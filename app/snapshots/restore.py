@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.paths import PathOutsideRoot, open_checkpoint
 from app.core.plans import PlannedQuery, PlannedSource, StoredPlan
@@ -50,10 +51,19 @@ def _fresh_query_id(directory: HeldDir) -> None:
     directory.write_atomic(".metadata.crc", hadoop_crc(data))
 
 
+def _local_root(settings: Settings) -> Path:
+    """The checkpoint root, a folder: restoring into object storage is not done yet (the API
+    refuses it up front; this is the worker's guard, before anything is written)."""
+    root = settings.resolved_checkpoint_root
+    if not isinstance(root, Path):
+        raise SnapshotFailed(checkpoint_store.refusal(settings, "restore") or str(root))
+    return root
+
+
 def _holding(settings: Settings, query: str, folder: Path) -> HeldDir:
     """``folder`` (a checkpoint's parent) held open, made if missing, reached without a link."""
     try:
-        return open_checkpoint(settings.resolved_checkpoint_root, folder, create=True)
+        return open_checkpoint(_local_root(settings), folder, create=True)
     except PathOutsideRoot as exc:
         raise SnapshotFailed(f"query '{query}': {exc}") from None
 
@@ -87,7 +97,7 @@ def materialise(
         dest = (
             scratch / str(spec["name"])
             if scratch is not None
-            else checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
+            else checkpoint_path(_local_root(settings), job_name, run_id, spec)
         )
         with _holding(settings, item["query"], dest.parent) as parent:
             if parent.names(dest.name):
@@ -188,7 +198,7 @@ def _copy_run(
             f"run {source.get('run')} to start from"
         )
     try:
-        checkpoint = open_checkpoint(settings.resolved_checkpoint_root, Path(at))
+        checkpoint = open_checkpoint(_local_root(settings), Path(at))
     except PathOutsideRoot as exc:
         raise SnapshotFailed(f"query '{item['query']}': {exc}") from None
     with checkpoint:
@@ -258,9 +268,7 @@ def prestage(
                 for rel, entry in pre_copied["files"].items()
                 if "state" in item["parts"] or not rel.startswith("state/")
             }
-            dest = checkpoint_path(
-                settings.resolved_checkpoint_root, job_name, run_id, specs[item["query"]]
-            )
+            dest = checkpoint_path(_local_root(settings), job_name, run_id, specs[item["query"]])
             parent = _holding(settings, item["query"], dest.parent)
             staging = _staging(dest)
             parent.remove_tree(staging)
@@ -290,12 +298,13 @@ def discard_prestaged(
     failed before ``materialise`` used it. Never raises: it tidies up after a failure."""
     for spec in queries:
         try:
-            dest = checkpoint_path(settings.resolved_checkpoint_root, job_name, run_id, spec)
-            with open_checkpoint(settings.resolved_checkpoint_root, dest.parent) as parent:
+            root = _local_root(settings)
+            dest = checkpoint_path(root, job_name, run_id, spec)
+            with open_checkpoint(root, dest.parent) as parent:
                 parent.remove_tree(_staging(dest))
         except FileNotFoundError:
             continue
-        except (PathOutsideRoot, OSError, KeyError, ValueError) as exc:
+        except (PathOutsideRoot, SnapshotFailed, OSError, KeyError, ValueError) as exc:
             log.warning("run %s: a prestaged checkpoint was not removed: %s", run_id, exc)
 
 

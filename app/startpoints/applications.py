@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -20,7 +19,7 @@ from app.audit import service as audit
 from app.auth.service import Principal
 from app.core.db import utcnow
 from app.core.errors import Conflict, NotFound, Unprocessable
-from app.core.paths import PathOutsideRoot, checkpoint_path
+from app.core.paths import CheckpointRoot, PathOutsideRoot, checkpoint_path
 from app.jobs.service import get_job
 from app.runs.models import Run
 from app.runs.service import active_run
@@ -33,7 +32,7 @@ from tidegate_runtime import startpoints as rt
 log = logging.getLogger(__name__)
 
 
-def query_checkpoint(checkpoint_root: Path, run: Run, query: str) -> Path:
+def query_checkpoint(checkpoint_root: CheckpointRoot, run: Run, query: str) -> CheckpointRoot:
     """Where ``query`` of ``run`` keeps its checkpoint, inside the job's own folder.
     Raises Conflict when the version does not declare the query or its location is not
     inside the job's folder (a version stored before that was required)."""
@@ -53,7 +52,9 @@ def query_checkpoint(checkpoint_root: Path, run: Run, query: str) -> Path:
         ) from None
 
 
-def for_directives(session: Session, run: Run, checkpoint_root: Path) -> list[dict[str, Any]]:
+def for_directives(
+    session: Session, run: Run, checkpoint_root: CheckpointRoot
+) -> list[dict[str, Any]]:
     """Startpoints for a starting query: pending ones, and applied ones whose application
     has no batch committed past it yet (applying those again is the same rewrite of the
     same batch). An application with a batch past it is done even if the progress report
@@ -77,7 +78,7 @@ def for_directives(session: Session, run: Run, checkpoint_root: Path) -> list[di
 
 
 def _settle_committed(
-    session: Session, job_id: int, applied: set[int], checkpoint_root: Path
+    session: Session, job_id: int, applied: set[int], checkpoint_root: CheckpointRoot
 ) -> set[int]:
     """Ids of applied startpoints whose application's checkpoint has a batch committed past
     it; those applications are marked committed and the startpoints deleted."""
@@ -110,7 +111,7 @@ def _settle_committed(
 
 
 def record_applied(
-    session: Session, run: Run, reports: list[AppliedReport], checkpoint_root: Path
+    session: Session, run: Run, reports: list[AppliedReport], checkpoint_root: CheckpointRoot
 ) -> int:
     _check_reports_name_declared_sources(run, reports)
     for report in reports:
@@ -190,7 +191,7 @@ def revert(
     job_name: str,
     application_id: int,
     actor: Principal,
-    checkpoint_root: Path,
+    checkpoint_root: CheckpointRoot,
 ) -> StartpointApplication:
     job = get_job(session, job_name, lock=True)
     app = session.get(StartpointApplication, application_id, with_for_update=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.core.paths import checkpoint_path, read_checkpoint
+from app.core.paths import CheckpointRoot, checkpoint_path, read_checkpoint
 from app.jobs.models import Job
 from app.jobs.service import get_job
 from app.runs.models import Run
@@ -35,7 +35,7 @@ class _Committed:
 
 
 def _committed(
-    checkpoint_root: str,
+    checkpoint_root: CheckpointRoot,
     job: Job,
     run: Run | None,
     query: str,
@@ -47,7 +47,7 @@ def _committed(
         return None
     spec = next((q for q in run.version.queries if q["name"] == query), {"name": query})
     try:
-        root = Path(checkpoint_root)
+        root = checkpoint_root
         with read_checkpoint(root, checkpoint_path(root, job.name, run.id, spec)) as checkpoint:
             batch = cp.latest_commit_batch(checkpoint)
             if checkpoint is None or batch is None:
@@ -164,7 +164,7 @@ def _rows(
 def preview(
     session: Session,
     job_name: str,
-    checkpoint_root: str,
+    checkpoint_root: CheckpointRoot,
     eventlog_roots: list[Path],
     kafka_brokers: frozenset[str] = frozenset(),
 ) -> Preview:

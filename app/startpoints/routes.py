@@ -104,7 +104,7 @@ def preview(job: JobName, session: DbSession, _: Reader, settings: AppSettings) 
     return preview_service.preview(
         session,
         job,
-        str(settings.resolved_checkpoint_root),
+        settings.resolved_checkpoint_root,
         settings.resolved_eventlog_roots,
         settings.resolved_kafka_preview_brokers,
     )

@@ -24,6 +24,7 @@ def worker(
 
     Example: TIDEGATE_DATABASE_URL=postgresql://… tidegate worker
     """
+    from app.core import checkpoint_store
     from app.core.config import get_settings
     from app.core.db import make_engine, make_sessionmaker
     from app.core.embedded import resolve_database_url
@@ -33,6 +34,7 @@ def worker(
 
     settings = get_settings()
     configure_from(settings)
+    checkpoint_store.register(settings)
     url = resolve_database_url(settings)
     engine = make_engine(url, pool_size=concurrency + 4)
     ctx = WorkerContext(

@@ -161,11 +161,15 @@ def kafka_version(
     trigger: str = "1 SECONDS",
     window: str | None = None,
     client_options: dict[str, str] | None = None,
+    extra_conf: dict[str, str] | None = None,
+    jar_groups: tuple[str, ...] = ("spark-kafka",),
 ) -> int:
     """A version of pipelines/kafka_windowed_counts.py reading ``topic`` (its source named
-    ``clicks``); ``client_options``: ``kafka.*`` settings its reader and resolver get too."""
+    ``clicks``); ``client_options``: ``kafka.*`` settings its reader and resolver get too;
+    ``extra_conf`` and ``jar_groups`` (jvm/deps.toml): more Spark conf and jars."""
     source = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, **(client_options or {})}
-    conf = target.conf(**{"spark.jars": jvm_deps.classpath("spark-kafka", sep=",")})
+    jars = ",".join(jvm_deps.classpath(group, sep=",") for group in jar_groups)
+    conf = target.conf(**{"spark.jars": jars, **(extra_conf or {})})
     args = ["--bootstrap", bootstrap, "--topic", topic, "--output", str(out)]
     body = {
         "app": {

@@ -232,3 +232,32 @@ class S3Store:
                 **config,
             },
         }
+
+
+def s3a_conf(endpoint: str) -> dict[str, str]:
+    """The Spark conf a driver checkpointing to ``s3a://`` on ``endpoint`` (moto's server)
+    needs besides the pinned hadoop-aws jars (docs/deploy.md): its endpoint, path-style
+    access over plain HTTP, the test credentials."""
+    return {
+        "spark.hadoop.fs.s3a.endpoint": endpoint,
+        "spark.hadoop.fs.s3a.endpoint.region": REGION,
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        "spark.hadoop.fs.s3a.access.key": ACCESS_KEY,
+        "spark.hadoop.fs.s3a.secret.key": SECRET_KEY,
+        "spark.hadoop.fs.s3a.aws.credentials.provider": (
+            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        ),
+        # RocksDB's SST uploads: moto's server misanswers the SDK's Expect: 100-continue.
+        "spark.hadoop.fs.s3a.optimized.copy.from.local.enabled": "false",
+    }
+
+
+def s3fs_options(endpoint: str) -> dict[str, Any]:
+    """The s3fs options tidegate gets for a bucket on ``endpoint``."""
+    return {
+        "endpoint_url": endpoint,
+        "key": ACCESS_KEY,
+        "secret": SECRET_KEY,
+        "client_kwargs": {"region_name": REGION},
+    }

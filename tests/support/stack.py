@@ -33,6 +33,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.support.database import scratch_database, server_url
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
 from tests.support.waiting import ends_with_the_tests, wait_for
+from tidegate_runtime.checkpoint import _STORES as checkpoint_registry
 
 wait_until = wait_for  # the name most e2e and chaos tests import
 
@@ -48,6 +49,10 @@ class Stack:
     # Where snapshots go (TIDEGATE_SNAPSHOT_ROOT and its fsspec options); None: DATA_DIR's.
     snapshot_root: str | None = None
     snapshot_options: dict[str, Any] | None = None
+    # Checkpoints in object storage (TIDEGATE_CHECKPOINT_ROOT=s3a://… and its s3fs options):
+    # then ``checkpoint_root`` is unused.
+    checkpoint_url: str | None = None
+    checkpoint_options: dict[str, Any] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     client: httpx.Client = field(init=False)
 
@@ -62,7 +67,8 @@ class Stack:
         return {
             **os.environ,
             "TIDEGATE_DATABASE_URL": self.database_url,
-            "TIDEGATE_CHECKPOINT_ROOT": str(self.checkpoint_root),
+            "TIDEGATE_CHECKPOINT_ROOT": self.checkpoint_url or str(self.checkpoint_root),
+            "TIDEGATE_CHECKPOINT_STORAGE_OPTIONS": json.dumps(self.checkpoint_options or {}),
             "TIDEGATE_PUBLIC_URL": self.url,
             "TIDEGATE_LOG_JSON": "false",
             "TIDEGATE_DATA_DIR": str(self.tmp / "data"),
@@ -237,13 +243,16 @@ def running_stack(
     pool_size: int = 5,
     server: str | None = None,
     snapshots: tuple[str, dict[str, Any]] | None = None,
+    checkpoints: tuple[str, dict[str, Any]] | None = None,
 ) -> Iterator[Stack]:
     """The API in a thread and a fresh database; workers are started by the caller.
     ``first_id`` starts run ids elsewhere than 1: a runner shared by several stacks (one per
-    test database) names batches by run id, and two stacks must not adopt each other's."""
+    test database) names batches by run id, and two stacks must not adopt each other's.
+    ``snapshots``, ``checkpoints``: the snapshot store's and the checkpoint root's URL and
+    storage options (default: folders under ``tmp``)."""
     with (
         fresh_database(tmp, first_id=first_id, server=server) as database_url,
-        _api_thread(tmp, database_url, pool_size, snapshots) as result,
+        _api_thread(tmp, database_url, pool_size, snapshots, checkpoints) as result,
     ):
         yield result
 
@@ -267,6 +276,7 @@ def _api_thread(
     database_url: str,
     pool_size: int,
     snapshots: tuple[str, dict[str, Any]] | None = None,
+    checkpoints: tuple[str, dict[str, Any]] | None = None,
 ) -> Iterator[Stack]:
     checkpoint_root = tmp / "checkpoints"
     port = find_free_port()
@@ -274,7 +284,8 @@ def _api_thread(
         database_url=database_url,
         admin_token=ADMIN_TOKEN,  # type: ignore[arg-type]
         data_dir=tmp / "data",
-        checkpoint_root=checkpoint_root,
+        checkpoint_root=checkpoints[0] if checkpoints else checkpoint_root,
+        checkpoint_storage_options=json.dumps(checkpoints[1]) if checkpoints else None,  # type: ignore[arg-type]
         # The tests' event logs live in their own tmp folders, all under the system's one.
         eventlog_roots=tempfile.gettempdir(),
         log_json=False,
@@ -303,6 +314,8 @@ def _api_thread(
         tmp,
         snapshot_root=snapshots[0] if snapshots else None,
         snapshot_options=snapshots[1] if snapshots else None,
+        checkpoint_url=checkpoints[0] if checkpoints else None,
+        checkpoint_options=checkpoints[1] if checkpoints else None,
     )
     try:
         yield result
@@ -311,6 +324,8 @@ def _api_thread(
         api.should_exit = True
         thread.join(10)
         engine.dispose()
+        if checkpoints:  # the store create_app registered for this stack's checkpoints
+            checkpoint_registry.pop("s3a", None)
 
 
 @contextmanager

@@ -90,7 +90,7 @@ def _dry_run_attempt(
 ) -> bool:
     """One attempt's steps: True when the dry run passed (or had nothing to check), False when
     its driver failed for infrastructure reasons and another attempt follows."""
-    scratch = scratch_dir(ctx.settings.resolved_checkpoint_root, target.job_name, op.id, attempt)
+    scratch = scratch_dir(ctx.settings.scratch_root, target.job_name, op.id, attempt)
     steps.run(
         _step("dry_run_prepare", attempt),
         lambda: make_scratch_copy(ctx, op, target, plan, scratch, positions),

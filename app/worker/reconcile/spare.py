@@ -160,7 +160,7 @@ def _dry_run_copy(ctx: WorkerContext, run_id: int, tag: str) -> dict[str, Any] |
         except TidegateError as exc:
             log.warning("run %s: spare %s will not dry-run (%s)", run_id, tag, exc.detail)
             return None
-    scratch = spare_scratch_dir(ctx.settings.resolved_checkpoint_root, job_name, tag)
+    scratch = spare_scratch_dir(ctx.settings.scratch_root, job_name, tag)
     try:
         prepared = scratch_copy.make_copy(ctx, plan, job_name, queries, scratch)
     except (SnapshotFailed, OSError) as exc:
@@ -183,9 +183,7 @@ def _forget_dry_run(ctx: WorkerContext, run_id: int, tag: str) -> None:
         run = session.get(Run, run_id)
         job_name = run.job.name if run is not None else None
     if job_name is not None:
-        scratch_copy.cleanup(
-            spare_scratch_dir(ctx.settings.resolved_checkpoint_root, job_name, tag)
-        )
+        scratch_copy.cleanup(spare_scratch_dir(ctx.settings.scratch_root, job_name, tag))
 
 
 def _find(backend: Backend, tag: str) -> str | None:

@@ -87,9 +87,7 @@ class Readying:
 
     @cached_property
     def scratch(self) -> Path:
-        return scratch_dir(
-            self.ctx.settings.resolved_checkpoint_root, self.target.job_name, self.op.id
-        )
+        return scratch_dir(self.ctx.settings.scratch_root, self.target.job_name, self.op.id)
 
     @cached_property
     def prepared(self) -> dict[str, Any]:
