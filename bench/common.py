@@ -212,17 +212,35 @@ def serve(
     """A server subprocess on loopback, stopped on exit; ``health`` is polled (with
     ``headers``) until 200 (None: a process without HTTP, e.g. the worker, ready once its log
     says "started")."""
-    port = env.get("TIDEGATE_PORT") or str(free_port())
+    given = env.get("TIDEGATE_PORT")
+    port = given or str(free_port())
     env = {**os.environ, **env, "TIDEGATE_PORT": port, "BENCH_PORT": port}
     proc = subprocess.Popen(
         [sys.executable, *args], env=env, cwd=ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT
     )
     server = Server(proc, f"http://127.0.0.1:{port}", log)
+    tries = 1
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"{args} exited:\n{log.read_text()[-3000:]}")
+                said = log.read_text(errors="replace")
+                if not given and "address already in use" in said and tries < 3:
+                    # The free port we picked was taken before the server bound it (another
+                    # process's outgoing connection, a server started beside it): pick again.
+                    tries += 1
+                    port = str(free_port())
+                    env = {**env, "TIDEGATE_PORT": port, "BENCH_PORT": port}
+                    proc = subprocess.Popen(
+                        [sys.executable, *args],
+                        env=env,
+                        cwd=ROOT,
+                        stdout=log.open("ab"),
+                        stderr=subprocess.STDOUT,
+                    )
+                    server = Server(proc, f"http://127.0.0.1:{port}", log)
+                    continue
+                raise RuntimeError(f"{args} exited:\n{said[-3000:]}")
             if health is None:
                 if "started" in log.read_text(errors="replace"):
                     break

@@ -38,6 +38,7 @@ REQUIRED = {
     ("GET", "/api/v1/jobs/{job}/runs"): "read",
     ("GET", "/api/v1/runs/{run_id}"): "read",
     ("GET", "/api/v1/runs/{run_id}/progress"): "read",
+    ("GET", "/api/v1/runs/{run_id}/accounting"): "read",
     ("GET", "/api/v1/runs/{run_id}/directives"): "run",  # the run's own token only
     ("GET", "/api/v1/runs/{run_id}/standby"): "run",
     ("POST", "/api/v1/runs/{run_id}/token"): "bootstrap",  # a driver's one trade

@@ -3,7 +3,7 @@ masked wherever it sits in a string, a URL or an argument list."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app.core.redaction import redact
@@ -35,6 +35,7 @@ def test_a_secret_pair_is_masked_in_any_string(
     name: str, value: str, before: str, after: str
 ) -> None:
     text = f"scheme://host/path{before}{name}={value}{after}"
+    assume(text.count(value) == 1)  # a value that is also its name ("password") shows as name
     assert value not in redact(text), text
 
 
@@ -42,6 +43,7 @@ def test_a_secret_pair_is_masked_in_any_string(
 @given(NAMES, VALUES)
 def test_the_value_after_a_secret_flag_is_masked(name: str, value: str) -> None:
     args = ["--verbose", f"--{name}", value, "--out", "/tmp/x"]
+    assume(" ".join(args).count(value) == 1)
     shown = redact(args)
     assert value not in shown and shown[-2:] == ["--out", "/tmp/x"]
 
@@ -67,4 +69,5 @@ def test_issue_51_l4_the_five_forms_are_masked(shape: str, value: str) -> None:
     """Quoted values, JSON pairs, a JAAS config in free text, Oracle's user/pass@ and a
     bearer token in text: the secret is gone, wherever it sat."""
     text = shape.format(v=value)
+    assume(text.count(value) == 1)  # "password" as the password is still there as the key
     assert value not in redact(text), (text, redact(text))
