@@ -16,6 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,11 @@ import pyarrow
 import pyspark
 import pytest
 
+from app.core.run_states import ACTIVE
 from app.devtools.spark_local import LocalStandaloneCluster
 from tests.support.e2e import SPARK_TEST_CONF, runner_cluster
 from tests.support.sizes import FULL
-from tests.support.stack import ROOT, Stack
+from tests.support.stack import ROOT, Stack, wait_until
 
 BACKENDS = ["runner", "standalone"]
 
@@ -133,6 +135,54 @@ def clusters(stack: Stack, standalone_cluster: LocalStandaloneCluster, livy_runn
     if not stack.workers:
         stack.start_worker()
     return stack
+
+
+def _active_jobs(stack: Stack) -> list[str]:
+    jobs, cursor = [], None
+    while True:
+        params: dict[str, Any] = {"limit": 200, **({"cursor": cursor} if cursor else {})}
+        page = stack.client.get("/jobs", params=params).json()
+        for job in page["items"]:
+            runs = stack.client.get(f"/jobs/{job['name']}/runs", params={"limit": 20}).json()
+            if any(run["state"] in ACTIVE for run in runs["items"]):
+                jobs.append(job["name"])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return jobs
+
+
+def end_every_run(stack: Stack) -> list[str]:
+    """Cancel every job of the session's stack that still has a live run (a driver, a standby
+    or a spare): a test that failed half-way would leave its drivers holding the shared
+    clusters' cores, and every later test there would wait for a core and fail in turn."""
+    ended = _active_jobs(stack)
+    for job in ended:
+        for _ in range(3):  # an operation of the test's may still be under way: 409 until done
+            r = stack.client.post(f"/jobs/{job}/cancel")
+            if r.status_code == 202:
+                stack.wait_operation(r.json()["id"], timeout=180)
+                break
+            if r.status_code != 409:
+                break
+            url = f"/jobs/{job}/operations"
+            wait_until(
+                lambda url=url: stack.client.get(url, params={"limit": 5}).json(),  # type: ignore[misc]
+                lambda page: all(
+                    op["state"] in ("succeeded", "failed") for op in page.get("items", [])
+                ),
+                180,
+            )
+    if ended:
+        print(f"\nended the live runs of {ended} left by the test", file=sys.stderr)
+    return ended
+
+
+@pytest.fixture(autouse=True)
+def _no_run_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on the session's stack, its drivers are gone (see end_every_run)."""
+    yield
+    if "stack" in request.fixturenames:
+        end_every_run(request.getfixturevalue("stack"))
 
 
 @pytest.fixture
