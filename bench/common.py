@@ -321,7 +321,8 @@ def run_load(
     headers: dict[str, str] | None = None,
 ) -> Load:
     """``concurrency`` clients send ``request`` back to back until ``max_requests`` were sent
-    or ``max_seconds`` passed: bounded in count and in time, loopback only."""
+    or ``max_seconds`` passed (each client one at least): bounded in count and in time,
+    loopback only."""
     if not base_url.startswith("http://127.0.0.1:"):
         raise ValueError("load goes to loopback only")
 
@@ -337,7 +338,10 @@ def run_load(
 
             async def worker() -> None:
                 nonlocal errors, sent
-                while sent < max_requests and time.monotonic() < deadline:
+                first = True  # each client sends one at least: a loaded machine may start
+                # the loop after the deadline, and a round of no requests has no figures
+                while sent < max_requests and (first or time.monotonic() < deadline):
+                    first = False
                     index = sent
                     sent += 1
                     t0 = time.perf_counter()
