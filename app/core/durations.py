@@ -1,10 +1,12 @@
-"""PSTL's two duration formats: backoffs (``50s``, ``100ms``) and triggers (``15 SECONDS``)."""
+"""PSTL's two duration formats: backoffs (``50s``, ``100ms``) and triggers (``15 SECONDS``);
+and Spark's progress times (``epoch``)."""
 
 from __future__ import annotations
 
 import functools
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 _BACKOFF = re.compile(r"^(\d+)(us|ms|s|m|min|h|d)$")
 _BACKOFF_UNITS = {
@@ -70,3 +72,13 @@ def normalise_trigger(text: str) -> str:
     m = _TRIGGER.match(text)
     assert m is not None
     return f"{int(m.group(1))} {m.group(2).upper()}"
+
+
+def epoch(text: Any) -> float | None:
+    """An ISO-8601 time (Spark's ``2026-11-23T16:00:00.000Z``) in epoch seconds, or None."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None

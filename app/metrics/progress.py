@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
+
+from app.core.durations import epoch
 
 # Source kinds whose offsets count records (partition -> offset): backlog is exact for them.
 RECORD_OFFSET_KINDS = frozenset({"eventlog", "kafka"})
@@ -24,16 +25,6 @@ class QueryFigures:
     state_rows_read_to_evict: float | None = None
     last_progress_age_seconds: float | None = None
     backlog: dict[str, float] = field(default_factory=dict)
-
-
-def epoch(text: Any) -> float | None:
-    """An ISO-8601 time (Spark's ``2026-11-23T16:00:00.000Z``) in epoch seconds, or None."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
 
 
 def _leaves(value: Any, prefix: str = "") -> dict[str, float]:

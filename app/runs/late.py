@@ -4,17 +4,9 @@ so each is tested without a database (docs/late-data.md)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-
-def _epoch(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
+from app.core.durations import epoch
 
 
 def rows_dropped(operators: list[dict[str, Any]] | None) -> int | None:
@@ -33,7 +25,7 @@ def watermark_lead_seconds(watermark: Any, timestamp: Any) -> float | None:
     ``timestamp``): positive when the watermark runs ahead of the clock (event times from the
     future: a producer's clock), negative when it lags. None before the first watermark
     (Spark reports the epoch until then) or without a timestamp."""
-    mark, clock = _epoch(watermark), _epoch(timestamp)
+    mark, clock = epoch(watermark), epoch(timestamp)
     if not mark or clock is None:
         return None
     return round(mark - clock, 3)
