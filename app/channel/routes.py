@@ -4,7 +4,8 @@ directives and reports progress, drain state and applied startpoints."""
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
@@ -33,6 +34,8 @@ from app.startpoints import applications as startpoints
 from app.startpoints.schemas import AppliedReport
 
 # The same tag as the runs router: these paths are documented with the runs.
+Answer = TypeVar("Answer")
+
 router = APIRouter(tags=["runs"])
 
 
@@ -75,6 +78,34 @@ def exchange_bootstrap(run_id: RunId, principal: CurrentPrincipal, session: DbSe
     return RunToken(token=auth.exchange_bootstrap(session, principal, run_id))
 
 
+async def _long_poll(
+    request: Request,
+    channel_name: str,
+    run_id: int,
+    read: Callable[[Session], Answer],
+    done: Callable[[Answer], bool],
+    wait: int,
+) -> Answer:
+    """The answer once ``done`` says so, held up to ``wait`` seconds: subscribed to the run's
+    channel before the first read (a decision in between is not missed), woken by the
+    worker's NOTIFY, each read in a transaction of its own (a waiting driver holds no thread
+    and no database connection, only its place among the notifier's waiters). Raises
+    TooManyWaiters when the process has no place left."""
+    notifier: Notifier = request.app.state.notifier
+    deadline = time.monotonic() + wait
+    with notifier.subscribe(channel_name, str(run_id), most=PLACES_PER_RUN) as waiter:
+        answer = await in_transaction(request, read)
+        while not done(answer):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            woken = await waiter.wait(notifier.poll_interval(left))
+            if not woken and time.monotonic() >= deadline:
+                break  # nothing changed: the answer read last stands
+            answer = await in_transaction(request, read)
+    return answer
+
+
 @router.get(
     "/runs/{run_id}/directives",
     response_model=Directives,
@@ -110,22 +141,12 @@ async def get_directives(
     # for go always find room. Past that, a driver is answered now and asks again later.
     if wait == 0 or notifier.waiting >= notifier.max_waiters // 2:
         return await in_transaction(request, read)
-    deadline = time.monotonic() + wait
     try:
-        # Subscribed before the first read: a stop decided in between is not missed.
-        with notifier.subscribe(RUN_CHANNEL, str(run_id), most=PLACES_PER_RUN) as waiter:
-            answer = await in_transaction(request, read)
-            while not (answer.stop or answer.drain is not None):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                woken = await waiter.wait(notifier.poll_interval(left))
-                if not woken and time.monotonic() >= deadline:
-                    break  # nothing changed: the answer read at first stands
-                answer = await in_transaction(request, read)
+        return await _long_poll(
+            request, RUN_CHANNEL, run_id, read, lambda a: a.stop or a.drain is not None, wait
+        )
     except TooManyWaiters:
         return await in_transaction(request, read)
-    return answer
 
 
 @router.get(
@@ -167,25 +188,16 @@ async def get_standby(
 
     if wait == 0:
         return await in_transaction(request, read)
-    notifier: Notifier = request.app.state.notifier
-    deadline = time.monotonic() + wait
     try:
-        # Subscribed before the first read: a go decided in between is not missed.
-        with notifier.subscribe(STANDBY_CHANNEL, str(run_id), most=PLACES_PER_RUN) as waiter:
-            answer = await in_transaction(request, read)
-            while not (answer.go or answer.stop):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                await waiter.wait(notifier.poll_interval(left))
-                answer = await in_transaction(request, read)
+        return await _long_poll(
+            request, STANDBY_CHANNEL, run_id, read, lambda a: a.go or a.stop, wait
+        )
     except TooManyWaiters as exc:
         raise ServiceUnavailable(
             f"No place to wait in this API process ({exc}); ask again after Retry-After "
             "seconds, or spread drivers over more API processes.",
             headers={"Retry-After": "2"},
         ) from None
-    return answer
 
 
 @router.post(
