@@ -263,7 +263,11 @@ def test_status_page_in_chromium_shows_what_the_api_says(own_stack: Stack, brows
     latest = current["progress"]["events"]
     assert panel.find_element(By.CSS_SELECTOR, "[data-batch]").text == str(latest["batch_id"])
     assert panel.find_element(By.CSS_SELECTOR, "[data-backlog]").text == str(backlog)
-    assert len(panel.find_elements(By.CSS_SELECTOR, "svg.spark polyline")) == 3
+    # backlog, input rows, batch ms and rows dropped late (docs/late-data.md)
+    assert len(panel.find_elements(By.CSS_SELECTOR, "svg.spark polyline")) == 4
+    assert panel.find_element(By.CSS_SELECTOR, "[data-dropped-late]").text == str(
+        latest.get("rows_dropped_late_total", 0)
+    )
 
     (api_op,) = api.get(f"/jobs/{job}/operations").json()["items"]
     op_row = browser.find_element(
