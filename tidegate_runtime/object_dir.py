@@ -46,6 +46,10 @@ class UrlPath(str):
     def name(self) -> str:
         return self.rstrip("/").rsplit("/", 1)[-1]
 
+    @property
+    def parent(self) -> UrlPath:
+        return UrlPath(self.rstrip("/").rsplit("/", 1)[0])
+
 
 def split_url(url: str) -> tuple[str, str]:
     """``s3a://bucket/prefix`` → (``s3a``, ``bucket/prefix``)."""
@@ -99,6 +103,18 @@ class ObjectDir:
     def size(self, rel: str) -> int:
         return int(self.fs.info(self._key(rel))["size"])
 
+    def stat(self, rel: str) -> tuple[int, int]:
+        """(size, mtime in ns) of the object ``rel``: the hash cache's identity of a file, as a
+        local file's size and mtime (an object is never rewritten in place by Spark either)."""
+        info = self.fs.info(self._key(rel))
+        modified = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+        mtime_ns = int(modified.timestamp() * 1_000_000_000) if modified is not None else 0
+        return int(info["size"]), mtime_ns
+
+    def object_key(self, rel: str = "") -> str:
+        """The client's path (``bucket/prefix/rel``, no scheme) of ``rel``."""
+        return self._key(rel)
+
     def names(self, rel: str = "") -> list[str]:
         """The names in the folder ``rel`` ("" this one); [] if there is nothing below it.
         A zero-byte folder marker (what Hadoop's S3A writes for a folder) is not a name."""
@@ -146,3 +162,11 @@ class ObjectDir:
     def rename(self, old: str, new: str) -> None:
         """A copy then a delete: for tidegate's own side files only (see the module)."""
         self.fs.mv(self._key(old), self._key(new))
+
+    def remove_tree(self, name: str) -> None:
+        """Every object below ``name`` removed (nothing there: nothing done)."""
+        if not _parts(name):
+            raise ValueError("an ObjectDir does not remove itself")
+        for rel_dir, _folders, files in list(self.walk(name)):
+            for file in files:
+                self.unlink(f"{rel_dir}/{file}")

@@ -9,13 +9,11 @@ The options hold credentials: they are never logged, nor put in an error."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from app.core.config import Settings
-from app.core.errors import NotInObjectStoreYet
 from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.object_dir import ObjectDir, UrlPath, split_url
+from tidegate_runtime.object_dir import ObjectDir, split_url
 
 log = logging.getLogger(__name__)
 
@@ -61,71 +59,3 @@ def register(settings: Settings) -> bool:
     cp.register_store(scheme, lambda url: ObjectDir(fs, url))
     log.info("checkpoints in object storage: %s (s3fs)", root)
     return True
-
-
-# What is not done yet on checkpoints in object storage, and what to do instead. Refused up
-# front, by the API (422) and by the worker (the operation fails before its first step).
-NOT_YET = {
-    "snapshot": (
-        "snapshots of checkpoints in object storage are not supported yet",
-        "to change versions, update by drain (strategy 'drain'): the old run is drained and "
-        "the new version starts exactly where it ended; or keep checkpoints in a folder "
-        "(a local TIDEGATE_CHECKPOINT_ROOT) to take snapshots",
-    ),
-    "update": (
-        "an update by snapshot of checkpoints in object storage is not supported yet",
-        "use strategy 'drain' (the old run drained, the new version started exactly where it "
-        "ended) or 'stateless'",
-    ),
-    "restore": (
-        "starting a run from a snapshot or a resume point is not supported yet where "
-        "checkpoints are in object storage",
-        "submit without one (the run starts on fresh checkpoints; startpoints say where each "
-        "source starts), or update a running job by drain",
-    ),
-    "resume_point": (
-        "resume points of checkpoints in object storage are not supported yet",
-        "submit without one (startpoints say where each source starts), or update a running "
-        "job by drain",
-    ),
-}
-
-
-def refusal(settings: Settings, what: str) -> str | None:
-    """Why ``what`` (a ``NOT_YET`` key) cannot be done with this checkpoint root, or None."""
-    root = settings.resolved_checkpoint_root
-    if not isinstance(root, UrlPath):
-        return None
-    said, instead = NOT_YET[what]
-    return f"{said} (TIDEGATE_CHECKPOINT_ROOT is {root}); {instead}."
-
-
-def refuse(settings: Settings, what: str, field: str | None = None) -> None:
-    """422 (``NotInObjectStoreYet``) where ``what`` is not done yet on this checkpoint root."""
-    message = refusal(settings, what)
-    if message is not None:
-        if field is None:
-            raise NotInObjectStoreYet(message)
-        raise NotInObjectStoreYet(message, errors=[{"field": field, "message": NOT_YET[what][0]}])
-
-
-def local_root(settings: Settings, what: str, field: str | None = None) -> Path:
-    """The checkpoint root where it is a folder; ``NotInObjectStoreYet`` (422) where it is an
-    object store and ``what`` (a ``NOT_YET`` key) is not done there yet."""
-    refuse(settings, what, field)
-    root = settings.resolved_checkpoint_root
-    assert isinstance(root, Path)
-    return root
-
-
-def operation_refusal(settings: Settings, kind: str, params: dict[str, Any]) -> str | None:
-    """Why the worker cannot carry out an operation of ``kind`` with ``params`` on this
-    checkpoint root (the API refused it already; one enqueued before the root moved to an
-    object store fails here, before its first step), or None."""
-    if kind == "snapshot":
-        return refusal(settings, "snapshot")
-    if kind == "update" and params.get("strategy", "snapshot") == "snapshot":
-        return refusal(settings, "update")
-    if kind == "submit" and (params.get("snapshot") or params.get("resume_point")):
-        return refusal(settings, "restore")
-    return None

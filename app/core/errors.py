@@ -58,11 +58,6 @@ class Unprocessable(TidegateError):
     status, title = 422, "Unprocessable request"
 
 
-class NotInObjectStoreYet(Unprocessable):
-    """What tidegate does not do yet where checkpoints are in object storage (an s3a://
-    TIDEGATE_CHECKPOINT_ROOT): refused before anything is stopped or written."""
-
-
 class ServiceUnavailable(TidegateError):
     status, title = 503, "Service unavailable"
 

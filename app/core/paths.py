@@ -145,6 +145,12 @@ def checkpoint_path(
     return job_checkpoint_root(root, job) / str(run_id) / str(query["name"])
 
 
+def checkpoint_location(text: str) -> CheckpointRoot:
+    """A checkpoint's location as a record keeps it (a manifest, a plan): a URL stays one
+    (``Path`` would fold its ``//``), anything else is a path."""
+    return UrlPath(text) if cp.is_object_store(text) else Path(text)
+
+
 def within_any(candidate: str, roots: list[Path]) -> bool:
     """Whether ``candidate`` (symlinks followed) is one of ``roots`` or lies below one."""
     if "\x00" in candidate:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.auth.service import Principal
-from app.core import checkpoint_store
 from app.core import run_states as states
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
@@ -50,9 +49,6 @@ def submit(
             run_id=running.id,
         )
     if body.snapshot is not None or body.resume_point is not None:
-        checkpoint_store.refuse(
-            settings, "restore", "snapshot" if body.snapshot is not None else "resume_point"
-        )
         # 422 for a resume point missing a stateful query, 409 if incompatible.
         plan = resume_points.plan_for_request(
             session,
@@ -243,7 +239,6 @@ def snapshot(
     settings: Settings,
 ) -> tuple[Operation, bool]:
     """Export (and with stop, end) the current run's state under a name claimed now."""
-    checkpoint_store.refuse(settings, "snapshot")
     params = body.model_dump(mode="json")
     job = get_job(session, job_name, lock=True)
     if (replayed := find_replay(session, job, "snapshot", params, key)) is not None:
@@ -283,7 +278,6 @@ def update(
             _with_sink_problems(settings, version, all_fresh(version)), "fresh checkpoints"
         )
         return _update_fresh(session, job, version, run, body.strategy, params, actor, key)
-    checkpoint_store.refuse(settings, "update", "strategy")
     plan = resume_points.plan_from_run(session, settings, version, run)
     # From the running run: its sink goes on until the stop, so only its log's gaps count.
     plan.problems.extend(declared_sink_problems(settings, version, plan, live=True))

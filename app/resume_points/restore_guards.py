@@ -9,10 +9,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
-from app.core.paths import within_any
+from app.core.paths import CheckpointRoot, PathOutsideRoot, read_checkpoint, within_any
 from app.jobs.models import Job, JobVersion
 from app.jobs.schemas import FILE_SINK_FORMATS
 from app.jobs.service import get_version
@@ -32,15 +31,23 @@ def require_restorable(session: Session, settings: Settings, job: Job, plan: Pla
         location = specs[q.query].get("checkpoint_location")
         if q.source is None or not location:
             continue
-        root = checkpoint_store.local_root(settings, "restore")
+        root = settings.resolved_checkpoint_root
         path = checkpoint_path(root, job.name, 0, specs[q.query])
-        if path.exists() and any(path.iterdir()):
+        if _holds_files(root, path):
             raise Unprocessable(
                 f"Query '{q.query}' has a fixed checkpoint_location ({location}) that already "
                 "holds a checkpoint; a snapshot can only be restored into an empty one. Omit "
                 "checkpoint_location (per-run checkpoints) or empty it first."
             )
     require_sink_not_ahead(session, job, plan, settings.resolved_sink_roots)
+
+
+def _holds_files(root: CheckpointRoot, path: CheckpointRoot) -> bool:
+    try:
+        with read_checkpoint(root, path) as folder:
+            return folder is not None and bool(folder.names())
+    except PathOutsideRoot:
+        return True  # not a plain folder: not one to restore into either
 
 
 _FILE_SINK = re.compile(r"^FileSink\[(?P<path>.+)\]$")

@@ -9,7 +9,6 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.errors import Conflict, Unprocessable
 from app.core.paths import PathOutsideRoot, read_checkpoint
@@ -114,7 +113,7 @@ def plan_from_snapshot(
 
 def plan_from_run(session: Session, settings: Settings, version: JobVersion, run: Run) -> Plan:
     """By name from a run's live checkpoints (what a snapshot of it now would hold)."""
-    root = checkpoint_store.local_root(settings, "update")
+    root = settings.resolved_checkpoint_root
     sources = {}
     for spec in run.version.queries:
         path = checkpoint_path(root, run.job.name, run.id, spec)
@@ -306,7 +305,6 @@ def require_compatible(plan: Plan, what: str) -> None:
 def compatibility(
     session: Session, settings: Settings, job_name: str, body: CompatibilityBody
 ) -> CompatibilityResponse:
-    checkpoint_store.refuse(settings, "resume_point")
     job = get_job(session, job_name)
     version = get_version(session, job_name, body.version)
     plan = plan_for_request(
@@ -324,7 +322,6 @@ def compatibility(
 
 def build(session: Session, settings: Settings, job_name: str, body: BuildBody) -> BuildResponse:
     """Onyx's build-resume-point: every query mapped by name to a snapshot or coordinates."""
-    checkpoint_store.refuse(settings, "resume_point")
     get_job(session, job_name)
     version = get_version(session, job_name, body.version)
     if body.snapshot is not None:

@@ -7,7 +7,6 @@ from dataclasses import replace
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.errors import Conflict, NotFound, Unprocessable
 from app.core.paths import PathOutsideRoot, read_checkpoint
@@ -65,28 +64,30 @@ def run_source(session: Session, settings: Settings, ref: SourceRef) -> Source:
     if spec is None:
         names = ", ".join(q["name"] for q in run.version.queries)
         raise Unprocessable(f"Run {run.id} has no query '{ref.query}' (it has: {names}).")
-    root = checkpoint_store.local_root(settings, "resume_point")
+    root = settings.resolved_checkpoint_root
     checkpoint = checkpoint_path(root, job.name, run.id, spec)
     try:
         with read_checkpoint(root, checkpoint) as folder:
             latest = latest_commit_batch(folder, planned=True)
+            batch = ref.batch_id if ref.batch_id is not None else latest
+            if batch is None:
+                raise Unprocessable(
+                    f"Query '{ref.query}' of run {run.id} has no committed batch yet: "
+                    "nothing to resume."
+                )
+            if (
+                folder is None
+                or not folder.exists(f"commits/{batch}")
+                or not folder.exists(f"offsets/{batch}")
+            ):
+                raise Unprocessable(
+                    f"Batch {batch} of query '{ref.query}' of run {run.id} is not in its "
+                    f"checkpoint (latest committed: {latest}); use "
+                    f"GET /api/v1/jobs/{ref.job}/snapshot-coordinates."
+                )
+            info = describe(folder, batch, spec)
     except PathOutsideRoot as exc:
         raise Unprocessable(f"Run {run.id}'s checkpoint cannot be read: {exc}") from None
-    batch = ref.batch_id if ref.batch_id is not None else latest
-    if batch is None:
-        raise Unprocessable(
-            f"Query '{ref.query}' of run {run.id} has no committed batch yet: nothing to resume."
-        )
-    if (
-        not (checkpoint / "commits" / str(batch)).exists()
-        or not (checkpoint / "offsets" / str(batch)).exists()
-    ):
-        raise Unprocessable(
-            f"Batch {batch} of query '{ref.query}' of run {run.id} is not in its checkpoint "
-            f"(latest committed: {latest}); use GET /api/v1/jobs/{ref.job}/snapshot-coordinates."
-        )
-    try:
-        info = describe(checkpoint, batch, spec)
     except ExportError as exc:
         raise Unprocessable(str(exc)) from None
     return Source(replace(ref, batch_id=batch), info)

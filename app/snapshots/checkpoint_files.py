@@ -17,17 +17,19 @@ use it without a database.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
 from app.snapshots.errors import ExportError, UnsafeFileError
-from app.snapshots.store.safe_files import Folder, held
+from app.snapshots.store.safe_files import AnyFolder, held
 from tidegate_runtime.checkpoint import (
     CheckpointError,
     read_commit,
@@ -35,6 +37,10 @@ from tidegate_runtime.checkpoint import (
     state_operators,
 )
 from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.object_dir import ObjectDir
+
+# A checkpoint as the selection reads it: held locally, or in object storage.
+Tree = HeldDir | ObjectDir
 
 # "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
 VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
@@ -46,12 +52,12 @@ METADATA_LOG = re.compile(r"^(\d+)(\.compact)?$")
 class Selection:
     """The files that restart a checkpoint at ``batch_id`` (relative POSIX paths)."""
 
-    checkpoint: Path
+    checkpoint: Path | str
     batch_id: int
     files: tuple[str, ...]
 
 
-def _with_sidecar(checkpoint: HeldDir, rel: str, out: list[str]) -> None:
+def _with_sidecar(checkpoint: Tree, rel: str, out: list[str]) -> None:
     out.append(rel)
     parent, _, name = rel.rpartition("/")
     crc = f"{parent}/.{name}.crc" if parent else f".{name}.crc"
@@ -59,7 +65,7 @@ def _with_sidecar(checkpoint: HeldDir, rel: str, out: list[str]) -> None:
         out.append(crc)
 
 
-def _source_limits(checkpoint: HeldDir, batch: int) -> dict[int, int]:
+def _source_limits(checkpoint: Tree, batch: int) -> dict[int, int]:
     """Per source index, the highest ``sources/<i>/`` log entry batch N may reference: a file
     source's ``logOffset`` from ``offsets/N``, else the batch id itself."""
     _, lines = read_offsets(checkpoint, batch)
@@ -106,14 +112,27 @@ def _refuse_linked_dirs(rel_dir: str, dirs: list[str], dir_fd: int) -> None:
             raise UnsafeFileError(f"{rel_dir}/{name}")
 
 
-def select_files(checkpoint: Folder, batch_id: int) -> Selection:
+def select_files(checkpoint: AnyFolder, batch_id: int) -> Selection:
     """The files that restart ``checkpoint`` at committed ``batch_id`` (see the module doc),
-    listed below its held folder, never through a link."""
+    listed below its held folder, never through a link (in object storage: its objects)."""
+    if isinstance(checkpoint, ObjectDir):
+        return Selection(checkpoint.path, batch_id, _select(checkpoint, batch_id))
     with held(checkpoint) as folder:
         return Selection(folder.path, batch_id, _select(folder, batch_id))
 
 
-def _select(checkpoint: HeldDir, batch_id: int) -> tuple[str, ...]:
+def _walk(checkpoint: Tree, top: str) -> Iterator[tuple[str, list[str]]]:
+    """(relative folder, file names) below ``top``; locally a linked folder is refused."""
+    if isinstance(checkpoint, ObjectDir):
+        for rel_dir, _dirs, names in checkpoint.walk(top):
+            yield rel_dir, names
+        return
+    for rel_dir, dirs, names, dir_fd in checkpoint.walk(top):
+        _refuse_linked_dirs(rel_dir, dirs, dir_fd)
+        yield rel_dir, names
+
+
+def _select(checkpoint: Tree, batch_id: int) -> tuple[str, ...]:
     if not checkpoint.exists(f"commits/{batch_id}"):
         raise ExportError(f"batch {batch_id} of {checkpoint.path} is not committed")
     out: list[str] = []
@@ -126,8 +145,7 @@ def _select(checkpoint: HeldDir, batch_id: int) -> tuple[str, ...]:
 
     if checkpoint.is_dir("sources"):
         limits = _source_limits(checkpoint, batch_id)
-        for rel_dir, dirs, names, dir_fd in checkpoint.walk("sources"):
-            _refuse_linked_dirs(rel_dir, dirs, dir_fd)
+        for rel_dir, names in _walk(checkpoint, "sources"):
             parts = rel_dir.split("/")
             index = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
             for name in sorted(names):
@@ -143,8 +161,7 @@ def _select(checkpoint: HeldDir, batch_id: int) -> tuple[str, ...]:
                 _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
 
     if checkpoint.is_dir("state"):
-        for rel_dir, dirs, names, dir_fd in checkpoint.walk("state"):
-            _refuse_linked_dirs(rel_dir, dirs, dir_fd)
+        for rel_dir, names in _walk(checkpoint, "state"):
             for name in sorted(_select_state_dir(names, batch_id + 1)):
                 _with_sidecar(checkpoint, f"{rel_dir}/{name}", out)
     return tuple(sorted(set(out)))
@@ -159,12 +176,17 @@ def _offset(line: str | None) -> Any:
         return line
 
 
-def describe(checkpoint: Folder, batch_id: int, query: dict[str, Any]) -> dict[str, Any]:
+def describe(checkpoint: AnyFolder, batch_id: int, query: dict[str, Any]) -> dict[str, Any]:
     """What a snapshot records of one query at ``batch_id``: source offsets by declared source
     name, watermark, the conf Spark pinned in the checkpoint, and the stateful operators with
     their schemas, next to what the version declared."""
     try:
-        with held(checkpoint) as folder:
+        with contextlib.ExitStack() as stack:
+            folder: Tree = (
+                checkpoint
+                if isinstance(checkpoint, ObjectDir)
+                else stack.enter_context(held(checkpoint))
+            )
             metadata, lines = read_offsets(folder, batch_id)
             commit = read_commit(folder, batch_id)
             operators = state_operators(folder)

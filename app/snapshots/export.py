@@ -14,16 +14,14 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.db import transaction, utcnow
-from app.core.paths import PathOutsideRoot, open_checkpoint
+from app.core.paths import PathOutsideRoot, checkpoint_location, open_checkpoint
 from app.runs.models import Run
 from app.snapshots import restored_hints
 from app.snapshots.checkpoint_files import (
@@ -39,6 +37,7 @@ from app.snapshots.store.local_tree import FileKey, known_hashes
 from app.snapshots.store.safe_files import regular_size
 from tidegate_runtime.checkpoint import latest_commit_batch
 from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.object_dir import ObjectDir
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +76,8 @@ def _manifest_hashes(
     known: dict[FileKey, str] = {}
     for query in (manifest.get("queries") or {}).values():
         if query.get("checkpoint"):
-            known.update(known_hashes(Path(query["checkpoint"]), query.get("files") or {}))
+            where = checkpoint_location(query["checkpoint"])
+            known.update(known_hashes(where, query.get("files") or {}))
     return known
 
 
@@ -140,7 +140,7 @@ class ExportProgress:
             log.warning("could not report export progress: %s", exc)
 
 
-def _select(checkpoint: HeldDir, batch: int) -> tuple[tuple[str, ...], int]:
+def _select(checkpoint: HeldDir | ObjectDir, batch: int) -> tuple[tuple[str, ...], int]:
     """The files restarting ``checkpoint`` at ``batch`` and their total size."""
     for attempt in range(3):
         try:
@@ -202,14 +202,13 @@ def export(
         # First what there is to copy (so the figures have a total), then the copying.
         # Each checkpoint held open from the root for the whole export: what is copied is
         # below the folder checked, whatever a driver swaps in meanwhile (issue 51 M4).
-        planned: list[tuple[dict[str, Any], HeldDir, int, tuple[str, ...], int]] = []
-        root = settings.resolved_checkpoint_root
-        if not isinstance(root, Path):  # refused up front by the API and the worker
-            raise SnapshotFailed(checkpoint_store.refusal(settings, "snapshot") or str(root))
+        planned: list[tuple[dict[str, Any], HeldDir | ObjectDir, int, tuple[str, ...], int]] = []
+        root = settings.resolved_checkpoint_root  # a folder or an object store (s3a://)
         for spec in specs:
             path = checkpoint_path(root, job_name, run_id, spec)
             try:
-                checkpoint = held.enter_context(open_checkpoint(root, path))
+                checkpoint = open_checkpoint(root, path)
+                held.callback(checkpoint.close)
             except FileNotFoundError:
                 queries[spec["name"]] = {"batch_id": None, "checkpoint": str(path)}
                 continue

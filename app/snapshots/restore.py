@@ -14,9 +14,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.core import checkpoint_store
 from app.core.config import Settings
-from app.core.paths import PathOutsideRoot, open_checkpoint
+from app.core.paths import CheckpointRoot, PathOutsideRoot, checkpoint_location, open_checkpoint
 from app.core.plans import PlannedQuery, PlannedSource, StoredPlan
 from app.snapshots import restored_hints
 from app.snapshots.checkpoint_files import checkpoint_path, select_files
@@ -26,9 +25,11 @@ from app.snapshots.store import digests
 from app.snapshots.store.access import store_for
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import copy_tree_files
+from app.snapshots.store.object_files import RESTORING, copy_between
 from app.snapshots.store.safe_files import regular_size
 from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
 from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.object_dir import ObjectDir, UrlPath
 
 log = logging.getLogger(__name__)
 
@@ -44,28 +45,41 @@ def _staging(dest: Path) -> str:
     return f".{dest.name}{STAGING_SUFFIX}"
 
 
-def _fresh_query_id(directory: HeldDir) -> None:
+def _fresh_query_id(directory: HeldDir | ObjectDir) -> None:
     # Written anew, never in place: a restored file may be a hard link to a snapshot's blob.
     data = json.dumps({"id": str(uuid.uuid4())}).encode()
     directory.write_atomic("metadata", data)
-    directory.write_atomic(".metadata.crc", hadoop_crc(data))
+    if not isinstance(directory, ObjectDir):  # Hadoop's S3A keeps no .crc sidecars
+        directory.write_atomic(".metadata.crc", hadoop_crc(data))
 
 
-def _local_root(settings: Settings) -> Path:
-    """The checkpoint root, a folder: restoring into object storage is not done yet (the API
-    refuses it up front; this is the worker's guard, before anything is written)."""
-    root = settings.resolved_checkpoint_root
-    if not isinstance(root, Path):
-        raise SnapshotFailed(checkpoint_store.refusal(settings, "restore") or str(root))
-    return root
+def _root(settings: Settings) -> CheckpointRoot:
+    return settings.resolved_checkpoint_root
 
 
-def _holding(settings: Settings, query: str, folder: Path) -> HeldDir:
-    """``folder`` (a checkpoint's parent) held open, made if missing, reached without a link."""
+def _holding(settings: Settings, query: str, folder: CheckpointRoot) -> HeldDir | ObjectDir:
+    """``folder`` (a checkpoint's parent) held open, made if missing, reached without a link;
+    in object storage, its prefix. A dry run's scratch copy is local under the scratch root
+    wherever the checkpoints are."""
+    root = _root(settings)
+    if not isinstance(folder, UrlPath) and isinstance(root, UrlPath):
+        root = settings.scratch_root
     try:
-        return open_checkpoint(_local_root(settings), folder, create=True)
+        return open_checkpoint(root, folder, create=True)
     except PathOutsideRoot as exc:
         raise SnapshotFailed(f"query '{query}': {exc}") from None
+
+
+def _in_place(settings: Settings, parent: HeldDir | ObjectDir, dest: CheckpointRoot) -> bool:
+    """Whether ``dest`` holds a checkpoint a restore finished (left alone by a retried step).
+    In object storage, one still marked ``RESTORING`` was cut short: emptied, to be restored
+    again."""
+    if not parent.names(dest.name):
+        return False
+    if isinstance(parent, ObjectDir) and parent.exists(f"{dest.name}/{RESTORING}"):
+        parent.remove_tree(dest.name)
+        return False
+    return True
 
 
 def materialise(
@@ -94,13 +108,13 @@ def materialise(
         if source is None:
             continue
         spec = specs[item["query"]]
-        dest = (
+        dest: CheckpointRoot = (
             scratch / str(spec["name"])
             if scratch is not None
-            else checkpoint_path(_local_root(settings), job_name, run_id, spec)
+            else checkpoint_path(_root(settings), job_name, run_id, spec)
         )
         with _holding(settings, item["query"], dest.parent) as parent:
-            if parent.names(dest.name):
+            if _in_place(settings, parent, dest):
                 if (
                     scratch is None
                     and spec.get("checkpoint_location")
@@ -112,8 +126,16 @@ def materialise(
                     )
                 done[item["query"]] = {"already": True}
                 continue
-            done[item["query"]] = _assemble(
-                factory, settings, store, item, source, parent, dest, keep_hints=scratch is None
+            assemble = _assemble_objects if isinstance(parent, ObjectDir) else _assemble
+            done[item["query"]] = assemble(
+                factory,
+                settings,
+                store,
+                item,
+                source,
+                parent,  # type: ignore[arg-type]
+                dest,  # type: ignore[arg-type]
+                keep_hints=scratch is None,
             )
     return done
 
@@ -182,11 +204,62 @@ def _assemble(
     return restored
 
 
+def _assemble_objects(
+    factory: sessionmaker[Session],
+    settings: Settings,
+    store: SnapshotStore,
+    item: PlannedQuery,
+    source: PlannedSource,
+    parent: ObjectDir,
+    dest: UrlPath,
+    *,
+    keep_hints: bool,
+) -> dict[str, Any]:
+    """``_assemble`` in object storage: no folder to rename there, so the checkpoint is built in
+    place, marked ``RESTORING`` from before its first file to after its last (complete or
+    marked; a marked one is emptied and restored again, ``_in_place``). The new run's driver
+    is submitted only after this returns."""
+    with_state = "state" in item["parts"]
+    folder = parent.child(dest.name)
+    try:
+        folder.write_atomic(RESTORING, b"")
+        if source.get("snapshot") is not None:
+            files = _snapshot_files(factory, store, source)
+            if not with_state:
+                files = {k: v for k, v in files.items() if not k.startswith("state/")}
+            hints = store.restore(files, folder)
+        else:
+            files = _copy_run(settings, item, source, folder, with_state=with_state)
+            hints = {}
+        if item.get("fresh_id"):
+            _fresh_query_id(folder)
+            hints.pop("metadata", None)
+            hints.pop(".metadata.crc", None)
+        if keep_hints:
+            restored_hints.save(settings, dest, hints)
+        folder.unlink(RESTORING)  # the commit point
+    except SnapshotFailed:
+        parent.remove_tree(dest.name)
+        raise
+    except (SnapshotError, CheckpointError, OSError) as exc:
+        parent.remove_tree(dest.name)
+        raise SnapshotFailed(
+            f"restoring query '{item['query']}' from "
+            f"{source.get('snapshot') or 'run ' + str(source.get('run'))}: {exc}"
+        ) from exc
+    return {
+        "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
+        "files": len(files),
+        "bytes": sum(int(e.get("size") or 0) for e in files.values()),
+        "checkpoint": str(dest),
+    }
+
+
 def _copy_run(
     settings: Settings,
     item: PlannedQuery,
     source: PlannedSource,
-    staging: HeldDir,
+    staging: HeldDir | ObjectDir,
     *,
     with_state: bool,
 ) -> dict[str, Any]:
@@ -198,13 +271,16 @@ def _copy_run(
             f"run {source.get('run')} to start from"
         )
     try:
-        checkpoint = open_checkpoint(_local_root(settings), Path(at))
+        checkpoint = open_checkpoint(_root(settings), checkpoint_location(at))
     except PathOutsideRoot as exc:
         raise SnapshotFailed(f"query '{item['query']}': {exc}") from None
     with checkpoint:
         selected = select_files(checkpoint, int(batch)).files
         files_list = [f for f in selected if with_state or not f.startswith("state/")]
-        copy_tree_files(checkpoint, files_list, staging)
+        if isinstance(checkpoint, HeldDir) and isinstance(staging, HeldDir):
+            copy_tree_files(checkpoint, files_list, staging)
+        else:
+            copy_between(checkpoint, files_list, staging)
     return {f: {"size": regular_size(staging, f)} for f in files_list}
 
 
@@ -241,6 +317,9 @@ def prestage(
     restores only what the last batches changed (at 1 GB a restore by copy is about a second,
     inside the pause). ``plan`` binds the new queries to the old run's (the plan before the
     stop); a query it cannot prestage is restored whole after the stop, as without this."""
+    if isinstance(_root(settings), UrlPath):
+        # Restored whole after the stop: an object store has no staging folder to rename.
+        return {}
     with factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
         if snapshot is None or snapshot.run_id is None:
@@ -268,8 +347,12 @@ def prestage(
                 for rel, entry in pre_copied["files"].items()
                 if "state" in item["parts"] or not rel.startswith("state/")
             }
-            dest = checkpoint_path(_local_root(settings), job_name, run_id, specs[item["query"]])
-            parent = _holding(settings, item["query"], dest.parent)
+            root = _root(settings)
+            assert isinstance(root, Path)  # object stores returned above
+            dest = checkpoint_path(root, job_name, run_id, specs[item["query"]])
+            held = _holding(settings, item["query"], dest.parent)
+            assert isinstance(held, HeldDir)
+            parent = held
             staging = _staging(dest)
             parent.remove_tree(staging)
             with parent.child(staging, create=True) as folder:
@@ -296,9 +379,11 @@ def discard_prestaged(
 ) -> None:
     """What ``prestage`` left for run ``run_id`` (whole or cut short), removed: its update
     failed before ``materialise`` used it. Never raises: it tidies up after a failure."""
+    root = _root(settings)
+    if isinstance(root, UrlPath):  # nothing is prestaged there
+        return
     for spec in queries:
         try:
-            root = _local_root(settings)
             dest = checkpoint_path(root, job_name, run_id, spec)
             with open_checkpoint(root, dest.parent) as parent:
                 parent.remove_tree(_staging(dest))

@@ -19,6 +19,7 @@ from app.core.paths import private_dir
 from app.snapshots.store.local_tree import FileKey, known_hashes
 from tidegate_runtime.files import write_atomic
 from tidegate_runtime.held_dir import HeldDir, TooLarge
+from tidegate_runtime.object_dir import UrlPath
 
 # What restores of old releases left in a checkpoint; ignored when exporting: a driver wrote there.
 LEGACY_FILE = ".tidegate-restored.json"
@@ -30,26 +31,26 @@ def _folder(settings: Settings) -> Path:
     return settings.data_dir.absolute() / "restored"
 
 
-def path_for(settings: Settings, checkpoint: Path) -> Path:
+def path_for(settings: Settings, checkpoint: Path | UrlPath) -> Path:
     """The hints of ``checkpoint`` (named by its path's hash: any checkpoint location fits)."""
     digest = hashlib.sha256(str(checkpoint).encode()).hexdigest()
     return _folder(settings) / f"{digest}.json"
 
 
-def save(settings: Settings, checkpoint: Path, hints: dict[str, Any]) -> None:
+def save(settings: Settings, checkpoint: Path | UrlPath, hints: dict[str, Any]) -> None:
     private_dir(_folder(settings))
     write_atomic(path_for(settings, checkpoint), json.dumps(hints).encode())
 
 
-def exists(settings: Settings, checkpoint: Path) -> bool:
+def exists(settings: Settings, checkpoint: Path | UrlPath) -> bool:
     return path_for(settings, checkpoint).exists()
 
 
-def forget(settings: Settings, checkpoint: Path) -> None:
+def forget(settings: Settings, checkpoint: Path | UrlPath) -> None:
     path_for(settings, checkpoint).unlink(missing_ok=True)
 
 
-def known(settings: Settings, checkpoint: Path) -> dict[FileKey, str]:
+def known(settings: Settings, checkpoint: Path | UrlPath) -> dict[FileKey, str]:
     """Hash-cache entries for ``checkpoint`` from its restore, or none."""
     path = path_for(settings, checkpoint)
     try:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from app.backends.base import BackendError
-from app.core import checkpoint_store
 from app.operations import state as op_state
 from app.operations.models import FAILED, SUCCEEDED, Operation
 from app.worker.core.context import WorkerContext
@@ -43,9 +42,6 @@ def execute(ctx: WorkerContext, op_id: int) -> None:
     try:
         if handler is None:
             raise OperationFailed(f"this worker cannot carry out '{op.kind}' operations yet")
-        refused = checkpoint_store.operation_refusal(ctx.settings, op.kind, dict(op.params or {}))
-        if refused is not None:  # before its first step: nothing is stopped or written
-            raise OperationFailed(refused)
         result: dict[str, Any] | None = handler(ctx, op, steps)
         state, error = SUCCEEDED, None
     except LeaseLost as exc:

@@ -1,10 +1,8 @@
 """A checkpoint root in object storage (``TIDEGATE_CHECKPOINT_ROOT=s3a://bucket/prefix``), the
 API and worker side: a client's checkpoint_location confined to ``<root>/<job>`` of the same
 bucket and prefix; the API reads a run's checkpoint there (through the s3fs client registered
-from TIDEGATE_CHECKPOINT_STORAGE_OPTIONS, against moto's S3 server); what is not done there
-yet (snapshots, restores, resume points, an update by snapshot) refused up front with a 422
-that says what to do instead, and by the worker before an operation's first step. Fast: no
-Spark."""
+from TIDEGATE_CHECKPOINT_STORAGE_OPTIONS, against moto's S3 server). Snapshots of such
+checkpoints: tests/snapshots/test_object_checkpoints.py. Fast: no Spark."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ from pydantic import ValidationError
 from sqlalchemy import Engine
 
 from app.auth.service import Principal, Scope
-from app.core import checkpoint_store
 from app.core.config import Settings
 from app.core.db import make_sessionmaker, transaction
 from app.core.paths import (
@@ -31,17 +28,10 @@ from app.core.paths import (
     open_checkpoint,
     read_checkpoint,
 )
-from app.jobs.models import Job
-from app.operations.models import Operation
-from app.operations.service import enqueue
 from app.runs.models import Run
-from app.worker.core.context import WorkerContext
-from app.worker.execute import execute
-from app.worker.loop import Worker
 from tests.conftest import ADMIN_TOKEN
 from tests.support.api import make_current_run, version_body
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
-from tests.support.worker import make_job, make_run
 from tidegate_runtime import checkpoint as cp
 from tidegate_runtime.object_dir import ObjectDir, UrlPath
 
@@ -207,84 +197,6 @@ def test_the_api_reads_a_runs_checkpoint_in_s3(
         assert folder is None
     with pytest.raises(PathOutsideRoot):
         open_checkpoint(root, UrlPath(f"s3a://{key.split('/')[0]}-other/x"))
-
-
-def test_what_is_not_done_in_object_storage_yet_is_refused_up_front(
-    client: TestClient, job: str, db: Engine
-) -> None:
-    assert client.post("/api/v1/jobs", json={"name": "k"}).status_code == 201
-    assert client.post("/api/v1/jobs/k/versions", json=_version()).status_code == 201
-    make_current_run(db, job)  # k never ran: it may be submitted
-    refusals = {
-        "snapshots": client.post(f"/api/v1/jobs/{job}/snapshots", json={"name": "s1"}),
-        "update by snapshot": client.post(f"/api/v1/jobs/{job}/update", json={"version": 1}),
-        "submit from a snapshot": client.post(
-            "/api/v1/jobs/k/submit", json={"version": 1, "snapshot": "s1", "snapshot_job": job}
-        ),
-        "submit from a resume point": client.post(
-            "/api/v1/jobs/k/submit",
-            json={"version": 1, "resume_point": {"q": {"mode": "initialize"}}},
-        ),
-        "resume point build": client.post(
-            f"/api/v1/jobs/{job}/resume-points/build", json={"version": 1, "snapshot": "s1"}
-        ),
-        "compatibility": client.post(
-            f"/api/v1/jobs/{job}/compatibility", json={"version": 1, "snapshot": "s1"}
-        ),
-    }
-    for what, response in refusals.items():
-        body = _problem(response, 422)
-        assert "object storage" in body["detail"] and "not supported yet" in body["detail"], what
-        assert "TIDEGATE_CHECKPOINT_ROOT is s3a://" in body["detail"], what
-    assert "strategy 'drain'" in refusals["update by snapshot"].json()["detail"]
-    assert refusals["update by snapshot"].json()["errors"][0]["field"] == "strategy"
-    # Nothing was stopped, reserved or queued.
-    assert client.get("/api/v1/snapshots", params={"job": job}).json()["items"] == []
-    for name in (job, "k"):
-        assert client.get(f"/api/v1/jobs/{name}/operations").json()["items"] == []
-
-
-def test_the_worker_fails_such_an_operation_before_its_first_step(settings: Settings) -> None:
-    refused = checkpoint_store.operation_refusal
-    assert refused(settings, "snapshot", {"name": "s", "stop": False})
-    assert refused(settings, "update", {"version": 2, "strategy": "snapshot"})
-    assert refused(settings, "submit", {"version": 1, "snapshot": "s"})
-    assert refused(settings, "submit", {"version": 1, "resume_point": {"queries": {}}})
-    for kind, params in (
-        ("submit", {"version": 1}),
-        ("update", {"version": 2, "strategy": "drain"}),
-        ("drain", {}),
-        ("stop", {}),
-        ("restart", {}),
-    ):
-        assert refused(settings, kind, params) is None, kind
-    local = settings.model_copy(update={"checkpoint_root": Path("/tmp/ck")})
-    assert refused(local, "snapshot", {"name": "s"}) is None
-
-
-def test_the_worker_ends_an_operation_it_cannot_do_there_before_anything_moves(
-    ctx: WorkerContext,
-) -> None:
-    """An update by snapshot enqueued (as before the root moved to S3): failed at once, no
-    step taken, its run untouched."""
-    job_id = make_job(ctx)
-    run_id = make_run(ctx, job_id)
-    with transaction(ctx.factory) as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        params = {"version": 1, "strategy": "snapshot"}
-        op, _ = enqueue(session, job, "update", params, ACTOR, None, run_id=run_id)
-        op_id = op.id
-    assert Worker(ctx, concurrency=1).claim() == op_id
-    execute(ctx, op_id)
-    with ctx.factory() as session:
-        done = session.get(Operation, op_id)
-        run = session.get(Run, run_id)
-        assert done is not None and run is not None
-        assert done.state == "failed" and done.steps == [], (done.state, done.steps)
-        assert "update by snapshot of checkpoints in object storage" in (done.error or "")
-        assert "strategy 'drain'" in (done.error or "")
-        assert run.state == "submitting"
 
 
 def test_a_startpoint_applied_in_s3_is_recorded_and_reverted_by_the_api(

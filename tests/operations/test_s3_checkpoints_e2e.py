@@ -7,10 +7,12 @@ original kept beside it there); an update by drain to an incompatible version; a
 output is checked against the topic itself (every record read back with its offset and Kafka
 timestamp): nothing lost, nothing counted twice but what the rewind asked to read again. The
 worker and the API read the checkpoints through s3fs (TIDEGATE_CHECKPOINT_STORAGE_OPTIONS), the
-drivers through their Hadoop S3A. On the embedded runner backend."""
+drivers through their Hadoop S3A. In CI on the embedded runner; ``TIDEGATE_SUITE=full`` (``make
+chaos``) on the standalone cluster too."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,9 @@ from typing import Any
 import fsspec
 import pytest
 
+from app.snapshots.store.object_files import RESTORING
 from tests.operations.test_lifecycle_e2e import _job, _operate, _output
-from tests.support.backends import Target
+from tests.support.backends import BACKENDS, CI_BACKEND, Target
 from tests.support.e2e import runner_cluster
 from tests.support.kafka_topics import (
     PARTITIONS,
@@ -32,6 +35,7 @@ from tests.support.kafka_topics import (
     producing,
 )
 from tests.support.s3 import create_bucket, moto_server, s3a_conf, s3fs_options
+from tests.support.sizes import FULL
 from tests.support.stack import Stack, running_stack, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -50,13 +54,44 @@ def s3_stack(
         options = s3fs_options(endpoint)
         tmp = tmp_path_factory.mktemp("s3-stack")
         # Run ids of their own: the runner is shared with the other stacks of the session.
+        # Snapshots in the same bucket: the store copies state server-side, no byte through
+        # tidegate (app/snapshots/store/object_files.py).
         with running_stack(
-            tmp, first_id=800_000, checkpoints=(f"s3a://{bucket}/checkpoints", options)
+            tmp,
+            first_id=800_000,
+            checkpoints=(f"s3a://{bucket}/checkpoints", options),
+            snapshots=(f"s3://{bucket}/snapshots", options),
         ) as stack:
             r = stack.client.post("/clusters", json=runner_cluster(livy_runner))
             assert r.status_code in (201, 409), r.text
             stack.start_worker()
             yield stack, endpoint, fsspec.filesystem("s3", **options, skip_instance_cache=True)
+
+
+@pytest.fixture(params=BACKENDS)
+def target(
+    request: pytest.FixtureRequest,
+    s3_stack: tuple[Stack, str, Any],
+    cluster_python: str,
+    team_pipelines: Path,
+) -> Target:
+    """The backend a scenario runs on (CI: ``CI_BACKEND``; ``TIDEGATE_SUITE=full``: both); the
+    standalone cluster registered with the S3 stack when it is the one."""
+    ci = CI_BACKEND.get(request.function.__name__, request.param)
+    if not FULL and request.param != ci:
+        pytest.skip(f"CI runs this scenario on {ci}; TIDEGATE_SUITE=full runs it on both")
+    if request.param == "standalone":
+        cluster = request.getfixturevalue("standalone_cluster")
+        body = {
+            "name": "standalone",
+            "kind": "standalone",
+            "url": cluster.rest_url,
+            "master_url": cluster.master_url,
+            "ui_url": cluster.ui_url,
+        }
+        r = s3_stack[0].client.post("/clusters", json=body)
+        assert r.status_code in (201, 409), r.text
+    return Target(request.param, cluster_python, team_pipelines)
 
 
 def _keys(fs: Any, stack: Stack, job: str, run_id: int, folder: str) -> list[str]:
@@ -70,16 +105,12 @@ def _keys(fs: Any, stack: Stack, job: str, run_id: int, folder: str) -> list[str
 
 
 def test_a_kafka_job_with_its_checkpoints_in_s3_restarts_rewinds_updates_and_drains(
-    s3_stack: tuple[Stack, str, Any],
-    kafka_bootstrap: str,
-    cluster_python: str,
-    team_pipelines: Path,
-    tmp_path: Path,
+    s3_stack: tuple[Stack, str, Any], target: Target, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     stack, endpoint, fs = s3_stack
-    target = Target("runner", cluster_python, team_pipelines)
-    job = "kafka-s3"
-    topic = Topic(kafka_bootstrap, "clicks-s3")
+
+    job = f"kafka-s3-{target.cluster}"
+    topic = Topic(kafka_bootstrap, f"clicks-s3-{target.cluster}")
     out1, out2 = tmp_path / "out1", tmp_path / "out2"
     s3 = {"extra_conf": s3a_conf(endpoint), "jar_groups": ("spark-kafka", "hadoop-aws")}
     sp_url = f"/jobs/{job}/startpoints"
@@ -181,3 +212,70 @@ def test_a_kafka_job_with_its_checkpoints_in_s3_restarts_rewinds_updates_and_dra
     read_2 = {p: (end1[p], end2[p]) for p in range(PARTITIONS)}
     assert _output(out2) == expected_counts(topic, [read_2], window_ms=120_000, flushed=True)
     assert sum(row[2] for row in _output(out2)) == sum(end2[p] - end1[p] for p in end2)
+
+
+def test_a_kafka_job_with_its_checkpoints_in_s3_is_updated_by_snapshot_and_resumed_from_one(
+    s3_stack: tuple[Stack, str, Any], target: Target, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A pre-warmed update by snapshot (its dry run on a local scratch copy of the snapshot,
+    the new version's standby driver, the state restored into the new run's checkpoint in
+    S3), then a snapshot of the running job, a stop and a submit from that snapshot: every
+    record of the topic counted exactly once in the one output."""
+    stack, endpoint, fs = s3_stack
+
+    job = f"kafka-s3-snap-{target.cluster}"
+    topic = Topic(kafka_bootstrap, f"clicks-s3-snap-{target.cluster}")
+    out = tmp_path / "out"
+    s3 = {"extra_conf": s3a_conf(endpoint), "jar_groups": ("spark-kafka", "hadoop-aws")}
+
+    topic.produce(300, T0)  # 0:00 to 2:00
+    _job(stack, job)
+    v1 = kafka_version(stack, job, target, kafka_bootstrap, topic.name, out, **s3)
+    oldest = {"startpoints": [{"source": "clicks", "type": "OLDEST"}]}
+    assert stack.client.put(f"/jobs/{job}/startpoints", json=oldest).status_code == 200
+    submit = _operate(stack, job, "submit", {"version": v1})
+    assert submit["state"] == "succeeded", submit
+    end0 = topic.end()
+    wait_until(
+        lambda: end_offset(stack, submit["run_id"]),
+        lambda end: end == as_spark(topic.name, end0),
+        240,
+    )
+
+    # 1. Update by snapshot to a new version of the same pipeline, pre-warmed.
+    v2 = kafka_version(stack, job, target, kafka_bootstrap, topic.name, out, **s3)
+    update = _operate(stack, job, "update", {"version": v2, "snapshot_name": "to-v2"})
+    assert update["state"] == "succeeded", update
+    details = {s["name"]: s.get("detail") or {} for s in update["steps"]}
+    verdicts = [d for name, d in details.items() if re.fullmatch(r"dry_run(_\d)?", name)]
+    assert verdicts and all(d.get("ok") for d in verdicts), details
+    second = update["result"]["run_id"]
+    (restored,) = [d["queries"][QUERY] for n, d in details.items() if n.endswith("materialise")]
+    assert restored["checkpoint"].startswith("s3a://") and restored["files"] > 0, restored
+    snapshot = stack.client.get(f"/jobs/{job}/snapshots/to-v2").json()
+    assert snapshot["state"] == "ready" and snapshot["manifest"].startswith("s3://"), snapshot
+    assert list((stack.tmp / "checkpoints").iterdir()) == []  # still nothing on local disk
+    in_bucket = _keys(fs, stack, job, second, "")
+    assert "commits" in in_bucket and RESTORING not in in_bucket, in_bucket  # complete
+
+    topic.produce(100, T0 + 120_000)  # 2:00 to 2:40
+    end1 = topic.end()
+    wait_until(lambda: end_offset(stack, second), lambda e: e == as_spark(topic.name, end1), 180)
+
+    # 2. A snapshot that stops the run (pre-copied while it runs, the rest after the stop;
+    # the sink is then not ahead of it), and a submit from that snapshot.
+    taken = _operate(stack, job, "snapshots", {"name": "mid", "stop": True})
+    assert taken["state"] == "succeeded", taken
+    topic.produce(100, T0 + 160_000)  # 2:40 to 3:20
+    # (The update's dry run read a snapshot in S3 already: this submit skips its own.)
+    resumed = _operate(stack, job, "submit", {"version": v2, "snapshot": "mid", "dry_run": False})
+    assert resumed["state"] == "succeeded", resumed
+    end2 = topic.end()
+    wait_until(
+        lambda: end_offset(stack, resumed["run_id"]),
+        lambda end: end == as_spark(topic.name, end2),
+        180,
+    )
+    every = expected_counts(topic, [{p: (0, end2[p]) for p in range(PARTITIONS)}])
+    wait_until(lambda: _output(out), lambda rows: rows == every, 120)
+    assert _operate(stack, job, "stop")["state"] == "succeeded"

@@ -48,6 +48,10 @@ CI_BACKEND = {
     "test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain": "runner",
     "test_a_kafka_sink_is_at_least_once_its_copies_bounded_by_the_batch_under_way": "standalone",
     "test_a_drain_with_its_broker_down_stops_cleanly_and_a_later_drain_is_exact": "runner",
+    "test_a_kafka_job_with_its_checkpoints_in_s3_restarts_rewinds_updates_and_drains": "runner",
+    "test_a_kafka_job_with_its_checkpoints_in_s3_is_updated_by_snapshot_and_resumed_from_one": (
+        "runner"
+    ),
 }
 
 

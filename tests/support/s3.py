@@ -72,6 +72,8 @@ class FaultProxy:
 
     upstream: str
     requests: list[tuple[str, str]] = field(default_factory=list)
+    # (method, path, body bytes) of each request: what a client sent through, not the server.
+    bodies: list[tuple[str, str, int]] = field(default_factory=list)
     mode: str | None = None
     method: str = "PUT"
     remaining: int = 0
@@ -88,6 +90,10 @@ class FaultProxy:
         with self.lock:
             self.mode = None
         self.release.set()
+
+    def bytes_put(self, marker: str = "/blobs/") -> int:
+        """The bytes sent in PUT bodies to paths with ``marker`` (a server-side copy sends none)."""
+        return sum(n for m, p, n in self.bodies if m == "PUT" and marker in p)
 
     def puts(self, marker: str = "/blobs/") -> list[str]:
         return [p for m, p in self.requests if m == "PUT" and marker in p]
@@ -126,6 +132,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _handle(self) -> None:
         body = self._body()
         fault = self.proxy.decide(self.command, self.path)
+        self.proxy.bodies.append((self.command, self.path, len(body)))
         if fault == "hang":
             self.proxy.release.wait(HANG_LIMIT_SECONDS)
             self.close_connection = True

@@ -35,15 +35,17 @@ from app.core.paths import private_dir
 from app.snapshots.errors import StoreError
 from app.snapshots.store import digests
 from app.snapshots.store.local_tree import FileKey
+from app.snapshots.store.object_files import put_object
 from app.snapshots.store.remote import is_local, open_remote
 from app.snapshots.store.restoring import Restoring
 from app.snapshots.store.safe_files import (
-    Folder,
+    AnyFolder,
     copy_fd,
     link_fd,
     open_regular,
 )
 from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.object_dir import ObjectDir
 
 # Files put at once: two cores hash while the kernel copies (measured in bench/snapshots.py).
 PUT_THREADS = 4
@@ -156,7 +158,7 @@ class SnapshotStore(Restoring):
 
     def put_files(
         self,
-        checkpoint: Folder,
+        checkpoint: AnyFolder,
         files: Iterable[str],
         known: Mapping[FileKey, str] | None = None,
         on_file: Callable[[str, int], None] | None = None,
@@ -189,8 +191,14 @@ class SnapshotStore(Restoring):
         return result
 
     def _put_file(
-        self, checkpoint: Folder, rel: str, known: Mapping[FileKey, str], in_store: Collection[str]
+        self,
+        checkpoint: AnyFolder,
+        rel: str,
+        known: Mapping[FileKey, str],
+        in_store: Collection[str],
     ) -> _Put:
+        if isinstance(checkpoint, ObjectDir):  # in object storage: object_files
+            return _Put(*put_object(self, checkpoint, rel, known, in_store))
         fd = open_regular(checkpoint, rel)  # never through a link the driver planted
         where = checkpoint.path if isinstance(checkpoint, HeldDir) else checkpoint
         try:

@@ -76,6 +76,16 @@ def hasher(content: str) -> Hasher:
     return _HASHERS[parse(content)[0]]()
 
 
+def new_hasher() -> Hasher:
+    """A hasher of the algorithm new files are named by (``content`` names its result)."""
+    return _HASHERS[ALGORITHM]()
+
+
+def content(digest: Hasher) -> str:
+    """The content id of what ``digest`` (from ``new_hasher``) has hashed."""
+    return f"{ALGORITHM}:{digest.hexdigest()}"
+
+
 def blob_rel(content: str) -> str:
     """Where a content's blob lives under ``blobs/``: SHA-256 ones where format 1 put them
     (two-level fan-out, like git), BLAKE3 ones under ``blake3/``."""

@@ -14,6 +14,7 @@ from typing import Any
 from app.snapshots.store import digests
 from app.snapshots.store.safe_files import Folder, copy_fd, create_regular, open_regular
 from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.object_dir import UrlPath
 
 # A file's identity for the hash cache: same path, size and mtime means the same content
 # (state files are never rewritten in place).
@@ -49,7 +50,9 @@ def keep_present(
     return kept
 
 
-def known_hashes(checkpoint: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[FileKey, str]:
+def known_hashes(
+    checkpoint: Path | UrlPath, files: Mapping[str, Mapping[str, Any]]
+) -> dict[FileKey, str]:
     """Hash-cache entries for files of ``checkpoint`` as a manifest or restore hints list
     them (path -> content, size, mtime_ns)."""
     out: dict[FileKey, str] = {}

@@ -13,7 +13,9 @@ import fsspec
 from app.snapshots.errors import StoreError
 from app.snapshots.store import digests
 from app.snapshots.store.local_tree import keep_present
+from app.snapshots.store.object_files import restore_objects
 from app.snapshots.store.safe_files import (
+    AnyFolder,
     Folder,
     create_regular,
     held,
@@ -21,6 +23,7 @@ from app.snapshots.store.safe_files import (
     open_regular,
     remove,
 )
+from tidegate_runtime.object_dir import ObjectDir
 
 CHUNK = 4 * 1024 * 1024
 
@@ -59,7 +62,7 @@ class Restoring:
     def restore(
         self: _Store,
         entries: Mapping[str, Mapping[str, Any]],
-        dest: Folder,
+        dest: AnyFolder,
         *,
         link: bool = False,
         present: Mapping[str, str] | None = None,
@@ -78,6 +81,8 @@ class Restoring:
         the manifest. Nothing of tidegate's or Spark's writes a checkpoint file in place (Spark
         writes new files or renames over old ones), but driver code could: hence only where
         drivers cannot write the blobs (another OS user; blobs are read-only)."""
+        if isinstance(dest, ObjectDir):  # no links, no prestage there: object_files
+            return restore_objects(self, entries, dest)
         hints: dict[str, Any] = {}
         with held(dest, create=True) as folder:  # every file below this one descriptor
             items = sorted(entries.items())

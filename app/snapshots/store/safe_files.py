@@ -19,9 +19,12 @@ from pathlib import Path
 
 from app.snapshots.errors import UnsafeFileError
 from tidegate_runtime.held_dir import HeldDir, UnsafeEntry
+from tidegate_runtime.object_dir import ObjectDir
 
 # A checkpoint folder: held open (the worker's way), or a path held for the call.
 Folder = Path | HeldDir
+# ... or a folder in object storage, where there is no link to refuse (``object_files``).
+AnyFolder = Folder | ObjectDir
 
 
 @contextlib.contextmanager
@@ -121,7 +124,9 @@ def _copy_by_reads(src: int, dst: int, offset: int) -> None:
         offset += len(chunk)
 
 
-def regular_size(base: Folder, rel: str) -> int:
+def regular_size(base: AnyFolder, rel: str) -> int:
+    if isinstance(base, ObjectDir):
+        return base.size(rel)
     fd = open_regular(base, rel)
     try:
         return os.fstat(fd).st_size
