@@ -163,6 +163,12 @@ class ObjectDir:
         """A copy then a delete: for tidegate's own side files only (see the module)."""
         self.fs.mv(self._key(old), self._key(new))
 
+    def remove_tree_below(self) -> None:
+        """Every object below this folder removed."""
+        for rel_dir, _folders, files in list(self.walk("")):
+            for file in files:
+                self.unlink(f"{rel_dir}/{file}" if rel_dir else file)
+
     def remove_tree(self, name: str) -> None:
         """Every object below ``name`` removed (nothing there: nothing done)."""
         if not _parts(name):

@@ -8,60 +8,49 @@ from __future__ import annotations
 import json
 import logging
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.config import Settings
-from app.core.paths import CheckpointRoot, PathOutsideRoot, checkpoint_location, open_checkpoint
+from app.core.paths import CheckpointRoot, PathOutsideRoot, open_checkpoint
 from app.core.plans import PlannedQuery, PlannedSource, StoredPlan
-from app.snapshots import restored_hints
-from app.snapshots.checkpoint_files import checkpoint_path, select_files
+from app.snapshots import restore_objects, restored_hints
+from app.snapshots.checkpoint_files import checkpoint_path
 from app.snapshots.errors import SnapshotError, SnapshotFailed
-from app.snapshots.models import READY, Snapshot, SnapshotUse
+from app.snapshots.models import Snapshot, SnapshotUse
+from app.snapshots.restore_sources import (
+    PRESTAGED,
+    checkpoint_root,
+    copy_run,
+    fresh_query_id,
+    prestaged_bytes,
+    snapshot_files,
+)
 from app.snapshots.store import digests
 from app.snapshots.store.access import store_for
 from app.snapshots.store.blobs import SnapshotStore
-from app.snapshots.store.local_tree import copy_tree_files
-from app.snapshots.store.object_files import RESTORING, copy_between
-from app.snapshots.store.safe_files import regular_size
-from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
+from tidegate_runtime.checkpoint import CheckpointError
 from tidegate_runtime.held_dir import HeldDir
 from tidegate_runtime.object_dir import ObjectDir, UrlPath
 
 log = logging.getLogger(__name__)
 
-# In a query's staging folder: the files restored ahead of its materialise (``prestage``),
-# path -> content id. Written last, so a folder with it holds every file it names, whole.
-PRESTAGED = ".tidegate-prestaged.json"
 # The suffix of the folder, beside a query's checkpoint, it is assembled in before the rename.
 STAGING_SUFFIX = ".tidegate-restoring"
 
 
-def _staging(dest: Path) -> str:
+def _staging(dest: Path | UrlPath) -> str:
     """The name, beside ``dest``, of the folder its checkpoint is assembled in."""
     return f".{dest.name}{STAGING_SUFFIX}"
-
-
-def _fresh_query_id(directory: HeldDir | ObjectDir) -> None:
-    # Written anew, never in place: a restored file may be a hard link to a snapshot's blob.
-    data = json.dumps({"id": str(uuid.uuid4())}).encode()
-    directory.write_atomic("metadata", data)
-    if not isinstance(directory, ObjectDir):  # Hadoop's S3A keeps no .crc sidecars
-        directory.write_atomic(".metadata.crc", hadoop_crc(data))
-
-
-def _root(settings: Settings) -> CheckpointRoot:
-    return settings.resolved_checkpoint_root
 
 
 def _holding(settings: Settings, query: str, folder: CheckpointRoot) -> HeldDir | ObjectDir:
     """``folder`` (a checkpoint's parent) held open, made if missing, reached without a link;
     in object storage, its prefix. A dry run's scratch copy is local under the scratch root
     wherever the checkpoints are."""
-    root = _root(settings)
+    root = checkpoint_root(settings)
     if not isinstance(folder, UrlPath) and isinstance(root, UrlPath):
         root = settings.scratch_root
     try:
@@ -70,16 +59,11 @@ def _holding(settings: Settings, query: str, folder: CheckpointRoot) -> HeldDir 
         raise SnapshotFailed(f"query '{query}': {exc}") from None
 
 
-def _in_place(settings: Settings, parent: HeldDir | ObjectDir, dest: CheckpointRoot) -> bool:
-    """Whether ``dest`` holds a checkpoint a restore finished (left alone by a retried step).
-    In object storage, one still marked ``RESTORING`` was cut short: emptied, to be restored
-    again."""
-    if not parent.names(dest.name):
-        return False
-    if isinstance(parent, ObjectDir) and parent.exists(f"{dest.name}/{RESTORING}"):
-        parent.remove_tree(dest.name)
-        return False
-    return True
+def _in_place(parent: HeldDir | ObjectDir, dest: CheckpointRoot) -> bool:
+    """Whether ``dest`` holds a checkpoint a restore finished (left alone by a retried step)."""
+    if isinstance(parent, ObjectDir):
+        return restore_objects.in_place(parent, dest.name)
+    return bool(parent.names(dest.name))
 
 
 def materialise(
@@ -111,10 +95,10 @@ def materialise(
         dest: CheckpointRoot = (
             scratch / str(spec["name"])
             if scratch is not None
-            else checkpoint_path(_root(settings), job_name, run_id, spec)
+            else checkpoint_path(checkpoint_root(settings), job_name, run_id, spec)
         )
         with _holding(settings, item["query"], dest.parent) as parent:
-            if _in_place(settings, parent, dest):
+            if _in_place(parent, dest):
                 if (
                     scratch is None
                     and spec.get("checkpoint_location")
@@ -126,7 +110,7 @@ def materialise(
                     )
                 done[item["query"]] = {"already": True}
                 continue
-            assemble = _assemble_objects if isinstance(parent, ObjectDir) else _assemble
+            assemble = restore_objects.assemble if isinstance(parent, ObjectDir) else _assemble
             done[item["query"]] = assemble(
                 factory,
                 settings,
@@ -162,17 +146,17 @@ def _assemble(
     try:
         with parent.child(staging, create=True) as folder:
             if source.get("snapshot") is not None:
-                files = _snapshot_files(factory, store, source)
+                files = snapshot_files(factory, store, source)
                 if not with_state:
                     files = {k: v for k, v in files.items() if not k.startswith("state/")}
                 hints = store.restore(
                     files, folder, link=settings.snapshot_restore_links, present=present
                 )
             else:
-                files = _copy_run(settings, item, source, folder, with_state=with_state)
+                files = copy_run(settings, item, source, folder, with_state=with_state)
                 hints = {}
             if item.get("fresh_id"):
-                _fresh_query_id(folder)
+                fresh_query_id(folder)
                 hints.pop("metadata", None)
                 hints.pop(".metadata.crc", None)
         if keep_hints:
@@ -196,92 +180,8 @@ def _assemble(
         "checkpoint": str(dest),
     }
     if present:  # how much was there before the stop (prestage)
-        restored["prestaged_bytes"] = sum(
-            int(e.get("size") or 0)
-            for rel, e in files.items()
-            if present.get(rel) == digests.content_id(e)
-        )
+        restored["prestaged_bytes"] = prestaged_bytes(files, present)
     return restored
-
-
-def _assemble_objects(
-    factory: sessionmaker[Session],
-    settings: Settings,
-    store: SnapshotStore,
-    item: PlannedQuery,
-    source: PlannedSource,
-    parent: ObjectDir,
-    dest: UrlPath,
-    *,
-    keep_hints: bool,
-) -> dict[str, Any]:
-    """``_assemble`` in object storage: no folder to rename there, so the checkpoint is built in
-    place, marked ``RESTORING`` from before its first file to after its last (complete or
-    marked; a marked one is emptied and restored again, ``_in_place``). The new run's driver
-    is submitted only after this returns."""
-    with_state = "state" in item["parts"]
-    folder = parent.child(dest.name)
-    try:
-        folder.write_atomic(RESTORING, b"")
-        if source.get("snapshot") is not None:
-            files = _snapshot_files(factory, store, source)
-            if not with_state:
-                files = {k: v for k, v in files.items() if not k.startswith("state/")}
-            hints = store.restore(files, folder)
-        else:
-            files = _copy_run(settings, item, source, folder, with_state=with_state)
-            hints = {}
-        if item.get("fresh_id"):
-            _fresh_query_id(folder)
-            hints.pop("metadata", None)
-            hints.pop(".metadata.crc", None)
-        if keep_hints:
-            restored_hints.save(settings, dest, hints)
-        folder.unlink(RESTORING)  # the commit point
-    except SnapshotFailed:
-        parent.remove_tree(dest.name)
-        raise
-    except (SnapshotError, CheckpointError, OSError) as exc:
-        parent.remove_tree(dest.name)
-        raise SnapshotFailed(
-            f"restoring query '{item['query']}' from "
-            f"{source.get('snapshot') or 'run ' + str(source.get('run'))}: {exc}"
-        ) from exc
-    return {
-        "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
-        "files": len(files),
-        "bytes": sum(int(e.get("size") or 0) for e in files.values()),
-        "checkpoint": str(dest),
-    }
-
-
-def _copy_run(
-    settings: Settings,
-    item: PlannedQuery,
-    source: PlannedSource,
-    staging: HeldDir | ObjectDir,
-    *,
-    with_state: bool,
-) -> dict[str, Any]:
-    """A run's committed batch copied into ``staging`` (resume from run coordinates)."""
-    at, batch = source.get("checkpoint"), source.get("batch_id")
-    if at is None or batch is None:  # a plan revalidated names both
-        raise SnapshotFailed(
-            f"query '{item['query']}': its plan names no checkpoint and batch of "
-            f"run {source.get('run')} to start from"
-        )
-    try:
-        checkpoint = open_checkpoint(_root(settings), checkpoint_location(at))
-    except PathOutsideRoot as exc:
-        raise SnapshotFailed(f"query '{item['query']}': {exc}") from None
-    with checkpoint:
-        selected = select_files(checkpoint, int(batch)).files
-        files_list = [f for f in selected if with_state or not f.startswith("state/")]
-        if isinstance(checkpoint, HeldDir) and isinstance(staging, HeldDir):
-            copy_tree_files(checkpoint, files_list, staging)
-        else:
-            copy_between(checkpoint, files_list, staging)
-    return {f: {"size": regular_size(staging, f)} for f in files_list}
 
 
 def _take_prestaged(parent: HeldDir, staging: str) -> dict[str, str]:
@@ -317,9 +217,6 @@ def prestage(
     restores only what the last batches changed (at 1 GB a restore by copy is about a second,
     inside the pause). ``plan`` binds the new queries to the old run's (the plan before the
     stop); a query it cannot prestage is restored whole after the stop, as without this."""
-    if isinstance(_root(settings), UrlPath):
-        # Restored whole after the stop: an object store has no staging folder to rename.
-        return {}
     with factory() as session:
         snapshot = session.get(Snapshot, snapshot_id)
         if snapshot is None or snapshot.run_id is None:
@@ -339,16 +236,20 @@ def prestage(
         pre_copied = (manifest.get("queries") or {}).get(source.get("query"))
         if source.get("run") != old_run or pre_copied is None or item["query"] not in specs:
             continue
+        files = {
+            rel: entry
+            for rel, entry in pre_copied["files"].items()
+            if "state" in item["parts"] or not rel.startswith("state/")
+        }
+        root = checkpoint_root(settings)
+        if isinstance(root, UrlPath):
+            done[item["query"]] = restore_objects.prestage(
+                store, root, job_name, run_id, specs, item, files
+            )
+            continue
         parent: HeldDir | None = None
         staging = ""
         try:
-            files = {
-                rel: entry
-                for rel, entry in pre_copied["files"].items()
-                if "state" in item["parts"] or not rel.startswith("state/")
-            }
-            root = _root(settings)
-            assert isinstance(root, Path)  # object stores returned above
             dest = checkpoint_path(root, job_name, run_id, specs[item["query"]])
             held = _holding(settings, item["query"], dest.parent)
             assert isinstance(held, HeldDir)
@@ -379,40 +280,19 @@ def discard_prestaged(
 ) -> None:
     """What ``prestage`` left for run ``run_id`` (whole or cut short), removed: its update
     failed before ``materialise`` used it. Never raises: it tidies up after a failure."""
-    root = _root(settings)
-    if isinstance(root, UrlPath):  # nothing is prestaged there
-        return
+    root = checkpoint_root(settings)
     for spec in queries:
         try:
             dest = checkpoint_path(root, job_name, run_id, spec)
             with open_checkpoint(root, dest.parent) as parent:
+                if isinstance(parent, ObjectDir):  # prestaged in place, marked
+                    restore_objects.discard(parent, dest.name)
+                    continue
                 parent.remove_tree(_staging(dest))
         except FileNotFoundError:
             continue
         except (PathOutsideRoot, SnapshotFailed, OSError, KeyError, ValueError) as exc:
             log.warning("run %s: a prestaged checkpoint was not removed: %s", run_id, exc)
-
-
-def _snapshot_files(
-    factory: sessionmaker[Session], store: SnapshotStore, source: PlannedSource
-) -> dict[str, Any]:
-    with factory() as session:
-        snapshot = session.get(Snapshot, source.get("snapshot_id"))
-        if snapshot is None or snapshot.state != READY:
-            raise SnapshotFailed(
-                f"snapshot '{source['snapshot']}' of job '{source['job']}' was deleted or is not "
-                "ready any more"
-            )
-    manifest = store.read_manifest(source["job"], source["snapshot"])
-    if manifest is None:
-        raise SnapshotFailed(
-            f"the manifest of snapshot '{source['snapshot']}' is missing from the store"
-        )
-    query = (manifest.get("queries") or {}).get(source["query"])
-    if query is None:
-        raise SnapshotFailed(f"snapshot '{source['snapshot']}' has no query '{source['query']}'")
-    files: dict[str, Any] = query["files"]
-    return files
 
 
 def record_uses(session: Session, run_id: int, plan: StoredPlan) -> None:

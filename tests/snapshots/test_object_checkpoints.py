@@ -24,7 +24,7 @@ from app.core.config import Settings
 from app.core.paths import checkpoint_path, open_checkpoint
 from app.operations.models import Operation
 from app.snapshots.checkpoint_files import select_files
-from app.snapshots.restore import _in_place
+from app.snapshots.restore_objects import in_place
 from app.snapshots.store.object_files import RESTORING
 from app.worker import execute as ops
 from app.worker.core.context import WorkerContext
@@ -215,8 +215,35 @@ def test_a_restore_cut_short_is_found_marked_and_emptied(settings: Settings, s3:
     fs.pipe_file(f"{key}/offsets/0", b"half")
     parent = open_checkpoint(root, dest.parent, create=True)
     assert isinstance(parent, ObjectDir)
-    assert _in_place(settings, parent, dest) is False
+    assert in_place(parent, dest.name) is False
     fs.invalidate_cache()
     assert not fs.find(key)
     fs.pipe_file(f"{key}/offsets/0", b"whole")
-    assert _in_place(settings, parent, dest) is True
+    assert in_place(parent, dest.name) is True
+
+
+def test_an_update_by_snapshot_prestages_into_s3_and_restores_only_what_changed(
+    client: TestClient,
+    cluster: str,
+    ctx: WorkerContext,
+    settings: Settings,
+    s3: S3Store,
+    tmp_path: Path,
+) -> None:
+    """Issue 25 in object storage: the pre-copy restored in place before the stop, inside the
+    marker (step ``prestage``); after the stop ``materialise`` keeps those objects, removes the
+    list and the marker, and leaves exactly the snapshot."""
+    _, ck = _running_job(client, ctx, settings, s3, tmp_path)
+    v2 = make_version(client, "j", COUNTS, ENRICH)
+    op = operate(client, ctx, "j", "update", {"version": v2, "verify_seconds": 0})
+    assert op["state"] == "succeeded", op
+    names = op["steps"]
+    assert names.index("pre_copy") < names.index("prestage") < names.index("request_stop")
+    prestaged = op["details"]["prestage"]["counts"]
+    assert prestaged["files"] > 0 and prestaged["bytes"] > 0, op["details"]["prestage"]
+    restored = op["details"]["materialise"]["queries"]["counts"]
+    assert 0 < restored["prestaged_bytes"] <= restored["bytes"], restored
+    fs = _fs(s3)
+    _restored_exactly(fs, settings, op["run_id"], ck)
+    key = _key(settings, "j", op["run_id"])
+    assert not fs.exists(f"{key}/.tidegate-prestaged.json")

@@ -109,14 +109,23 @@ def put_object(
 
 
 def restore_objects(
-    store: Any, entries: Mapping[str, Mapping[str, Any]], dest: ObjectDir
+    store: Any,
+    entries: Mapping[str, Mapping[str, Any]],
+    dest: ObjectDir,
+    present: Mapping[str, str],
 ) -> dict[str, Any]:
     """Each blob put at ``dest/<relative path>`` as an object; the hints (path -> content, size,
-    mtime) a later export of ``dest`` skips rereading them by. The caller marks ``dest`` as
-    under construction around this (``RESTORING``)."""
+    mtime) a later export of ``dest`` skips rereading them by. ``present`` (path -> content id):
+    objects a ``prestage`` put there; each the entries name with that content and size stays,
+    every other object but the marker is removed, so ``dest`` ends holding exactly the
+    entries. The caller marks ``dest`` as under construction around this (``RESTORING``)."""
     hints: dict[str, Any] = {}
+    if present:
+        hints.update(_keep_present(entries, dest, present))
     server_side = not store.local and same_server(store.fs, dest.fs)
     for rel, entry in sorted(entries.items()):
+        if rel in hints:
+            continue
         content = digests.content_id(entry)
         blob, key = store.blob_path(content), dest.object_key(rel)
         if not (server_side and _server_copy(store.fs, blob, key)):
@@ -135,6 +144,25 @@ def restore_objects(
             )
         hints[rel] = digests.entry(content, size, mtime_ns)
     return hints
+
+
+def _keep_present(
+    entries: Mapping[str, Mapping[str, Any]], dest: ObjectDir, present: Mapping[str, str]
+) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for rel_dir, _folders, names in list(dest.walk("")):
+        for name in names:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if rel == RESTORING:
+                continue
+            entry = entries.get(rel)
+            if entry is not None and present.get(rel) == digests.content_id(entry):
+                size, mtime_ns = dest.stat(rel)
+                if size == int(entry.get("size", size)):
+                    kept[rel] = digests.entry(digests.content_id(entry), size, mtime_ns)
+                    continue
+            dest.unlink(rel)
+    return kept
 
 
 def copy_between(src: HeldDir | ObjectDir, files: list[str], dest: HeldDir | ObjectDir) -> None:

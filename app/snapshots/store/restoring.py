@@ -81,8 +81,8 @@ class Restoring:
         the manifest. Nothing of tidegate's or Spark's writes a checkpoint file in place (Spark
         writes new files or renames over old ones), but driver code could: hence only where
         drivers cannot write the blobs (another OS user; blobs are read-only)."""
-        if isinstance(dest, ObjectDir):  # no links, no prestage there: object_files
-            return restore_objects(self, entries, dest)
+        if isinstance(dest, ObjectDir):  # no links there: object_files
+            return restore_objects(self, entries, dest, present or {})
         hints: dict[str, Any] = {}
         with held(dest, create=True) as folder:  # every file below this one descriptor
             items = sorted(entries.items())
