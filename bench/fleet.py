@@ -106,7 +106,7 @@ ATTEMPT_CONF = contract.ATTEMPT
 SPARE_CONF = contract.SPARE
 BOOTSTRAP_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_BOOTSTRAP"
 LISTING = "GET /batches?from=0 (a listing starts)"
-LONG_POLL = 25  # tidegate_runtime/standby.py::LONG_POLL_SECONDS
+LONG_POLL = 25  # tidegate_runtime/driver/standby.py::LONG_POLL_SECONDS
 API_POOL = 10  # TIDEGATE_DB_POOL_SIZE's default, which the API processes run with
 WORKER_CONCURRENCY = 4  # `tidegate worker --concurrency`'s default
 APP_NAME_PREFIX = "tidegate-bench-"  # + a server's name: PGAPPNAME of its connections

@@ -10,7 +10,7 @@ import random
 
 PREFIX = "spark.tidegate."  # reserved: a version's conf may not set these
 
-# Every driver tidegate starts (app/worker/core/submission.py → tidegate_runtime/control.py).
+# Every driver tidegate starts (app/worker/core/submission.py → tidegate_runtime/driver/runtime.py).
 API_URL = PREFIX + "api_url"
 JOB = PREFIX + "job"
 RUN_ID = PREFIX + "run_id"
@@ -19,13 +19,13 @@ VERSION = PREFIX + "version"
 CHECKPOINT_DIR = PREFIX + "checkpoint_dir"  # the run's folder: <root>/<job>/<run>
 QUERIES = PREFIX + "queries"  # JSON list of the version's queries (submission.queries_conf)
 
-# A driver started ahead to wait for go (tidegate_runtime/standby.py).
+# A driver started ahead to wait for go (tidegate_runtime/driver/standby.py).
 STANDBY = PREFIX + "standby"
 STANDBY_TIMEOUT_SECONDS = PREFIX + "standby_timeout_seconds"
 SPARE = PREFIX + "spare"  # a spare: the attempt number its go is given to
 STANDBY_DRY_RUN_DIR = PREFIX + "standby_dry_run_dir"  # the dry run it runs before it waits
 
-# A dry run (tidegate_runtime/dry_run.py).
+# A dry run (tidegate_runtime/driver/dry_run.py).
 DRY_RUN = PREFIX + "dry_run"
 DRY_RUN_QUERIES = PREFIX + "dry_run_queries"  # JSON list: the queries that resume state
 DRY_RUN_TRIAL = PREFIX + "dry_run_trial"  # JSON: per query, the trial batch's offsets

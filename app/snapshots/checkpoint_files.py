@@ -28,13 +28,13 @@ from typing import Any
 from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
 from app.snapshots.errors import ExportError, UnsafeFileError
 from app.snapshots.store.safe_files import Folder, held
-from tidegate_runtime.checkpoint import (
+from tidegate_runtime.checkpoints.checkpoint import (
     CheckpointError,
     read_commit,
     read_offsets,
     state_operators,
 )
-from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.checkpoints.held_dir import HeldDir
 
 # "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
 VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")

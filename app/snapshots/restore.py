@@ -27,8 +27,8 @@ from app.snapshots.store.access import store_for
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import copy_tree_files
 from app.snapshots.store.safe_files import regular_size
-from tidegate_runtime.checkpoint import CheckpointError, hadoop_crc
-from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.checkpoints.checkpoint import CheckpointError, hadoop_crc
+from tidegate_runtime.checkpoints.held_dir import HeldDir
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from app.runs.service import active_run
 from app.startpoints.models import APPLIED, Startpoint, StartpointApplication
 from app.startpoints.schemas import AppliedReport
 from app.startpoints.service import list_pending
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as rt
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources import positions as rt
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from app.runs.policy import RestartPolicy
 from tidegate_runtime import contract
-from tidegate_runtime.supervision import RestartPolicy as QueryRestartPolicy
+from tidegate_runtime.driver.restart_policy import RestartPolicy as QueryRestartPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = re.compile(r"""["']spark\.tidegate\.""")

@@ -10,7 +10,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.support.stack import running_stack
-from tidegate_runtime.control import BOOTSTRAP_ENV, TOKEN_ENV, ControlPlaneRefused, Runtime
+from tidegate_runtime.driver.channel import BOOTSTRAP_ENV, TOKEN_ENV, ControlPlaneRefused
+from tidegate_runtime.driver.runtime import Runtime
 
 pytestmark = pytest.mark.spark
 
@@ -71,8 +72,8 @@ def test_an_idle_query_says_so_through_the_api(
     from app.jobs.models import Job
     from app.runs.models import Run
     from tests.support.stack import wait_until
-    from tidegate_runtime.eventlog import EventLog
-    from tidegate_runtime.source import read_events
+    from tidegate_runtime.sources.eventlog import EventLog
+    from tidegate_runtime.sources.eventlog_source import read_events
 
     root = tmp_path / "log"
     stream = EventLog(root).create_stream("quiet", 1)

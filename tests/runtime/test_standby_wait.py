@@ -1,4 +1,4 @@
-"""The standby's wait for go (tidegate_runtime/standby.py), against a scripted channel: go
+"""The standby's wait for go (tidegate_runtime/driver/standby.py), against a scripted channel: go
 ends it, a release or the timeout raises, an unreachable control plane is asked again."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tidegate_runtime import standby
-from tidegate_runtime.standby import (
+from tidegate_runtime.driver import standby
+from tidegate_runtime.driver.standby import (
     DRY_RUN_DIR_CONF,
     LONG_POLL_SECONDS,
     STANDBY_CONF,
@@ -167,7 +167,7 @@ def test_a_standby_with_a_dry_run_runs_the_job_again_after_go(
     main = tmp_path / "job.py"
     marker = tmp_path / "ran"
     main.write_text(
-        "from tidegate_runtime import standby\n"
+        "from tidegate_runtime.driver import standby\n"
         f"open({str(marker)!r}, 'a').write(str(standby.went_with() is not None))\n"
     )
     monkeypatch.setattr(sys, "argv", [str(main)])

@@ -1,6 +1,7 @@
-"""A fresh version's rehearsal (tidegate_runtime/dry_run.py, ``spark.tidegate.dry_run_trial``)
-on local Spark: each query starts on an empty scratch checkpoint at the old run's last records
-and runs one trial batch up to its cap into the noop sink; a version whose code fails on real
+"""A fresh version's rehearsal (tidegate_runtime/driver/dry_run.py,
+``spark.tidegate.dry_run_trial``) on local Spark: each query starts on an empty scratch checkpoint
+at the old run's last records and runs one trial batch up to its cap into the noop sink; a version
+whose code fails on real
 records is caught there, with Spark's error."""
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from pyspark.sql.types import StringType
 
 from pipelines.windowed_counts import build_windowed_counts
 from tests.support.spark import fill
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import dry_run as dry
-from tidegate_runtime.control import Runtime
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.source import read_events
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver import dry_run as dry
+from tidegate_runtime.driver.runtime import Runtime
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_source import read_events
 
 pytestmark = pytest.mark.spark
 

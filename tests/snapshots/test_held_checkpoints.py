@@ -23,9 +23,9 @@ from app.worker.core.context import WorkerContext
 from app.worker.dry_run.verdict import RESULT_LIMIT, read_result
 from tests.support.checkpoints import FakeCheckpoint
 from tests.support.flows import operate, running_job
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import dry_run as runtime_dryrun
-from tidegate_runtime.held_dir import READ_LIMIT
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints.held_dir import READ_LIMIT
+from tidegate_runtime.driver import dry_run as runtime_dryrun
 
 
 def _two_jobs(root: Path) -> tuple[FakeCheckpoint, FakeCheckpoint]:

@@ -23,7 +23,7 @@ from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
 from app.worker.core.context import WorkerContext
-from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF, STANDBY_CONF
+from tidegate_runtime.driver.standby import DRY_RUN_DIR_CONF, SPARE_CONF, STANDBY_CONF
 
 
 @dataclass

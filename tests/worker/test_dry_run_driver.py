@@ -19,7 +19,7 @@ from app.worker.core.steps import OperationFailed, Steps
 from app.worker.core.version import read_target
 from app.worker.dry_run import attempts, driver, scratch_copy, verdict
 from tests.support.worker import FakeBackend, make_job
-from tidegate_runtime import dry_run as runtime_dryrun
+from tidegate_runtime.driver import dry_run as runtime_dryrun
 
 VERSION = SimpleNamespace(
     cluster=None,

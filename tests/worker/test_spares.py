@@ -26,7 +26,7 @@ from app.worker.reconcile.spare import DRY_RUN_WAIT
 from tests.support.checkpoints import FakeCheckpoint
 from tests.support.worker import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
-from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF
+from tidegate_runtime.driver.standby import DRY_RUN_DIR_CONF, SPARE_CONF
 
 RESTART_STEPS = [
     "target",

@@ -33,7 +33,7 @@ from tests.support.flows import (
     running_job,
 )
 from tests.support.worker import FakeBackend
-from tidegate_runtime.standby import DRY_RUN_DIR_CONF
+from tidegate_runtime.driver.standby import DRY_RUN_DIR_CONF
 
 
 @pytest.mark.parametrize(

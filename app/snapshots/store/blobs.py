@@ -43,7 +43,7 @@ from app.snapshots.store.safe_files import (
     link_fd,
     open_regular,
 )
-from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.checkpoints.held_dir import HeldDir
 
 # Files put at once: two cores hash while the kernel copies (measured in bench/snapshots.py).
 PUT_THREADS = 4

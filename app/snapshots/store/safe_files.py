@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from app.snapshots.errors import UnsafeFileError
-from tidegate_runtime.held_dir import HeldDir, UnsafeEntry
+from tidegate_runtime.checkpoints.held_dir import HeldDir, UnsafeEntry
 
 # A checkpoint folder: held open (the worker's way), or a path held for the call.
 Folder = Path | HeldDir

@@ -17,7 +17,7 @@ from app.worker.core.context import WorkerContext
 from app.worker.core.runtime_bundle import runtime_bundle
 from tidegate_runtime import contract
 from tidegate_runtime.contract import BOOTSTRAP_ENV
-from tidegate_runtime.sinks import declared_sink
+from tidegate_runtime.driver.sinks import declared_sink
 
 STANDBY_CONF = contract.STANDBY
 STANDBY_TIMEOUT_CONF = contract.STANDBY_TIMEOUT_SECONDS

@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from tidegate_runtime.channel_client import progress_report
+from tidegate_runtime.driver.channel import progress_report
 
 
 class ProgressReporter(StreamingQueryListener):

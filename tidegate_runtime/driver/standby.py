@@ -29,8 +29,8 @@ import urllib.error
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -118,7 +118,9 @@ def warm_up(spark: Any) -> None:
     - Spark's file writer and Parquet's (with its snappy codec) on every executor slot and
       in the driver, into the dry run's scratch folder, then removed: a sink that writes
       files otherwise pays their first use in the first batch (about 0.9 s here)."""
-    from tidegate_runtime.source import EventLogDataSource  # pyarrow: only when warming
+    from tidegate_runtime.sources.eventlog_source import (
+        EventLogDataSource,  # pyarrow: only when warming
+    )
 
     sc = spark.sparkContext
     slots = max(1, int(sc.defaultParallelism))

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tidegate_runtime.files import fsync_dir, write_atomic
+from tidegate_runtime.checkpoints.durable_files import fsync_dir, write_atomic
 
 DEFAULT_SEGMENT_RECORDS = 10_000
 DEFAULT_INDEX_INTERVAL = 64

@@ -51,8 +51,8 @@ from typing import Any
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
 
 log = logging.getLogger("tidegate.runtime.dryrun")
 

@@ -1,5 +1,6 @@
-"""The driver's side of the runtime channel: its HTTP client, the errors the runtime raises,
-and the progress report it posts for each batch. Standard library only (runs in drivers)."""
+"""The driver's side of the runtime channel (app/channel/ is the API's): its HTTP client, the errors
+the runtime raises, and the progress report it posts for each batch. Standard library only (runs in
+drivers)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Event generator: writes keyed, numbered events into an event-log stream at a given rate.
+"""The event log's producer: writes keyed, numbered events into an event-log stream at a rate.
 
 Record ``i`` of a run has key ``keys[i % len(keys)]`` and value ``str(i % 100)``, so the
 example pipelines have something to count and sum; ground truth is computed from the log,
@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from typing import Self
 
-from tidegate_runtime.eventlog import EventLog, NewRecord, Stream
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord, Stream
 
 DEFAULT_KEYS = tuple(f"k{i}" for i in range(10))
 # Shortest pause between two appends when rate-limited: batches appends at high rates.

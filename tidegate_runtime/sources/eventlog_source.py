@@ -1,8 +1,8 @@
-"""Spark streaming source ``eventlog`` over an :mod:`tidegate_runtime.eventlog` stream.
+"""Spark streaming source ``eventlog`` over an event-log stream (eventlog.py).
 
 Offsets are per-partition positions (next offset to read) serialised by
-:func:`~tidegate_runtime.eventlog.format_offsets`, e.g. ``{"0": 123, "1": 45}``; Spark stores that
-text verbatim as this source's line in ``offsets/N``.
+:func:`~tidegate_runtime.sources.eventlog.format_offsets`, e.g. ``{"0": 123, "1": 45}``; Spark
+stores that text verbatim as this source's line in ``offsets/N``.
 
 Options:
 
@@ -51,7 +51,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from tidegate_runtime.eventlog import EventLog, Stream, parse_offsets
+from tidegate_runtime.sources.eventlog import EventLog, Stream, parse_offsets
 
 SCHEMA = StructType(
     [

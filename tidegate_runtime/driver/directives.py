@@ -1,13 +1,14 @@
-"""The runtime following its directives: stop at a batch boundary, or drain — stage by stage,
+"""The runtime following its directives (named for both: a plain stop and a drain are followed
+here): stop at a batch boundary, or drain — stage by stage,
 upstream first; a query reading only eventlog sources drains natively (end offsets fixed, a
 marker that closes every window), any other is restarted with AvailableNow on its checkpoint.
 A stage whose queries hold no state with anything left to emit (stateless, or deduplication
 only) gets no marker: it ends after the batch that reads up to the end offsets, its state kept
 rather than evicted key by key.
 
-``Drainer`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read alone:
-its own state is ``DrainState`` (the runtime's ``_drain_state``); the annotations below name what it
-uses of the runtime's."""
+``Drainer`` is a part of ``Runtime`` (tidegate_runtime/driver/runtime.py), kept apart to be read
+alone: its own state is ``DrainState`` (the runtime's ``_drain_state``); the annotations below name
+what it uses of the runtime's."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as sp
-from tidegate_runtime.chain import NOTHING_TO_FLUSH, drain_stages
-from tidegate_runtime.channel_client import ControlClient, ControlPlaneRefused
-from tidegate_runtime.source import MARKER_PARTITION
-from tidegate_runtime.stopping import stop_at_batch_boundary
-from tidegate_runtime.supervision import Supervisor
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver.batch_boundary import stop_at_batch_boundary
+from tidegate_runtime.driver.channel import ControlClient, ControlPlaneRefused
+from tidegate_runtime.driver.drain_order import NOTHING_TO_FLUSH, drain_stages
+from tidegate_runtime.driver.restart_policy import Supervisor
+from tidegate_runtime.sources import positions as sp
+from tidegate_runtime.sources.eventlog_source import MARKER_PARTITION
 
 log = logging.getLogger("tidegate.runtime")
 

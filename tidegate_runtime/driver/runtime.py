@@ -1,6 +1,8 @@
-"""The in-job side of tidegate: wires queries from the version spec, reports progress, and
-follows the control plane's directives (stop at a batch boundary; drain and startpoints
-arrive through the same channel).
+"""The runtime itself, ``Runtime``: the driver's control loop, which wires queries from the
+version spec, reports progress, and follows the control plane's directives (stop at a batch
+boundary; drain and startpoints arrive through the same channel). Its parts, each read alone:
+``Drainer`` (directives.py), ``Restarter`` (query_restarts.py), ``Starter`` (startpoints.py).
+A pipeline imports it as ``tidegate_runtime.control.Runtime``, the stable public path.
 
 A job file does::
 
@@ -29,11 +31,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import contract, hadoop_files, sinks, standby
-from tidegate_runtime import dry_run as dry
-from tidegate_runtime import startpoints as sp
-from tidegate_runtime.channel_client import (
+from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints import hadoop_files
+from tidegate_runtime.driver import dry_run as dry
+from tidegate_runtime.driver import sinks, standby
+from tidegate_runtime.driver.batch_boundary import fence, stop_at_batch_boundary
+from tidegate_runtime.driver.channel import (
     BOOTSTRAP_ENV,
     TOKEN_ENV,
     ControlClient,
@@ -42,13 +46,13 @@ from tidegate_runtime.channel_client import (
     UndeclaredQuery,
     pstl_to_spark_interval,
 )
-from tidegate_runtime.connectors import require_connectors
-from tidegate_runtime.drain import Drainer, DrainState
-from tidegate_runtime.reporter import ProgressReporter
-from tidegate_runtime.restarting import Restarter
-from tidegate_runtime.starting import Starter
-from tidegate_runtime.stopping import fence, stop_at_batch_boundary
-from tidegate_runtime.supervision import RestartPolicy, Supervisor
+from tidegate_runtime.driver.directives import Drainer, DrainState
+from tidegate_runtime.driver.progress_listener import ProgressReporter
+from tidegate_runtime.driver.query_restarts import Restarter
+from tidegate_runtime.driver.restart_policy import RestartPolicy, Supervisor
+from tidegate_runtime.driver.startpoints import Starter
+from tidegate_runtime.sources import positions as sp
+from tidegate_runtime.sources.connectors import require_connectors
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -68,22 +72,24 @@ class Runtime(Drainer, Restarter, Starter):
     startpoints: list[sp.Startpoint] = field(default_factory=list)
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A job may set its own Kafka resolver; otherwise each Kafka source gets tidegate's
-    # (tidegate_runtime/kafka_client.py), built from the source's declared options.
+    # (tidegate_runtime/sources/kafka_client.py), built from the source's declared options.
     kafka_resolver: sp.KafkaResolver | None = None
     _kafka_resolvers: dict[str, sp.KafkaResolver] = field(default_factory=dict)
     _given_starting: dict[str, dict[int, int]] = field(default_factory=dict)
-    _drain_state: DrainState = field(default_factory=DrainState)  # tidegate_runtime/drain.py
+    _drain_state: DrainState = field(
+        default_factory=DrainState
+    )  # tidegate_runtime/driver/directives.py
     _writers: dict[str, DataStreamWriter] = field(default_factory=dict)
     _controlled: set[str] = field(default_factory=set)
     _terminated: set[str] = field(default_factory=set)
     # Notified as a query's end is heard and as each report is posted: the flush before the
     # fence waits on it, not on a poll's sleep (inside an update's pause).
     _reported: threading.Condition = field(default_factory=threading.Condition)
-    # A dry run (tidegate_runtime/dry_run.py): scratch checkpoints, noop sinks, no control
+    # A dry run (tidegate_runtime/driver/dry_run.py): scratch checkpoints, noop sinks, no control
     # plane. None for a real run.
     dry_run: dry.DryRun | None = None
-    # Restarts a failed query alone (tidegate_runtime/supervision.py); without a policy from
-    # the control plane (unmanaged, a dry run), a failed query ends the driver.
+    # Restarts a failed query alone (tidegate_runtime/driver/restart_policy.py); without a policy
+    # from the control plane (unmanaged, a dry run), a failed query ends the driver.
     supervisor: Supervisor = field(default_factory=Supervisor)
     # Declared sink options by query, from the directives (never in the Spark conf).
     sink_options: dict[str, dict[str, str]] = field(default_factory=dict)
