@@ -101,10 +101,6 @@ from tidegate_runtime import contract
 
 # What the worker puts in a spare's submission (app/worker/core/submission.py::run_spec; Livy
 # carries the env as spark.yarn.appMasterEnv.*, app/backends/livy.py::env_conf).
-RUN_ID_CONF = contract.RUN_ID
-ATTEMPT_CONF = contract.ATTEMPT
-SPARE_CONF = contract.SPARE
-BOOTSTRAP_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_BOOTSTRAP"
 LISTING = "GET /batches?from=0 (a listing starts)"
 LONG_POLL = 25  # tidegate_runtime/driver/standby.py::LONG_POLL_SECONDS
 API_POOL = 10  # TIDEGATE_DB_POOL_SIZE's default, which the API processes run with
@@ -162,7 +158,7 @@ class FleetLivy(FakeLivy):
     def create(self, payload: dict[str, Any]) -> tuple[int, Any]:
         status, body = super().create(payload)
         conf = payload.get("conf") or {}
-        if status == 201 and conf.get(SPARE_CONF) and self.on_spare is not None:
+        if status == 201 and conf.get(contract.SPARE) and self.on_spare is not None:
             self.on_spare(int(body["id"]), conf)
         return status, body
 
@@ -562,11 +558,12 @@ class Drivers:
         """The fake got a spare's POST /batches: its driver starts (a real one would take
         its JVM and session first; this one calls in at once)."""
         spare = Driver(
-            int(conf[RUN_ID_CONF]),
-            int(conf[ATTEMPT_CONF]),
+            int(conf[contract.RUN_ID]),
+            int(conf[contract.ATTEMPT]),
             batch_id,
-            conf[BOOTSTRAP_CONF],  # traded for the run token first, as the runtime does
-            spare=int(conf[SPARE_CONF]),
+            # Traded for the run token first, as the runtime does.
+            conf[f"spark.yarn.appMasterEnv.{contract.BOOTSTRAP_ENV}"],
+            spare=int(conf[contract.SPARE]),
         )
         self.commands.put(("spare", spare))
 

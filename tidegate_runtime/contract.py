@@ -28,13 +28,16 @@ STANDBY_DRY_RUN_DIR = PREFIX + "standby_dry_run_dir"  # the dry run it runs befo
 # A dry run (tidegate_runtime/driver/dry_run.py).
 DRY_RUN = PREFIX + "dry_run"
 DRY_RUN_QUERIES = PREFIX + "dry_run_queries"  # JSON list: the queries that resume state
-DRY_RUN_TRIAL = PREFIX + "dry_run_trial"  # JSON: per query, the trial batch's offsets
+DRY_RUN_TRIAL = PREFIX + "dry_run_trial"  # JSON: per query, the trial batch's offsets:
+# {query: {source: {"start": {partition: offset}, "end": {…}}}} (a fresh version's trial)
 DRY_RUN_RESULT = PREFIX + "dry_run_result"  # where the verdict is written
 DRY_RUN_TIMEOUT = PREFIX + "dry_run_timeout"
 DRY_RUN_RESULT_FILE = "_dryrun.json"
 
 # The run's one-time bootstrap token, handed to the driver's environment (never its conf).
 BOOTSTRAP_ENV = "TIDEGATE_RUN_BOOTSTRAP"
+# The run token itself, for a driver started with it rather than the bootstrap (by hand).
+RUN_TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
 
 
 def backoff_seconds(

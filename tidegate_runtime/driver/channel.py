@@ -13,10 +13,6 @@ from typing import Any
 
 from tidegate_runtime import contract
 
-TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
-# What tidegate starts a driver with: single use, traded for the run token at start.
-BOOTSTRAP_ENV = contract.BOOTSTRAP_ENV
-
 
 class TidegateRuntimeError(Exception):
     """The control plane refused us or the job asked for something its version does not
@@ -61,7 +57,8 @@ class ControlClient:
             if exc.code in (401, 403):
                 raise ControlPlaneRefused(
                     f"tidegate refused this run's token ({exc.code}): {detail}. The driver must "
-                    f"be started by tidegate, with {TOKEN_ENV} set for run {self.run_id}."
+                    f"be started by tidegate, with {contract.RUN_TOKEN_ENV} set for run "
+                    f"{self.run_id}."
                 ) from None
             raise
 

@@ -38,8 +38,6 @@ from tidegate_runtime.driver import dry_run as dry
 from tidegate_runtime.driver import sinks, standby
 from tidegate_runtime.driver.batch_boundary import fence, stop_at_batch_boundary
 from tidegate_runtime.driver.channel import (
-    BOOTSTRAP_ENV,
-    TOKEN_ENV,
     ControlClient,
     ControlPlaneRefused,
     TidegateRuntimeError,
@@ -97,20 +95,21 @@ class Runtime(Drainer, Restarter, Starter):
     @classmethod
     def from_spark(cls, spark: SparkSession) -> Runtime:
         conf = spark.conf
-        if (conf.get(dry.DRY_RUN_CONF, "false") or "").lower() == "true":
+        if (conf.get(contract.DRY_RUN, "false") or "").lower() == "true":
             return cls._for_dry_run(spark)
         run_id = conf.get(contract.RUN_ID, None)
         if run_id is None:
             return cls(spark)
         # Keep the secrets out of child processes that do not need them (Python workers).
-        token = os.environ.pop(TOKEN_ENV, None)
-        bootstrap = os.environ.pop(BOOTSTRAP_ENV, None)
+        token = os.environ.pop(contract.RUN_TOKEN_ENV, None)
+        bootstrap = os.environ.pop(contract.BOOTSTRAP_ENV, None)
         client = standby.went_with()  # the job's second pass after a standby's dry run
         if client is None:
             if not token and not bootstrap:
                 raise ControlPlaneRefused(
-                    f"Neither {BOOTSTRAP_ENV} nor {TOKEN_ENV} is set: this driver was started "
-                    f"by tidegate (run {run_id}) but has no token, so it cannot be controlled. "
+                    f"Neither {contract.BOOTSTRAP_ENV} nor {contract.RUN_TOKEN_ENV} is set: this "
+                    f"driver was started by tidegate (run {run_id}) but has no token, so it "
+                    "cannot be controlled. "
                     "Resubmit through tidegate."
                 )
             api_url = conf.get(contract.API_URL) or ""
@@ -170,12 +169,13 @@ class Runtime(Drainer, Restarter, Starter):
             for q in json.loads(conf.get(contract.QUERIES, "[]") or "[]")
         }
         runtime = cls(spark, checkpoint_dir=checkpoint_dir, declared=declared)
-        check = json.loads(conf.get(dry.CHECK_CONF, "[]") or "[]")
+        check = json.loads(conf.get(contract.DRY_RUN_QUERIES, "[]") or "[]")
         runtime.dry_run = dry.DryRun.with_trial(
-            json.loads(conf.get(dry.TRIAL_CONF, "{}") or "{}"),
+            json.loads(conf.get(contract.DRY_RUN_TRIAL, "{}") or "{}"),
             targets=dry.targets(check, runtime.checkpoint_for),
-            result=conf.get(dry.RESULT_CONF, None) or os.path.join(checkpoint_dir, dry.RESULT_FILE),
-            timeout=float(conf.get(dry.TIMEOUT_CONF, None) or dry.DEFAULT_TIMEOUT),
+            result=conf.get(contract.DRY_RUN_RESULT, None)
+            or os.path.join(checkpoint_dir, contract.DRY_RUN_RESULT_FILE),
+            timeout=float(conf.get(contract.DRY_RUN_TIMEOUT, None) or dry.DEFAULT_TIMEOUT),
         )
         # The planned batch runs, and a trial reads up to its cap; nothing else reads data.
         caps = runtime.dry_run.caps
