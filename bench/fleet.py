@@ -261,8 +261,9 @@ class Driver:
     spare: int | None = None  # the spare's number, while it waits
 
 
-def _progress(batch: int) -> dict[str, Any]:
-    """A progress report like the runtime's (tidegate_runtime/channel_client.progress_report)."""
+def _progress(batch: int) -> contract.ProgressReport:
+    """A progress report like the runtime's (tidegate_runtime/driver/channel.py::progress_report)
+    shaped by the contract."""
     offsets = {str(p): 100 * batch + p for p in range(4)}
     return {
         "query": "q",
@@ -413,7 +414,7 @@ class DriverLoop:
                 if self.directives_every and now >= next_directives:
                     next_directives = _after_now(next_directives, self.directives_every, now)
                     r = await client.get(
-                        f"/runs/{d.run_id}/directives",
+                        contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.DIRECTIVES_PATH,
                         params={"attempt": d.attempt},
                         headers=headers,
                     )
@@ -424,7 +425,9 @@ class DriverLoop:
                 if now >= next_progress:
                     next_progress = _after_now(next_progress, self.trigger, now)
                     r = await client.post(
-                        f"/runs/{d.run_id}/progress", json=_progress(batch), headers=headers
+                        contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.PROGRESS_PATH,
+                        json=_progress(batch),
+                        headers=headers,
                     )
                     self._count("progress", r)
                     batch += 1
@@ -439,7 +442,9 @@ class DriverLoop:
         self.spares.add(d.run_id)
         client = self._client(d.run_id)
         bootstrap = {"Authorization": f"Bearer {d.token}"}
-        traded = await client.post(f"/runs/{d.run_id}/token", headers=bootstrap)
+        traded = await client.post(
+            contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.TOKEN_PATH, headers=bootstrap
+        )
         traded.raise_for_status()
         d.token = traded.json()["token"]
         headers = {"Authorization": f"Bearer {d.token}"}
@@ -450,7 +455,9 @@ class DriverLoop:
                 self.polling += 1
                 try:
                     r = await client.get(
-                        f"/runs/{d.run_id}/standby", params=params, headers=headers
+                        contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.STANDBY_PATH,
+                        params=params,
+                        headers=headers,
                     )
                 except httpx.HTTPError:
                     self.counts["transport errors"] += 1

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from tidegate_runtime import contract
 from tidegate_runtime.driver.channel import ControlClient
 from tidegate_runtime.driver.restart_policy import Supervisor
 
@@ -88,7 +89,7 @@ class Restarter:
     ) -> None:
         if self.client is None:
             return
-        report = {
+        report: contract.QueryFailureReport = {
             "attempt": self.attempt,
             "query": name,
             "failures": failures,

@@ -10,7 +10,6 @@ from zero again. Pure logic: the runtime (tidegate_runtime/driver/runtime.py) as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tidegate_runtime import contract
 
@@ -25,7 +24,7 @@ class RestartPolicy:
     stable_period: float = 60.0
 
     @classmethod
-    def from_directives(cls, policy: dict[str, Any] | None) -> RestartPolicy:
+    def from_directives(cls, policy: contract.QueryRestartPolicy | None) -> RestartPolicy:
         if not policy:
             return cls()  # an unmanaged job, or a control plane that sends none: no supervision
         return cls(

@@ -64,11 +64,11 @@ class Runtime(Drainer, Restarter, Starter):
     declared: dict[str, dict[str, Any]] = field(default_factory=dict)
     poll_seconds: float = 1.0
     queries: dict[str, StreamingQuery] = field(default_factory=dict)
-    _outbox: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
+    _outbox: queue.Queue[contract.ProgressReport] = field(default_factory=queue.Queue)
     _stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: str | None = None
     startpoints: list[sp.Startpoint] = field(default_factory=list)
-    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: dict[str, contract.SourceDeclaration] = field(default_factory=dict)
     # A job may set its own Kafka resolver; otherwise each Kafka source gets tidegate's
     # (tidegate_runtime/sources/kafka_client.py), built from the source's declared options.
     kafka_resolver: sp.KafkaResolver | None = None

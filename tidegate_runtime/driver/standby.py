@@ -47,7 +47,9 @@ class StandbyReleased(Exception):
 
 
 class _Channel(Protocol):
-    def standby(self, attempt: int, wait: int, spare: int | None = None) -> dict[str, Any]: ...
+    def standby(
+        self, attempt: int, wait: int, spare: int | None = None
+    ) -> contract.StandbyAnswer: ...
 
 
 def _is_standby(spark: Any) -> bool:
@@ -187,7 +189,7 @@ def await_go(
     spare: int | None = None,
     clock: Any = time.monotonic,
     sleep: Any = time.sleep,
-) -> dict[str, Any]:
+) -> contract.StandbyAnswer:
     """Long-poll until go (returned) or release (StandbyReleased). The control plane being
     briefly unreachable does not end the wait; the timeout does."""
     deadline = clock() + timeout

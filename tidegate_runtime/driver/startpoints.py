@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from tidegate_runtime import contract
 from tidegate_runtime.checkpoints import checkpoint as cp
 from tidegate_runtime.driver import dry_run as dry
 from tidegate_runtime.driver.channel import ControlClient, TidegateRuntimeError
@@ -35,7 +36,7 @@ class Starter:
     declared: dict[str, dict[str, Any]]
     dry_run: dry.DryRun | None
     startpoints: list[sp.Startpoint]
-    sources: dict[str, dict[str, Any]]  # declared sources' kinds and options, by name
+    sources: dict[str, contract.SourceDeclaration]  # declared sources' kinds and options
     kafka_resolver: sp.KafkaResolver | None  # the job's own, if it set one
     _kafka_resolvers: dict[str, sp.KafkaResolver]  # tidegate's, one per Kafka source
     _given_starting: dict[str, dict[int, int]]  # what starting_offsets gave each source
@@ -82,7 +83,7 @@ class Starter:
         self._given_starting[source] = offsets
         return sp.format_line(decl["kind"], offsets, decl["options"])
 
-    def _kafka(self, source: str, decl: dict[str, Any]) -> sp.KafkaResolver | None:
+    def _kafka(self, source: str, decl: contract.SourceDeclaration) -> sp.KafkaResolver | None:
         if decl["kind"] != "kafka" or self.kafka_resolver is not None:
             return self.kafka_resolver
         if source not in self._kafka_resolvers:
@@ -95,7 +96,7 @@ class Starter:
         """Rewrite each source's committed offsets before the query starts; report what
         moved so the control plane can show it and undo it."""
         assert self.client is not None
-        reports = []
+        reports: list[contract.AppliedReport] = []
         for index, source in enumerate(self.declared[name].get("sources", [])):
             points = self._points(source["name"])
             if not points:
