@@ -4,7 +4,8 @@ It runs inside Spark drivers and executors, so it imports only the standard libr
 and pyarrow (tests/runtime/test_imports.py holds it to that). The worker ships it with every
 submission as a zip (app/worker/core/runtime_bundle.py): a cluster needs no tidegate install.
 
-Its parts, each importing only the ones below it (tests/runtime/test_imports.py):
+Its parts, each importing only those listed before it (packaging/ imports none of them;
+tests/runtime/test_imports.py holds it):
 
 - ``contract.py``: what the worker, the API and the driver agree on, written once;
 - ``checkpoints/``: a query's checkpoint read and edited, locally or in object storage;
