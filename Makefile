@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml jvm/deps.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	$(PY) -m tidegate_runtime.pyspark_zip  # bytecode in pyspark.zip: each query starts faster
+	$(PY) -m tidegate_runtime.packaging.pyspark_zip  # bytecode in pyspark.zip: each query starts faster
 	$(PY) -m app.devtools.jvm_deps fetch  # pinned jars (Kafka connector and broker, S3A), checked
 	touch $(STAMP)
 

@@ -48,8 +48,8 @@ from bench.common import (
     table,
     tidegate_env,
 )
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 PIPELINE = ROOT / "pipelines" / "windowed_counts.py"
 CONF = {

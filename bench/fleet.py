@@ -101,12 +101,8 @@ from tidegate_runtime import contract
 
 # What the worker puts in a spare's submission (app/worker/core/submission.py::run_spec; Livy
 # carries the env as spark.yarn.appMasterEnv.*, app/backends/livy.py::env_conf).
-RUN_ID_CONF = contract.RUN_ID
-ATTEMPT_CONF = contract.ATTEMPT
-SPARE_CONF = contract.SPARE
-BOOTSTRAP_CONF = "spark.yarn.appMasterEnv.TIDEGATE_RUN_BOOTSTRAP"
 LISTING = "GET /batches?from=0 (a listing starts)"
-LONG_POLL = 25  # tidegate_runtime/standby.py::LONG_POLL_SECONDS
+LONG_POLL = 25  # tidegate_runtime/driver/standby.py::LONG_POLL_SECONDS
 API_POOL = 10  # TIDEGATE_DB_POOL_SIZE's default, which the API processes run with
 WORKER_CONCURRENCY = 4  # `tidegate worker --concurrency`'s default
 APP_NAME_PREFIX = "tidegate-bench-"  # + a server's name: PGAPPNAME of its connections
@@ -162,7 +158,7 @@ class FleetLivy(FakeLivy):
     def create(self, payload: dict[str, Any]) -> tuple[int, Any]:
         status, body = super().create(payload)
         conf = payload.get("conf") or {}
-        if status == 201 and conf.get(SPARE_CONF) and self.on_spare is not None:
+        if status == 201 and conf.get(contract.SPARE) and self.on_spare is not None:
             self.on_spare(int(body["id"]), conf)
         return status, body
 
@@ -265,8 +261,9 @@ class Driver:
     spare: int | None = None  # the spare's number, while it waits
 
 
-def _progress(batch: int) -> dict[str, Any]:
-    """A progress report like the runtime's (tidegate_runtime/channel_client.progress_report)."""
+def _progress(batch: int) -> contract.ProgressReport:
+    """A progress report like the runtime's (tidegate_runtime/driver/channel.py::progress_report)
+    shaped by the contract."""
     offsets = {str(p): 100 * batch + p for p in range(4)}
     return {
         "query": "q",
@@ -417,7 +414,7 @@ class DriverLoop:
                 if self.directives_every and now >= next_directives:
                     next_directives = _after_now(next_directives, self.directives_every, now)
                     r = await client.get(
-                        f"/runs/{d.run_id}/directives",
+                        contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.DIRECTIVES_PATH,
                         params={"attempt": d.attempt},
                         headers=headers,
                     )
@@ -428,7 +425,9 @@ class DriverLoop:
                 if now >= next_progress:
                     next_progress = _after_now(next_progress, self.trigger, now)
                     r = await client.post(
-                        f"/runs/{d.run_id}/progress", json=_progress(batch), headers=headers
+                        contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.PROGRESS_PATH,
+                        json=_progress(batch),
+                        headers=headers,
                     )
                     self._count("progress", r)
                     batch += 1
@@ -443,7 +442,9 @@ class DriverLoop:
         self.spares.add(d.run_id)
         client = self._client(d.run_id)
         bootstrap = {"Authorization": f"Bearer {d.token}"}
-        traded = await client.post(f"/runs/{d.run_id}/token", headers=bootstrap)
+        traded = await client.post(
+            contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.TOKEN_PATH, headers=bootstrap
+        )
         traded.raise_for_status()
         d.token = traded.json()["token"]
         headers = {"Authorization": f"Bearer {d.token}"}
@@ -454,7 +455,9 @@ class DriverLoop:
                 self.polling += 1
                 try:
                     r = await client.get(
-                        f"/runs/{d.run_id}/standby", params=params, headers=headers
+                        contract.RUN_CHANNEL.format(run_id=d.run_id) + contract.STANDBY_PATH,
+                        params=params,
+                        headers=headers,
                     )
                 except httpx.HTTPError:
                     self.counts["transport errors"] += 1
@@ -562,11 +565,12 @@ class Drivers:
         """The fake got a spare's POST /batches: its driver starts (a real one would take
         its JVM and session first; this one calls in at once)."""
         spare = Driver(
-            int(conf[RUN_ID_CONF]),
-            int(conf[ATTEMPT_CONF]),
+            int(conf[contract.RUN_ID]),
+            int(conf[contract.ATTEMPT]),
             batch_id,
-            conf[BOOTSTRAP_CONF],  # traded for the run token first, as the runtime does
-            spare=int(conf[SPARE_CONF]),
+            # Traded for the run token first, as the runtime does.
+            conf[f"spark.yarn.appMasterEnv.{contract.BOOTSTRAP_ENV}"],
+            spare=int(conf[contract.SPARE]),
         )
         self.commands.put(("spare", spare))
 

@@ -62,7 +62,7 @@ from bench.upgrade import (
     flink_anchor,
     measure,
 )
-from tidegate_runtime.produce import DEFAULT_KEYS, partition_for_key
+from tidegate_runtime.sources.eventlog_producer import DEFAULT_KEYS, partition_for_key
 
 PIPELINE = ROOT / "pipelines" / "kafka_windowed_counts.py"
 FLINK_JOB = ROOT / "bench" / "flink" / "sql_kafka_window_job.py"
@@ -112,9 +112,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def feed(bootstrap: str, topic: str, partitions: int, rate: int, stop: threading.Event) -> None:
-    """Records that keep arriving, ``rate`` a second in two sends: as tidegate_runtime.produce
-    writes the event log (key ``k0``..``k9``, its partition by the key, value ``i % 100``),
-    each record's Kafka timestamp the clock's."""
+    """Records that keep arriving, ``rate`` a second in two sends: as
+    tidegate_runtime.sources.eventlog_producer writes the event log (key ``k0``..``k9``, its
+    partition by the key, value ``i % 100``), each record's Kafka timestamp the clock's."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     i = 0
     try:

@@ -1,5 +1,5 @@
 """A new streaming query's start on a Python data source, with Spark's Python zips as shipped
-and with bytecode in them (``tidegate_runtime/pyspark_zip.py``, issue 25).
+and with bytecode in them (``tidegate_runtime/packaging/pyspark_zip.py``, issue 25).
 
 Every query on a Python data source starts one new Python process on the driver (Spark's
 ``PythonStreamingSourceRunner``), which imports pyspark from ``SPARK_HOME/python/lib/*.zip``;
@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import ROOT, median, save, table
-from tidegate_runtime import pyspark_zip
+from tidegate_runtime.packaging import pyspark_zip
 
 VARIANTS = ("shipped", "precompiled")
 
@@ -61,9 +61,9 @@ def child(queries: int) -> None:
     """In a fresh process: a local Spark, ``queries`` starts; print the seconds each took."""
     from pyspark.sql import SparkSession
 
-    from tidegate_runtime.eventlog import NewRecord
-    from tidegate_runtime.produce import append_pairs
-    from tidegate_runtime.source import read_events
+    from tidegate_runtime.sources.eventlog import NewRecord
+    from tidegate_runtime.sources.eventlog_producer import append_pairs
+    from tidegate_runtime.sources.eventlog_source import read_events
 
     spark = (
         SparkSession.builder.master("local[2]")

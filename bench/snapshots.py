@@ -62,7 +62,7 @@ from app.snapshots.store import blobs as store_module
 from app.snapshots.store.blobs import PutResult, SnapshotStore
 from app.snapshots.store.local_tree import known_hashes
 from bench.common import save
-from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch
+from tidegate_runtime.checkpoints.checkpoint import hadoop_crc, latest_commit_batch
 
 PARTITIONS = 4
 
@@ -157,9 +157,9 @@ def real_checkpoint(work: Path, records: int, rocksdb: bool = False) -> tuple[Pa
 
     from pipelines.register_examples import ROCKSDB_CONF
     from pipelines.windowed_counts import build_windowed_counts
-    from tidegate_runtime.eventlog import EventLog
-    from tidegate_runtime.produce import produce
-    from tidegate_runtime.source import read_events
+    from tidegate_runtime.sources.eventlog import EventLog
+    from tidegate_runtime.sources.eventlog_producer import produce
+    from tidegate_runtime.sources.eventlog_source import read_events
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root, ck, out = work / "log", work / "ck", work / "out"

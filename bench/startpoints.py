@@ -31,7 +31,7 @@ from bench.common import (
     table,
     tidegate_env,
 )
-from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.sources.eventlog import EventLog
 
 
 def _copy(url: str, job_id: int, partitions: int) -> float:

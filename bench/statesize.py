@@ -102,7 +102,7 @@ from bench.upgrade import (
     measure_crash,
 )
 from pipelines.register_examples import ROCKSDB_CONF
-from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.sources.eventlog import EventLog
 
 STEADY_SECONDS = 3.0
 DRAIN_REQUESTED = "step request_drain"  # the phase an update by drain fixes its end offsets at
@@ -176,8 +176,8 @@ def _seed_child(name: str, log_root: str, stream: str, base: str, keys: str) -> 
     a chain of changelogs that every new driver would have to replay in full."""
     from pyspark.sql import SparkSession
 
-    from tidegate_runtime.source import read_events
-    from tidegate_runtime.stopping import stop_at_batch_boundary
+    from tidegate_runtime.driver.batch_boundary import stop_at_batch_boundary
+    from tidegate_runtime.sources.eventlog_source import read_events
 
     builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
     seed_conf = {

@@ -72,7 +72,7 @@ from bench.common import (
     table,
     tidegate_env,
 )
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog_producer import produce
 
 PIPELINE = ROOT / "pipelines" / "windowed_counts.py"
 STEADY_SECONDS = 3.0  # a few batches in steady state before each switch

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.auth.models import ApiToken
 from app.core.db import utcnow
 from app.core.errors import Forbidden, NotFound, Unauthorized
+from tidegate_runtime import contract
 
 
 class Scope(enum.StrEnum):
@@ -228,7 +229,7 @@ def check_run(principal: Principal, run_id: int) -> None:
     if principal.scope != Scope.RUN:
         raise Forbidden(
             f"The runtime channel of run {run_id} takes only that run's own token (what "
-            f"tidegate hands its driver as TIDEGATE_RUN_TOKEN); the token '{principal.name}' "
+            f"tidegate hands its driver as {contract.RUN_TOKEN_ENV}); the token '{principal.name}' "
             f"has scope '{principal.scope.value}'. Read a run with GET /api/v1/runs/{run_id}.",
             required_scope=Scope.RUN.value,
         )

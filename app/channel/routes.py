@@ -1,5 +1,7 @@
 """The runtime channel's endpoints: the in-job runtime, with its run-scoped token, reads its
-directives and reports progress, drain state and applied startpoints."""
+directives and reports progress, drain state and applied startpoints. Their paths and the
+shapes of what crosses them are the contract's (tidegate_runtime/contract.py), which the
+driver's client (tidegate_runtime/driver/channel.py) reads too."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from app.runs.schemas import (
 from app.runs.service import RUN_CHANNEL, STANDBY_CHANNEL
 from app.startpoints import applications as startpoints
 from app.startpoints.schemas import AppliedReport
+from tidegate_runtime import contract
 
 # The same tag as the runs router: these paths are documented with the runs.
 Answer = TypeVar("Answer")
@@ -65,7 +68,7 @@ WaitingRunChannel = Annotated[int, Depends(_waiting_run_channel)]
 
 
 @router.post(
-    "/runs/{run_id}/token",
+    contract.RUN_CHANNEL + contract.TOKEN_PATH,
     response_model=RunToken,
     operation_id="exchangeRunBootstrap",
     name="run.token",
@@ -107,7 +110,7 @@ async def _long_poll(
 
 
 @router.get(
-    "/runs/{run_id}/directives",
+    contract.RUN_CHANNEL + contract.DIRECTIVES_PATH,
     response_model=Directives,
     operation_id="getRunDirectives",
     name="run.directives",
@@ -150,7 +153,7 @@ async def get_directives(
 
 
 @router.get(
-    "/runs/{run_id}/standby",
+    contract.RUN_CHANNEL + contract.STANDBY_PATH,
     response_model=StandbyAnswer,
     operation_id="getRunStandby",
     name="run.standby",
@@ -201,7 +204,7 @@ async def get_standby(
 
 
 @router.post(
-    "/runs/{run_id}/progress",
+    contract.RUN_CHANNEL + contract.PROGRESS_PATH,
     status_code=204,
     operation_id="postRunProgress",
     name="run.progress",
@@ -213,7 +216,7 @@ def post_progress(run_id: RunChannel, body: ProgressReport, session: DbSession) 
 
 
 @router.get(
-    "/runs/{run_id}/progress",
+    contract.RUN_CHANNEL + contract.PROGRESS_PATH,
     response_model=list[ProgressResponse],
     operation_id="listRunProgress",
     name="run.progress_history",
@@ -230,7 +233,7 @@ def list_progress(
 
 
 @router.post(
-    "/runs/{run_id}/startpoints/applied",
+    contract.RUN_CHANNEL + contract.STARTPOINTS_APPLIED_PATH,
     status_code=204,
     operation_id="postStartpointsApplied",
     name="run.startpoints_applied",
@@ -245,7 +248,7 @@ def post_startpoints_applied(
 
 
 @router.post(
-    "/runs/{run_id}/drain",
+    contract.RUN_CHANNEL + contract.DRAIN_PATH,
     status_code=204,
     operation_id="postRunDrainState",
     name="run.drain_state",
@@ -257,7 +260,7 @@ def post_drain_state(run_id: RunChannel, body: DrainReport, session: DbSession) 
 
 
 @router.post(
-    "/runs/{run_id}/fenced",
+    contract.RUN_CHANNEL + contract.FENCED_PATH,
     status_code=204,
     operation_id="postRunFenced",
     name="run.fenced",
@@ -271,7 +274,7 @@ def post_fenced(run_id: RunChannel, body: FenceReport, session: DbSession) -> Re
 
 
 @router.post(
-    "/runs/{run_id}/query-failures",
+    contract.RUN_CHANNEL + contract.QUERY_FAILURES_PATH,
     status_code=204,
     operation_id="postRunQueryFailure",
     name="run.query_failure",

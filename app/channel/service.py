@@ -26,6 +26,7 @@ from app.runs.schemas import (
 )
 from app.runs.service import get_run
 from app.startpoints import applications as startpoints
+from tidegate_runtime import contract
 
 log = logging.getLogger(__name__)
 
@@ -43,31 +44,32 @@ def directives(
     # An older attempt still alive (being fenced) must stop, whatever the run's state.
     superseded = attempt is not None and attempt != run.attempt
     stop = superseded or run.state in (states.STOPPING, *states.TERMINAL)
-    return Directives(
-        run_id=run.id,
-        attempt=run.attempt,
-        state=run.state,
-        stop=stop,
-        reason=f"superseded by attempt {run.attempt}" if superseded else run.stop_reason,
-        drain=(
+    answer: contract.Directives = {
+        "run_id": run.id,
+        "attempt": run.attempt,
+        "state": run.state,
+        "stop": stop,
+        "reason": f"superseded by attempt {run.attempt}" if superseded else run.stop_reason,
+        "drain": (
             {"end_offsets": (run.drain or {}).get("end_offsets")}
             if run.state == states.DRAINING and not superseded
             else None
         ),
         # Startpoints apply when a query starts; a stopping run gets none.
-        startpoints=[] if stop else startpoints.for_directives(session, run, checkpoint_root),
-        sources={
+        "startpoints": [] if stop else startpoints.for_directives(session, run, checkpoint_root),
+        "sources": {
             s["name"]: {"kind": s["kind"], "options": s["options"]}
             for q in run.version.queries
             for s in q["sources"]
         },
-        sink_options={
+        "sink_options": {
             q["name"]: q["sink"]["options"]
             for q in run.version.queries
             if (q.get("sink") or {}).get("options")
         },
-        query_restart_policy=RestartPolicy.model_validate(run.job.restart_policy).in_seconds(),
-    )
+        "query_restart_policy": RestartPolicy.model_validate(run.job.restart_policy).in_seconds(),
+    }
+    return Directives.model_validate(answer)
 
 
 def standby(
@@ -89,9 +91,19 @@ def standby(
         go = True
     else:
         stop, reason = True, run.stop_reason or f"the run is {run.state}"
-    return StandbyAnswer(
-        run_id=run.id, attempt=run.attempt, state=run.state, go=go, stop=stop, reason=reason
-    )
+    return _standby_answer(run, go, stop, reason)
+
+
+def _standby_answer(run: Run, go: bool, stop: bool, reason: str | None) -> StandbyAnswer:
+    answer: contract.StandbyAnswer = {
+        "run_id": run.id,
+        "attempt": run.attempt,
+        "state": run.state,
+        "go": go,
+        "stop": stop,
+        "reason": reason,
+    }
+    return StandbyAnswer.model_validate(answer)
 
 
 def _spare_answer(session: Session, run: Run, attempt: int | None, seq: int) -> StandbyAnswer:
@@ -108,9 +120,7 @@ def _spare_answer(session: Session, run: Run, attempt: int | None, seq: int) -> 
         runs.notify_run(session, run.id)  # a restart may be waiting for its spare
     if stop:
         reason = f"spare {seq} is no longer wanted (the run is {run.state}, attempt {run.attempt})"
-    return StandbyAnswer(
-        run_id=run.id, attempt=run.attempt, state=run.state, go=go, stop=stop, reason=reason
-    )
+    return _standby_answer(run, go, stop, reason)
 
 
 def live_run(session: Session, run_id: int) -> Run:

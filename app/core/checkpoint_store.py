@@ -1,8 +1,9 @@
 """The client the worker and the API read and edit checkpoints in object storage with: where
 ``TIDEGATE_CHECKPOINT_ROOT`` is an ``s3a://`` URL, an s3fs file system built from
 ``TIDEGATE_CHECKPOINT_STORAGE_OPTIONS`` (or the standard AWS environment) is registered for
-``s3a`` with ``tidegate_runtime.checkpoint.register_store``, so every checkpoint function
-(``app/core/paths.py`` ``open_checkpoint``/``read_checkpoint``) opens an ``ObjectDir`` there.
+``s3a`` with ``tidegate_runtime.checkpoints.checkpoint.register_store``, so every checkpoint
+function (``app/core/paths.py`` ``open_checkpoint``/``read_checkpoint``) opens an
+``ObjectDir`` there.
 The driver reaches the same checkpoints through its own Hadoop S3A (``hadoop_files.py``).
 The options hold credentials: they are never logged, nor put in an error."""
 
@@ -12,8 +13,8 @@ import logging
 from typing import Any
 
 from app.core.config import Settings
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.object_dir import ObjectDir, split_url
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints.object_dir import ObjectDir, split_url
 
 log = logging.getLogger(__name__)
 

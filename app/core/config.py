@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.core.durations import parse_duration
 from app.core.paths import CheckpointRoot
 from app.core.token_strength import check_token_strength
-from tidegate_runtime.object_dir import UrlPath
+from tidegate_runtime.checkpoints.object_dir import UrlPath
 
 
 class Settings(BaseSettings):

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, overload
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.checkpoint import Tree
-from tidegate_runtime.held_dir import HeldDir, UnsafeEntry
-from tidegate_runtime.object_dir import ObjectDir, UrlPath, split_url
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints.checkpoint import Tree
+from tidegate_runtime.checkpoints.held_dir import HeldDir, UnsafeEntry
+from tidegate_runtime.checkpoints.object_dir import ObjectDir, UrlPath, split_url
 
 # Where checkpoints live: a folder, or a prefix in an object store (``s3a://bucket/prefix``).
 CheckpointRoot = Path | UrlPath
@@ -213,7 +213,7 @@ def open_checkpoint(root: CheckpointRoot, path: CheckpointRoot, *, create: bool 
     following a link (missing folders made with ``create``). Driver code writes under the
     checkpoint root, so it could swap ``<job>/<run>`` for a link to another job's run at any
     moment: what the worker reads and writes is then opened relative to the folder held here,
-    never by its path again (issue 51 M4; ``tidegate_runtime/held_dir.py``). Names the
+    never by its path again (issue 51 M4; ``tidegate_runtime/checkpoints/held_dir.py``). Names the
     relative path only, never where a link points. ``root`` itself is the admin's."""
     if isinstance(root, UrlPath) or isinstance(path, UrlPath):
         return _open_object(root, path, create=create)

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 
 from app.client.base import OptionsMeanListGroup
-from tidegate_runtime.eventlog import EventLog, EventLogError
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog, EventLogError
+from tidegate_runtime.sources.eventlog_producer import produce
 
 events_app = typer.Typer(
     cls=OptionsMeanListGroup,

@@ -112,6 +112,6 @@ def precompile(
 
     Example: tidegate spark precompile /opt/spark
     """
-    from tidegate_runtime.pyspark_zip import main as precompile_zips
+    from tidegate_runtime.packaging.pyspark_zip import main as precompile_zips
 
     raise typer.Exit(precompile_zips([str(spark_home)] if spark_home else []))

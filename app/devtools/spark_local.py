@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import psutil
 
-from tidegate_runtime.pyspark_zip import spark_home
+from tidegate_runtime.packaging.pyspark_zip import spark_home
 
 logger = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from app.core.durations import normalise_trigger, parse_duration, parse_trigger
 from app.core.redaction import redact
 from app.core.run_states import RunState
 from app.core.schemas import Body, JsonObject, Name, Response, redacting
+from tidegate_runtime import contract
 
 Duration = Annotated[str, Field(examples=["1s", "100ms", "1h"], max_length=32)]
 
@@ -44,7 +45,7 @@ class RestartPolicy(Body):
             raise ValueError("min_backoff must not be greater than max_backoff")
         return self
 
-    def in_seconds(self) -> dict[str, Any]:
+    def in_seconds(self) -> contract.QueryRestartPolicy:
         """The policy as a driver's runtime reads it (it restarts each query alone by it)."""
         return {
             "enabled": self.enabled,

@@ -29,7 +29,7 @@ from app.jobs.schemas import (
     VersionResponse,
 )
 from tidegate_runtime import contract
-from tidegate_runtime.chain import drain_stages
+from tidegate_runtime.driver.drain_order import drain_stages
 
 LATEST = Job.latest_version_number  # type: ignore[attr-defined]
 

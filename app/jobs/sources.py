@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from app.core.schemas import Response
-from tidegate_runtime import kafka_client
+from tidegate_runtime.sources import kafka_client
 
 DrainMode = Literal["native", "bounded", "unsupported"]
 
@@ -38,7 +38,7 @@ KINDS: dict[str, SourceKind] = {
             startpoints=["OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP"],
             drain="native",
             drain_handoff=True,
-            note="tidegate's partitioned event log (tidegate_runtime/source.py).",
+            note="tidegate's partitioned event log (tidegate_runtime/sources/eventlog_source.py).",
         ),
         SourceKind(
             kind="kafka",

@@ -18,7 +18,7 @@ A change inside the app with the same declarations (``avg`` for ``sum``, a sessi
 a tumbling one, another grouping key) is invisible here. ``update`` (strategy snapshot) and
 ``submit`` from a snapshot or resume point therefore add a dry run of the new version's app
 on a scratch copy of the state it would resume, before anything stops or starts
-(app/worker/dry_run/scratch_copy.py, tidegate_runtime/dry_run.py); ``POST …/compatibility``
+(app/worker/dry_run/scratch_copy.py, tidegate_runtime/driver/dry_run.py); ``POST …/compatibility``
 answers from the declarations and checkpoints only (it is synchronous; a dry run starts a
 Spark driver).
 """

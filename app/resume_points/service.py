@@ -34,7 +34,7 @@ from app.runs.models import Run
 from app.snapshots.checkpoint_files import checkpoint_path, describe
 from app.snapshots.errors import ExportError
 from app.snapshots.schemas import Coordinates
-from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch
 
 
 def _check(version: JobVersion, plans: list[QueryPlan]) -> list[Problem]:

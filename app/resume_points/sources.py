@@ -16,7 +16,7 @@ from app.runs.models import Run
 from app.snapshots.checkpoint_files import checkpoint_path, describe
 from app.snapshots.errors import ExportError
 from app.snapshots.models import READY, Snapshot
-from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch
 
 
 def ready_snapshot(session: Session, job_name: str, name: str) -> Snapshot:

@@ -34,7 +34,7 @@ from app.runner.driver_io import (
     tail_lines,
     terminate,
 )
-from tidegate_runtime.pyspark_zip import spark_home
+from tidegate_runtime.packaging.pyspark_zip import spark_home
 
 logger = logging.getLogger(__name__)
 

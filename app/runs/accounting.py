@@ -16,8 +16,8 @@ from app.core.paths import CheckpointRoot, checkpoint_path, read_checkpoint
 from app.runs.models import QueryProgress, Run
 from app.runs.schemas import BatchAccount, QueryAccount, RunAccount
 from app.runs.service import get_run
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as rt
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources import positions as rt
 
 
 def _records(source: dict[str, Any], before: str | None, after: str | None) -> int | None:

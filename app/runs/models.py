@@ -52,7 +52,7 @@ class Run(Base):
     next_restart_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     running_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
     progress: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    # Per query, the runtime's restarts of it alone (tidegate_runtime/supervision.py):
+    # Per query, the runtime's restarts of it alone (tidegate_runtime/driver/restart_policy.py):
     # {query: {restarts, failures, last_error, last_failed_at, next_restart_at, gave_up}}.
     query_restarts: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     # Per query, the rows its stateful operators dropped as late (behind the watermark) over

@@ -30,14 +30,14 @@ from typing import Any
 from app.core.paths import checkpoint_path as checkpoint_path  # re-exported: its old home
 from app.snapshots.errors import ExportError, UnsafeFileError
 from app.snapshots.store.safe_files import AnyFolder, held
-from tidegate_runtime.checkpoint import (
+from tidegate_runtime.checkpoints.checkpoint import (
     CheckpointError,
     read_commit,
     read_offsets,
     state_operators,
 )
-from tidegate_runtime.held_dir import HeldDir
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints.held_dir import HeldDir
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 # A checkpoint as the selection reads it: held locally, or in object storage.
 Tree = HeldDir | ObjectDir

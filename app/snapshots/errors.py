@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tidegate_runtime.held_dir import UnsafeEntry
+from tidegate_runtime.checkpoints.held_dir import UnsafeEntry
 
 
 class SnapshotError(Exception):

@@ -35,9 +35,9 @@ from app.snapshots.store.access import store_for, store_lock
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import FileKey, known_hashes
 from app.snapshots.store.safe_files import regular_size
-from tidegate_runtime.checkpoint import latest_commit_batch
-from tidegate_runtime.held_dir import HeldDir
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoints.held_dir import HeldDir
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 log = logging.getLogger(__name__)
 

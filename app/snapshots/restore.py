@@ -31,9 +31,9 @@ from app.snapshots.restore_sources import (
 from app.snapshots.store import digests
 from app.snapshots.store.access import store_for
 from app.snapshots.store.blobs import SnapshotStore
-from tidegate_runtime.checkpoint import CheckpointError
-from tidegate_runtime.held_dir import HeldDir
-from tidegate_runtime.object_dir import ObjectDir, UrlPath
+from tidegate_runtime.checkpoints.checkpoint import CheckpointError
+from tidegate_runtime.checkpoints.held_dir import HeldDir
+from tidegate_runtime.checkpoints.object_dir import ObjectDir, UrlPath
 
 log = logging.getLogger(__name__)
 

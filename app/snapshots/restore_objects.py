@@ -29,8 +29,8 @@ from app.snapshots.restore_sources import (
 from app.snapshots.store import digests
 from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.object_files import RESTORING
-from tidegate_runtime.checkpoint import CheckpointError
-from tidegate_runtime.object_dir import ObjectDir, UrlPath
+from tidegate_runtime.checkpoints.checkpoint import CheckpointError
+from tidegate_runtime.checkpoints.object_dir import ObjectDir, UrlPath
 
 
 def in_place(parent: ObjectDir, name: str) -> bool:

@@ -21,9 +21,9 @@ from app.snapshots.store.blobs import SnapshotStore
 from app.snapshots.store.local_tree import copy_tree_files
 from app.snapshots.store.object_files import copy_between
 from app.snapshots.store.safe_files import regular_size
-from tidegate_runtime.checkpoint import hadoop_crc
-from tidegate_runtime.held_dir import HeldDir
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints.checkpoint import hadoop_crc
+from tidegate_runtime.checkpoints.held_dir import HeldDir
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 # In a query's staging folder (in object storage: its prefix): the files restored ahead of its
 # materialise (``prestage``), path -> content id. Written last, so a folder with it holds

@@ -17,9 +17,9 @@ from typing import Any
 from app.core.config import Settings
 from app.core.paths import private_dir
 from app.snapshots.store.local_tree import FileKey, known_hashes
-from tidegate_runtime.files import write_atomic
-from tidegate_runtime.held_dir import HeldDir, TooLarge
-from tidegate_runtime.object_dir import UrlPath
+from tidegate_runtime.checkpoints.durable_files import write_atomic
+from tidegate_runtime.checkpoints.held_dir import HeldDir, TooLarge
+from tidegate_runtime.checkpoints.object_dir import UrlPath
 
 # What restores of old releases left in a checkpoint; ignored when exporting: a driver wrote there.
 LEGACY_FILE = ".tidegate-restored.json"

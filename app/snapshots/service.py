@@ -37,7 +37,7 @@ from app.snapshots.schemas import (
     SnapshotSummary,
     SnapshotUseResponse,
 )
-from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch
 
 ERROR_LIMIT = 4000  # characters of a failed snapshot's error kept (its end: the cause)
 

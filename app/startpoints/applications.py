@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -26,8 +25,9 @@ from app.runs.service import active_run
 from app.startpoints.models import APPLIED, Startpoint, StartpointApplication
 from app.startpoints.schemas import AppliedReport
 from app.startpoints.service import list_pending
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as rt
+from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources import positions as rt
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def query_checkpoint(checkpoint_root: CheckpointRoot, run: Run, query: str) -> C
 
 def for_directives(
     session: Session, run: Run, checkpoint_root: CheckpointRoot
-) -> list[dict[str, Any]]:
+) -> list[contract.StartpointDirective]:
     """Startpoints for a starting query: pending ones, and applied ones whose application
     has no batch committed past it yet (applying those again is the same rewrite of the
     same batch). An application with a batch past it is done even if the progress report

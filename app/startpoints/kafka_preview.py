@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tidegate_runtime.kafka_client import ClientResolver
+from tidegate_runtime.sources.kafka_client import ClientResolver
 
 # The preview answers within a request: a broker that does not answer soon is said to.
 TIMEOUT_SECONDS = 5.0

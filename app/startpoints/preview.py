@@ -21,8 +21,8 @@ from app.startpoints import kafka_preview
 from app.startpoints.models import PENDING
 from app.startpoints.schemas import Preview, PreviewError, PreviewLate, PreviewRow
 from app.startpoints.service import declared_sources, list_pending, readable_eventlog, version_for
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as rt
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources import positions as rt
 
 
 class _Committed:

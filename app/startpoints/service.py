@@ -22,7 +22,7 @@ from app.startpoints.models import APPLIED, PENDING, Startpoint, StartpointAppli
 from app.startpoints.schemas import (
     StartpointSet,
 )
-from tidegate_runtime import startpoints as rt
+from tidegate_runtime.sources import positions as rt
 
 log = logging.getLogger(__name__)
 

@@ -640,7 +640,7 @@ _TORN_DOWN = [
     "Traceback (most recent call last):",
     '  File "app.py", line 65, in <module>',
     "    main(sys.argv[1:])",
-    "tidegate_runtime.channel_client.UndeclaredQuery: query 'enrich' is not declared",
+    "tidegate_runtime.driver.channel.UndeclaredQuery: query 'enrich' is not declared",
     "26/11/29 23:28:45 INFO SparkContext: Invoking stop() from shutdown hook",
     *[f"\tat org.apache.spark.Frame{i}(Frame.scala:{i})" for i in range(80)],
 ]
@@ -651,7 +651,7 @@ def test_a_failed_driver_s_cause_comes_first_when_shutdown_noise_buried_it() -> 
     shown = _http.cause_first(_http.tail_lines(log, 50), log)
     lines = shown.splitlines()
     assert lines[0] == (
-        "tidegate_runtime.channel_client.UndeclaredQuery: query 'enrich' is not declared"
+        "tidegate_runtime.driver.channel.UndeclaredQuery: query 'enrich' is not declared"
     )
     assert lines[1] == "[...]" and lines[2:] == _TORN_DOWN[-50:]
 

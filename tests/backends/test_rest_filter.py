@@ -26,7 +26,7 @@ from app.clusters.models import Cluster
 from app.devtools.spark_local import HOST, find_free_port, spark_env
 from tests.support.e2e import app_path
 from tests.support.waiting import stop_process
-from tidegate_runtime.pyspark_zip import spark_home
+from tidegate_runtime.packaging.pyspark_zip import spark_home
 
 pytestmark = pytest.mark.e2e
 

@@ -20,7 +20,7 @@ from app.runs.models import Run
 from app.runs.service import transition
 from tests.startpoints.test_resolve import write_checkpoint
 from tests.support.api import make_current_run, version_body
-from tidegate_runtime import checkpoint as cp
+from tidegate_runtime.checkpoints import checkpoint as cp
 
 SECRET = "tg_the-admin-token-on-disk"
 LINE = '{"0": 50}'

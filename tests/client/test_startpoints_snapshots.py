@@ -20,8 +20,8 @@ from app.snapshots.models import Snapshot
 from app.startpoints.models import StartpointApplication
 from tests.client.conftest import Cli, Live
 from tests.client.test_lifecycle import Script, fake_worker
-from tidegate_runtime import startpoints as rt
-from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.sources import positions as rt
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -376,7 +376,7 @@ def test_startpoints_revert_puts_the_checkpoint_back(tg: Cli, live: Live, logged
     )
     tg.ok("startpoints", "set", "clicks", "clicks", "--offset", "10")
     (pending,) = tg.json("startpoints", "list", "clicks")["pending"]
-    # The runtime applies it when the query starts (as tidegate_runtime.control does) ...
+    # The runtime applies it when the query starts (as tidegate_runtime.driver.runtime does) ...
     source = spec["sources"][0]
     applied = rt.apply_to_checkpoint(
         checkpoint,

@@ -112,7 +112,7 @@ def test_the_api_reads_event_logs_only_inside_the_allowed_roots(
 ) -> None:
     """A version may name any event-log folder (its driver reads it); the API itself reads
     one, to check partitions and to preview, only inside TIDEGATE_EVENTLOG_ROOTS."""
-    from tidegate_runtime.eventlog import EventLog
+    from tidegate_runtime.sources.eventlog import EventLog
 
     inside = settings.data_dir.parent / "log"  # the fixture allows its tmp folder
     outside = tmp_path_factory.mktemp("elsewhere") / "log"

@@ -27,8 +27,8 @@ from tests.support.database import scratch_database
 from tests.support.e2e import RUNNER_AUTH, SPARK_TEST_CONF, spark_submit_processes
 from tests.support.stack import ROOT, wait_until
 from tests.support.waiting import stop_process
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -56,9 +56,10 @@ from tests.support.e2e import (
 )
 from tests.support.stack import Stack, running_stack, wait_until
 from tests.support.waiting import stop_process
-from tidegate_runtime.channel_client import BOOTSTRAP_ENV, ControlClient
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.contract import BOOTSTRAP_ENV
+from tidegate_runtime.driver.channel import ControlClient
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

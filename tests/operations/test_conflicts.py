@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import ADMIN_TOKEN
 from tests.support.chaos.harness import Chaos, enrich_version
 from tests.support.stack import wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

@@ -21,10 +21,10 @@ from tests.support.backends import Target
 from tests.support.chaos.harness import enrich_rows
 from tests.support.e2e import SPARK_TEST_CONF, app_path
 from tests.support.stack import ROOT, Stack, wait_until
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.control import ControlClient, ControlPlaneRefused
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver.channel import ControlClient, ControlPlaneRefused
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -23,8 +23,8 @@ from tests.support.chaos.windowed import committed_windows, expected_windows, pr
 from tests.support.e2e import driver_jvms
 from tests.support.sizes import pick
 from tests.support.stack import Stack, wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -32,8 +32,8 @@ from app.runs.models import Run
 from tests.conftest import ADMIN_TOKEN
 from tests.support.api import make_current_run, version_body
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.object_dir import ObjectDir, UrlPath
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints.object_dir import ObjectDir, UrlPath
 
 ACTOR = Principal("tester", Scope.OPERATE)
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
@@ -209,8 +209,8 @@ def test_a_startpoint_applied_in_s3_is_recorded_and_reverted_by_the_api(
 ) -> None:
     """The driver's rewrite (here through s3fs, as the runtime's through its Hadoop S3A), its
     report, and the revert the API makes in the bucket once the run has stopped."""
-    from tidegate_runtime import startpoints as rt
     from tidegate_runtime.eventlog import EventLog, NewRecord
+    from tidegate_runtime.sources import positions as rt
 
     stream = EventLog(tmp_path / "log").create_stream("s", 2)
     for p in range(2):

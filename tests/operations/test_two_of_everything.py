@@ -34,8 +34,8 @@ from tests.support.chaos.windowed import (
 )
 from tests.support.sizes import CHAOS_SEED, FULL
 from tests.support.waiting import wait_for
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

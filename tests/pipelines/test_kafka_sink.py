@@ -22,7 +22,7 @@ from tests.support.backends import Target
 from tests.support.e2e import driver_jvms
 from tests.support.kafka_broker import create_topic
 from tests.support.stack import Stack, wait_until
-from tidegate_runtime import checkpoint as cp
+from tidegate_runtime.checkpoints import checkpoint as cp
 
 pytestmark = pytest.mark.e2e
 

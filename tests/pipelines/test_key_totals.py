@@ -22,9 +22,9 @@ from pipelines.key_totals import (
     produce_account_events,
 )
 from pipelines.register_examples import ROCKSDB_CONF
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.eventlog import EventLog, NewRecord
-from tidegate_runtime.source import read_events
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
+from tidegate_runtime.sources.eventlog_source import read_events
 
 pytestmark = pytest.mark.spark
 
@@ -72,8 +72,8 @@ def test_running_totals_count_every_event_once_across_restarts_and_a_restore(
     assert current_totals(out) == expected_key_totals(root, "accounts")
     assert len(current_totals(out)) == ACCOUNTS
     assert cp.state_operators(checkpoint)[0].operator_name == "stateStoreSave"
-    # What a drain reads to send no marker (tidegate_runtime/drain.py::_needs_flush): Spark
-    # reports no watermark for a plan without one.
+    # What a drain reads to send no marker (tidegate_runtime/driver/directives.py::_needs_flush):
+    # Spark reports no watermark for a plan without one.
     assert "watermark" not in (progress.get("eventTime") or {}), progress
     assert any(p.name.endswith(".changelog") for p in (checkpoint / "state").rglob("*"))
 

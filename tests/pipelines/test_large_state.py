@@ -23,9 +23,9 @@ from tests.operations.test_lifecycle_e2e import _operate
 from tests.support.backends import Target
 from tests.support.chaos.harness import committed_files
 from tests.support.stack import Stack, wait_until
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.eventlog import EventLog, NewRecord
-from tidegate_runtime.source import MARKER_PARTITION
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
+from tidegate_runtime.sources.eventlog_source import MARKER_PARTITION
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,8 @@ from tests.operations.test_lifecycle_e2e import _job, _operate
 from tests.snapshots.test_snapshots_e2e import _windowed
 from tests.support.e2e import SPARK_TEST_CONF, driver_jvms
 from tests.support.stack import ROOT, Stack, wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -16,9 +16,9 @@ from pipelines.ground_truth import (
     expected_windowed_counts,
 )
 from pipelines.windowed_counts import build_windowed_counts
-from tidegate_runtime.eventlog import EventLog, NewRecord
-from tidegate_runtime.produce import produce
-from tidegate_runtime.source import read_events
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
+from tidegate_runtime.sources.eventlog_producer import produce
+from tidegate_runtime.sources.eventlog_source import read_events
 
 pytestmark = pytest.mark.spark
 

@@ -86,3 +86,28 @@ def test_the_architecture_names_every_module_of_app_core() -> None:
     modules = sorted(p.name for p in (ROOT / "app" / "core").glob("*.py") if p.stem != "__init__")
     unsaid = [m for m in modules if f"`{m}`" not in layer]
     assert not unsaid, f"app/core modules docs/architecture.md does not name: {unsaid}"
+
+
+def test_the_architecture_names_every_part_of_the_runtime() -> None:
+    """docs/architecture.md's section on the runtime names each of its parts (a folder of
+    tidegate_runtime/), every module in each, and the stable public paths beside them: a part
+    or a module added and not said is a claim gone stale."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    start = text.index("## The runtime's parts")
+    section = text[start : text.index("\n## ", start)]
+    runtime = ROOT / "tidegate_runtime"
+    parts = sorted(p.name for p in runtime.iterdir() if (p / "__init__.py").exists())
+    assert len(parts) >= 4, parts
+    unsaid = [f"{part}/" for part in parts if f"`{part}/`" not in section]
+    unsaid += [
+        f"{path.parent.name}/{path.name}"
+        for part in parts
+        for path in sorted((runtime / part).glob("*.py"))
+        if path.stem != "__init__" and not re.search(rf"`{re.escape(path.name)}[`:]", section)
+    ]
+    unsaid += [
+        path.name
+        for path in sorted(runtime.glob("*.py"))
+        if path.stem != "__init__" and f"{path.name}`" not in section
+    ]
+    assert not unsaid, f"parts of tidegate_runtime docs/architecture.md does not name: {unsaid}"

@@ -22,8 +22,8 @@ from tests.support.backends import Target
 from tests.support.chaos.windowed import committed_windows
 from tests.support.e2e import APPS, SPARK_TEST_CONF
 from tests.support.stack import ROOT, Stack, wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from app.metrics.progress import figures
 from app.runs import late
 from tests.support.api import make_current_run, version_body
-from tidegate_runtime.channel_client import progress_report
+from tidegate_runtime.driver.channel import progress_report
 
 
 def test_rows_dropped_sum_over_operators_and_none_when_none_says() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidegate_runtime.chain import drain_stages
+from tidegate_runtime.driver.drain_order import drain_stages
 
 
 def test_upstream_queries_drain_first() -> None:

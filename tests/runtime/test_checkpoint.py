@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.support.spark import fill
-from tidegate_runtime.checkpoint import (
+from tidegate_runtime.checkpoints.checkpoint import (
     CheckpointError,
     hadoop_crc,
     latest_commit_batch,
@@ -22,8 +22,8 @@ from tidegate_runtime.checkpoint import (
     state_operators,
     uncommitted_batches,
 )
-from tidegate_runtime.eventlog import EventLog, format_offsets
-from tidegate_runtime.source import read_events
+from tidegate_runtime.sources.eventlog import EventLog, format_offsets
+from tidegate_runtime.sources.eventlog_source import read_events
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
 
@@ -156,7 +156,7 @@ def test_rewritten_offsets_rerun_from_there_with_state_kept(
 def test_revert_on_a_spark_checkpoint_until_a_later_batch_commits(
     spark: SparkSession, log: EventLog, tmp_path: Path
 ) -> None:
-    from tidegate_runtime import startpoints as sp
+    from tidegate_runtime.sources import positions as sp
 
     stream = log.create_stream("r", 1)
     fill(stream, 0, 100)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from tidegate_runtime.connectors import KAFKA_PROVIDER, MissingConnector, _loadable
-from tidegate_runtime.connectors import require_connectors as require
+from tidegate_runtime.sources.connectors import KAFKA_PROVIDER, MissingConnector, _loadable
+from tidegate_runtime.sources.connectors import require_connectors as require
 
 pytestmark = pytest.mark.spark
 

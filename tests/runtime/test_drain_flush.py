@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from tests.runtime.test_checkpoint import META, fake_checkpoint
-from tidegate_runtime.checkpoint import (
+from tidegate_runtime.checkpoints.checkpoint import (
     FLUSH_WATERMARK_MS,
     CheckpointError,
     ends_in_flush,
@@ -23,7 +23,7 @@ from tidegate_runtime.checkpoint import (
     read_offsets,
     uncommitted_batches,
 )
-from tidegate_runtime.source import DRAIN_MARKER_TIMESTAMP
+from tidegate_runtime.sources.eventlog_source import DRAIN_MARKER_TIMESTAMP
 
 
 def test_the_flush_watermark_is_the_event_logs_marker_time() -> None:

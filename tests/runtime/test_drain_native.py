@@ -1,7 +1,7 @@
-"""Which queries a drain drains natively (tidegate_runtime/drain.py::Drainer._native): only
-those whose event-log readers were given their control file, since a reader without it never
-sees the drain's cap or marker (the drain would wait for them until its timeout). And which of
-them the drain's marker must flush (``_needs_flush``)."""
+"""Which queries a drain drains natively (tidegate_runtime/driver/directives.py::Drainer._native):
+only those whose event-log readers were given their control file, since a reader without it never
+sees the drain's cap or marker (the drain would wait for them until its timeout). And which of them
+the drain's marker must flush (``_needs_flush``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any, cast
 import pytest
 
 from tests.support.checkpoints import FakeCheckpoint
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import drain
-from tidegate_runtime.control import Runtime
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver import directives
+from tidegate_runtime.driver.runtime import Runtime
 
 DECLARED = {
     "counts": {"sources": [{"name": "clicks", "kind": "eventlog"}]},
@@ -173,7 +173,7 @@ def _dedupe_drain(
         if commits_at_stop:  # told to end after the batch under way, which commits
             _batch(Path(str(checkpoint)), 3, 10, commit=True)
 
-    monkeypatch.setattr(drain, "stop_at_batch_boundary", stop)
+    monkeypatch.setattr(directives, "stop_at_batch_boundary", stop)
     return runtime, stops, writer
 
 
@@ -269,7 +269,7 @@ def test_a_bounded_drain_flushes_its_windows_with_a_batch_that_reads_nothing(
     runtime.sources = {"clicks": {"kind": "kafka", "options": {"subscribe": "t"}}}
     runtime.queries, runtime._writers = {"q": cast(Any, _Ended())}, {"q": cast(Any, writer)}
     runtime._drain_state.end = {}
-    monkeypatch.setattr(drain, "stop_at_batch_boundary", lambda *a, **k: None)
+    monkeypatch.setattr(directives, "stop_at_batch_boundary", lambda *a, **k: None)
     monkeypatch.setattr(runtime, "_needs_flush", lambda name: True)  # windows, say
 
     assert not runtime._drain_bounded("q")  # 1. stopped, run again with AvailableNow

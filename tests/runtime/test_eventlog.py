@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.devtools.events_cli import events_app
-from tidegate_runtime.eventlog import (
+from tidegate_runtime.sources.eventlog import (
     EventLog,
     NewRecord,
     OffsetOutOfRangeError,
@@ -21,7 +21,7 @@ from tidegate_runtime.eventlog import (
     format_offsets,
     parse_offsets,
 )
-from tidegate_runtime.produce import Producer, partition_for_key, produce
+from tidegate_runtime.sources.eventlog_producer import Producer, partition_for_key, produce
 
 
 def test_append_and_read_every_range_across_segments(log: EventLog) -> None:

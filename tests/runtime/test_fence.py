@@ -1,4 +1,4 @@
-"""The runtime's fence (tidegate_runtime/stopping.py::fence, called by
+"""The runtime's fence (tidegate_runtime/driver/batch_boundary.py::fence, called by
 Runtime.await_termination), against a scripted session and channel: a driver stopped by
 tidegate, or drained, stops its Spark session before it says it is fenced (the JVM's
 context first, PySpark's tidying after the report), and says nothing when the session
@@ -12,8 +12,8 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from tidegate_runtime.control import Runtime
-from tidegate_runtime.reporter import ProgressReporter
+from tidegate_runtime.driver.progress_listener import ProgressReporter
+from tidegate_runtime.driver.runtime import Runtime
 
 
 class Session:

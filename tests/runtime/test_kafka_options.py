@@ -1,10 +1,11 @@
-"""Spark's Kafka source options as kafka-python settings (tidegate_runtime/kafka_client.py)."""
+"""Spark's Kafka source options as kafka-python settings
+(tidegate_runtime/sources/kafka_client.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tidegate_runtime.kafka_client import KafkaClientError, client_config, source_problems
+from tidegate_runtime.sources.kafka_client import KafkaClientError, client_config, source_problems
 
 BROKERS = {"kafka.bootstrap.servers": "k1:9092, k2:9093", "subscribe": "clicks"}
 

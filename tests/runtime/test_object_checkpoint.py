@@ -1,8 +1,9 @@
 """A checkpoint in object storage (``s3a://bucket/prefix``) read and edited through the same
-functions as a local one (tidegate_runtime/checkpoint.py over tidegate_runtime/object_dir.py),
-against a real S3 server (moto's, over HTTP on loopback): the startpoint rewrite, its revert,
-a drain's flush batch; no Hadoop ``.crc`` sidecar written where Spark's S3A keeps none; names
-that leave the folder and metadata files over their limit refused as locally."""
+functions as a local one (tidegate_runtime/checkpoints/checkpoint.py over
+tidegate_runtime/checkpoints/object_dir.py), against a real S3 server (moto's, over HTTP on
+loopback): the startpoint rewrite, its revert, a drain's flush batch; no Hadoop ``.crc`` sidecar
+written where Spark's S3A keeps none; names that leave the folder and metadata files over their
+limit refused as locally."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import fsspec
 import pytest
 
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.held_dir import TooLarge, UnsafeEntry
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints.held_dir import TooLarge, UnsafeEntry
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 META = '{"batchWatermarkMs":7000,"batchTimestampMs":1,"conf":{}}'
 

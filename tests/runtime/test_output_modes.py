@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tidegate_runtime.control import Runtime
+from tidegate_runtime.driver.runtime import Runtime
 
 pytestmark = pytest.mark.spark
 

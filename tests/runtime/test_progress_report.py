@@ -13,13 +13,13 @@ from pyspark.sql import SparkSession
 from app.runs.schemas import ProgressReport, StateOperatorProgress
 from pipelines.dedup_events import build_deduplicated, produce_events
 from pipelines.register_examples import ROCKSDB_CONF
-from tidegate_runtime.channel_client import (
+from tidegate_runtime.driver.channel import (
     MAX_CUSTOM_METRICS,
     ControlClient,
     operator_metrics,
     progress_report,
 )
-from tidegate_runtime.source import read_events
+from tidegate_runtime.sources.eventlog_source import read_events
 
 T0 = 1_700_000_040_000
 

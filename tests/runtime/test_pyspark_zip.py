@@ -1,7 +1,7 @@
-"""Bytecode in Spark's Python zips (tidegate_runtime/pyspark_zip.py): a process that imports
-from the zip compiles nothing, reads the same modules, and falls back to the source wherever
-the bytecode does not match it; the installed Spark (``make install``) has it. Each check
-runs a fresh Python whose ``compile`` counts the sources it compiles, as Spark's Python
+"""Bytecode in Spark's Python zips (tidegate_runtime/packaging/pyspark_zip.py): a process that
+imports from the zip compiles nothing, reads the same modules, and falls back to the source wherever
+the bytecode does not match it; the installed Spark (``make install``) has it. Each check runs a
+fresh Python whose ``compile`` counts the sources it compiles, as Spark's Python
 processes would import (the zips first on the path)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tidegate_runtime import pyspark_zip
+from tidegate_runtime.packaging import pyspark_zip
 
 # Import `modules` with `zips` first on the path; print what the zip importer compiled from
 # source, each module's __file__ and its `answer`.
@@ -135,6 +135,6 @@ def test_the_installed_spark_imports_its_streaming_source_runner_without_compili
 
     assert seen["compiled"] == [], (
         f"{len(seen['compiled'])} modules compiled from {zips}: run "
-        "`.venv/bin/python -m tidegate_runtime.pyspark_zip` (a fresh `make install` does)"
+        "`.venv/bin/python -m tidegate_runtime.packaging.pyspark_zip` (a fresh `make install` does)"
     )
     assert ".zip" in seen["files"]["pyspark.sql.streaming.python_streaming_source_runner"]

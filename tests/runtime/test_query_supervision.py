@@ -26,8 +26,8 @@ from tests.support.chaos.harness import committed_files
 from tests.support.chaos.windowed import committed_windows, expected_windows
 from tests.support.e2e import APPS, SPARK_TEST_CONF
 from tests.support.stack import Stack, wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.support.stack import running_stack
-from tidegate_runtime.control import BOOTSTRAP_ENV, TOKEN_ENV, ControlPlaneRefused, Runtime
+from tidegate_runtime.contract import BOOTSTRAP_ENV, RUN_TOKEN_ENV
+from tidegate_runtime.driver.channel import ControlPlaneRefused
+from tidegate_runtime.driver.runtime import Runtime
 
 pytestmark = pytest.mark.spark
 
@@ -36,13 +38,13 @@ def managed(spark: SparkSession, tmp_path: Path) -> Iterator[str]:
 def test_no_token_is_refused_and_says_so(
     spark: SparkSession, managed: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    monkeypatch.delenv(RUN_TOKEN_ENV, raising=False)
     monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
-    with pytest.raises(ControlPlaneRefused, match=f"{BOOTSTRAP_ENV} nor {TOKEN_ENV}.*Resubmit"):
+    with pytest.raises(ControlPlaneRefused, match=f"{BOOTSTRAP_ENV} nor {RUN_TOKEN_ENV}.*Resubmit"):
         Runtime.from_spark(spark)
 
 
-@pytest.mark.parametrize("env", [TOKEN_ENV, BOOTSTRAP_ENV])
+@pytest.mark.parametrize("env", [RUN_TOKEN_ENV, BOOTSTRAP_ENV])
 def test_a_wrong_token_is_refused_and_says_so(
     spark: SparkSession, managed: str, monkeypatch: pytest.MonkeyPatch, env: str
 ) -> None:
@@ -71,8 +73,8 @@ def test_an_idle_query_says_so_through_the_api(
     from app.jobs.models import Job
     from app.runs.models import Run
     from tests.support.stack import wait_until
-    from tidegate_runtime.eventlog import EventLog
-    from tidegate_runtime.source import read_events
+    from tidegate_runtime.sources.eventlog import EventLog
+    from tidegate_runtime.sources.eventlog_source import read_events
 
     root = tmp_path / "log"
     stream = EventLog(root).create_stream("quiet", 1)
@@ -121,7 +123,7 @@ def test_an_idle_query_says_so_through_the_api(
         for key, value in keys.items():
             spark.conf.set(key, value)
         # As the worker starts a driver: a single-use bootstrap token, traded at start.
-        monkeypatch.delenv(TOKEN_ENV, raising=False)
+        monkeypatch.delenv(RUN_TOKEN_ENV, raising=False)
         monkeypatch.setenv(BOOTSTRAP_ENV, bootstrap)
         try:
             runtime = Runtime.from_spark(spark)

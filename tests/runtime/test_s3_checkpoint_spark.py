@@ -1,7 +1,7 @@
-"""A Structured Streaming query checkpointing to ``s3a://`` on real Spark (its S3A file system,
-the pinned hadoop-aws jars) against a real S3 server (moto's, over HTTP on loopback), and the
-runtime's checkpoint code reading and editing that checkpoint through the driver's own Hadoop
-file system (tidegate_runtime/hadoop_files.py): a drain's flush batch planned in S3 emits the
+"""A Structured Streaming query checkpointing to ``s3a://`` on real Spark (its S3A file system, the
+pinned hadoop-aws jars) against a real S3 server (moto's, over HTTP on loopback), and the runtime's
+checkpoint code reading and editing that checkpoint through the driver's own Hadoop file system
+(tidegate_runtime/checkpoints/hadoop_files.py): a drain's flush batch planned in S3 emits the
 windows left open, a rewind of the source's offsets and its revert, and no ``.crc`` sidecar
 anywhere (Spark's S3A keeps none). Spark runs in a process of its own: the S3A jars must be on
 its JVM's classpath from the start, which the suite's shared session is not."""
@@ -28,7 +28,8 @@ DRIVER = textwrap.dedent(
     """
     import json, os, sys, time
     from pyspark.sql import SparkSession, functions as F
-    from tidegate_runtime import checkpoint as cp, hadoop_files
+    from tidegate_runtime.checkpoints import checkpoint as cp
+    from tidegate_runtime.checkpoints import hadoop_files
 
     spec = json.loads(sys.argv[1])
     builder = SparkSession.builder.master("local[2]").appName("s3-checkpoint")

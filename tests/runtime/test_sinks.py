@@ -1,6 +1,6 @@
-"""A query's declared sink checked against the job's real writer (tidegate_runtime/sinks.py) on
-a local SparkSession: the format, path and option values Spark's writer carries, read before
-the query starts. A mismatch names what differs, never an option's value (it may be secret)."""
+"""A query's declared sink checked against the job's real writer (tidegate_runtime/driver/sinks.py)
+on a local SparkSession: the format, path and option values Spark's writer carries, read before the
+query starts. A mismatch names what differs, never an option's value (it may be secret)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from tidegate_runtime.sinks import UndeclaredSink, declared_sink, require_declared, written_to
+from tidegate_runtime.driver.sinks import (
+    UndeclaredSink,
+    declared_sink,
+    require_declared,
+    written_to,
+)
 
 pytestmark = pytest.mark.spark
 

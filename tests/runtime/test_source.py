@@ -12,9 +12,14 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from tests.support.spark import fill
 from tests.support.waiting import wait_for
-from tidegate_runtime.checkpoint import latest_offsets_batch, read_offsets
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.source import MARKER_PARTITION, EventLogStreamReader, read_events, split_limit
+from tidegate_runtime.checkpoints.checkpoint import latest_offsets_batch, read_offsets
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_source import (
+    MARKER_PARTITION,
+    EventLogStreamReader,
+    read_events,
+    split_limit,
+)
 
 
 def events(spark: SparkSession, log: EventLog, **options: str) -> DataFrame:

@@ -1,4 +1,4 @@
-"""The standby's wait for go (tidegate_runtime/standby.py), against a scripted channel: go
+"""The standby's wait for go (tidegate_runtime/driver/standby.py), against a scripted channel: go
 ends it, a release or the timeout raises, an unreachable control plane is asked again."""
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from tidegate_runtime import standby
-from tidegate_runtime.standby import (
-    DRY_RUN_DIR_CONF,
+from tidegate_runtime import contract
+from tidegate_runtime.driver import standby
+from tidegate_runtime.driver.standby import (
     LONG_POLL_SECONDS,
-    STANDBY_CONF,
     StandbyReleased,
     await_go,
     warm_up,
@@ -124,12 +123,12 @@ def test_the_warm_up_runs_every_step_on_a_real_session(
         rmtree(path, **kwargs)
 
     monkeypatch.setattr(standby.shutil, "rmtree", seen_then_removed)
-    spark.conf.set(DRY_RUN_DIR_CONF, f"file:{tmp_path}")
+    spark.conf.set(contract.STANDBY_DRY_RUN_DIR, f"file:{tmp_path}")
     try:
         with caplog.at_level(logging.WARNING, logger="tidegate.runtime"):
             warm_up(spark)
     finally:
-        spark.conf.unset(DRY_RUN_DIR_CONF)
+        spark.conf.unset(contract.STANDBY_DRY_RUN_DIR)
     assert [r.getMessage() for r in caplog.records] == []
     assert spark.read.format("tidegate_warm_up").load().count() == max(
         1, spark.sparkContext.defaultParallelism
@@ -160,14 +159,15 @@ def test_a_standby_with_a_dry_run_runs_the_job_again_after_go(
     goes on with the channel that gave go."""
     monkeypatch.setattr(standby, "_went_with", None)
     scratch = str(tmp_path / "scratch")
-    session = Session({STANDBY_CONF: "true", DRY_RUN_DIR_CONF: scratch})
-    assert standby.dry_run_dir(Session({DRY_RUN_DIR_CONF: scratch})) is None  # not a standby
-    assert standby.dry_run_dir(Session({STANDBY_CONF: "true"})) is None  # no dry run in it
+    session = Session({contract.STANDBY: "true", contract.STANDBY_DRY_RUN_DIR: scratch})
+    not_a_standby = Session({contract.STANDBY_DRY_RUN_DIR: scratch})
+    assert standby.dry_run_dir(not_a_standby) is None
+    assert standby.dry_run_dir(Session({contract.STANDBY: "true"})) is None  # no dry run in it
     assert standby.dry_run_dir(session) == scratch
     main = tmp_path / "job.py"
     marker = tmp_path / "ran"
     main.write_text(
-        "from tidegate_runtime import standby\n"
+        "from tidegate_runtime.driver import standby\n"
         f"open({str(marker)!r}, 'a').write(str(standby.went_with() is not None))\n"
     )
     monkeypatch.setattr(sys, "argv", [str(main)])
@@ -191,7 +191,7 @@ def test_a_standby_released_after_its_dry_run_never_runs_the_job_again(
     main.write_text("raise AssertionError('must not run')\n")
     monkeypatch.setattr(sys, "argv", [str(main)])
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
-    session = Session({STANDBY_CONF: "true", DRY_RUN_DIR_CONF: str(tmp_path)})
+    session = Session({contract.STANDBY: "true", contract.STANDBY_DRY_RUN_DIR: str(tmp_path)})
     channel = Channel(Clock(), [{"stop": True, "reason": "refused by its dry run"}])
     with pytest.raises(StandbyReleased, match="refused by its dry run"):
         standby.go_then_run_again(session, channel, 0)

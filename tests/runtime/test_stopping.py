@@ -1,6 +1,7 @@
-"""Stopping a query between batches (tidegate_runtime/stopping.py::stop_at_batch_boundary) on
-a local SparkSession: a query whose batches take longer than its trigger never idles between
-them, and is still stopped at a boundary as soon as the batch it is in commits."""
+"""Stopping a query between batches
+(tidegate_runtime/driver/batch_boundary.py::stop_at_batch_boundary) on a local SparkSession: a query
+whose batches take longer than its trigger never idles between them, and is still stopped at a
+boundary as soon as the batch it is in commits."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import stopping
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver import batch_boundary
 
 pytestmark = pytest.mark.spark
 
@@ -53,13 +54,13 @@ def test_a_query_busy_in_every_trigger_stops_after_the_batch_it_is_in(
 ) -> None:
     # Never seen between batches (as on a loaded machine, where a query that falls behind
     # starts each batch the moment the last one ends): only the soft end can stop it cleanly.
-    monkeypatch.setattr(stopping, "_idle", lambda query, checkpoint: False)
+    monkeypatch.setattr(batch_boundary, "_idle", lambda query, checkpoint: False)
     query = _busy_query(spark, tmp_path, "0 seconds")
     checkpoint = str(tmp_path / "cp")
     try:
         _wait_for_commit(query, checkpoint, 3)  # busy: batch after batch
         with caplog.at_level(logging.INFO, logger="tidegate.runtime"):
-            stopping.stop_at_batch_boundary(query, timeout=60, checkpoint=checkpoint)
+            batch_boundary.stop_at_batch_boundary(query, timeout=60, checkpoint=checkpoint)
     finally:
         query.stop()
     # Before, it waited for a gap between batches that never came, then interrupted a batch.
@@ -87,7 +88,7 @@ def test_an_idle_query_stops_without_waiting_for_its_next_trigger(
         _wait_for_commit(query, checkpoint, 0)
         with caplog.at_level(logging.WARNING, logger="tidegate.runtime"):
             # Told to end, a query waiting for a trigger ten minutes away would end then.
-            stopping.stop_at_batch_boundary(query, timeout=30, checkpoint=checkpoint)
+            batch_boundary.stop_at_batch_boundary(query, timeout=30, checkpoint=checkpoint)
     finally:
         query.stop()
     assert "stopping it anyway" not in caplog.text
@@ -116,8 +117,8 @@ class _Unreachable:
 
 def test_without_the_soft_stop_a_gap_between_batches_still_stops_it() -> None:
     query = _Unreachable(busy_looks=3)
-    assert stopping._end_after_this_batch(query) is False  # type: ignore[arg-type]
-    stopping.stop_at_batch_boundary(query, timeout=30)  # type: ignore[arg-type]
+    assert batch_boundary._end_after_this_batch(query) is False  # type: ignore[arg-type]
+    batch_boundary.stop_at_batch_boundary(query, timeout=30)  # type: ignore[arg-type]
     # Stopped on the second look between batches in a row, not the first.
     assert query.stopped and query.looks == query.busy_looks + 1
 
@@ -127,7 +128,7 @@ def test_without_the_soft_stop_and_no_gap_it_is_tried_once_then_stopped_at_the_t
 ) -> None:
     query = _Unreachable(busy_looks=10**9)
     with caplog.at_level(logging.INFO, logger="tidegate.runtime"):
-        stopping.stop_at_batch_boundary(query, timeout=0.5)  # type: ignore[arg-type]
+        batch_boundary.stop_at_batch_boundary(query, timeout=0.5)  # type: ignore[arg-type]
     assert query.stopped
     messages = [r.getMessage() for r in caplog.records]
     assert sum("no soft stop" in m for m in messages) == 1, messages

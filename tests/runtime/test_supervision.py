@@ -1,6 +1,6 @@
-"""Per-query supervision (tidegate_runtime/supervision.py): the policy's arithmetic, and on a
-local SparkSession a failing query restarted alone on its checkpoint while the driver's
-other query runs on untouched, its output exact."""
+"""Per-query supervision (tidegate_runtime/driver/restart_policy.py): the policy's arithmetic, and
+on a local SparkSession a failing query restarted alone on its checkpoint while the driver's other
+query runs on untouched, its output exact."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.control import Runtime
-from tidegate_runtime.supervision import RestartPolicy, Supervisor
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver.restart_policy import RestartPolicy, Supervisor
+from tidegate_runtime.driver.runtime import Runtime
 
 POLICY = {
     "enabled": True,

@@ -1,6 +1,7 @@
-"""A fresh version's rehearsal (tidegate_runtime/dry_run.py, ``spark.tidegate.dry_run_trial``)
-on local Spark: each query starts on an empty scratch checkpoint at the old run's last records
-and runs one trial batch up to its cap into the noop sink; a version whose code fails on real
+"""A fresh version's rehearsal (tidegate_runtime/driver/dry_run.py,
+``spark.tidegate.dry_run_trial``) on local Spark: each query starts on an empty scratch checkpoint
+at the old run's last records and runs one trial batch up to its cap into the noop sink; a version
+whose code fails on real
 records is caught there, with Spark's error."""
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from pyspark.sql.types import StringType
 
 from pipelines.windowed_counts import build_windowed_counts
 from tests.support.spark import fill
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import dry_run as dry
-from tidegate_runtime.control import Runtime
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.source import read_events
+from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver.runtime import Runtime
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_source import read_events
 
 pytestmark = pytest.mark.spark
 
@@ -43,10 +44,10 @@ def trial_conf(spark: SparkSession, tmp_path: Path) -> Iterator[dict[str, str]]:
     # The old run committed 45 and 50; the trial reads the 5 + 10 records before that.
     trial = {"counts": {"clicks": {"start": {"0": 40, "1": 40}, "end": {"0": 45, "1": 50}}}}
     conf = {
-        dry.DRY_RUN_CONF: "true",
-        dry.TRIAL_CONF: json.dumps(trial),
-        dry.RESULT_CONF: str(tmp_path / "scratch" / dry.RESULT_FILE),
-        dry.TIMEOUT_CONF: "120",
+        contract.DRY_RUN: "true",
+        contract.DRY_RUN_TRIAL: json.dumps(trial),
+        contract.DRY_RUN_RESULT: str(tmp_path / "scratch" / contract.DRY_RUN_RESULT_FILE),
+        contract.DRY_RUN_TIMEOUT: "120",
         "spark.tidegate.checkpoint_dir": str(tmp_path / "scratch"),
         "spark.tidegate.queries": json.dumps(queries),
         "root": str(root),
@@ -84,7 +85,7 @@ def test_the_trial_batch_reads_the_old_run_s_last_records_into_noop(
     spark: SparkSession, trial_conf: dict[str, str], tmp_path: Path
 ) -> None:
     runtime = _rehearse(spark, trial_conf, tmp_path / "out", broken=False)
-    result = json.loads(Path(trial_conf[dry.RESULT_CONF]).read_text())
+    result = json.loads(Path(trial_conf[contract.DRY_RUN_RESULT]).read_text())
     assert result == {"ok": True, "queries": {"counts": {"ok": True, "batch_id": 0}}}
     scratch = tmp_path / "scratch" / "counts"
     assert cp.latest_commit_batch(scratch) == 0
@@ -98,7 +99,7 @@ def test_a_version_whose_code_fails_on_real_records_is_caught_by_its_trial(
     spark: SparkSession, trial_conf: dict[str, str], tmp_path: Path
 ) -> None:
     _rehearse(spark, trial_conf, tmp_path / "out", broken=True)
-    result = json.loads(Path(trial_conf[dry.RESULT_CONF]).read_text())
+    result = json.loads(Path(trial_conf[contract.DRY_RUN_RESULT]).read_text())
     assert result["ok"] is False
     outcome = result["queries"]["counts"]
     assert not outcome["ok"] and "the new parser cannot read key" in outcome["message"], outcome

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from app.worker.dry_run.scratch_copy import TRIAL_RECORDS, plan_empty_batch, plan_trial
 from app.worker.dry_run.verdict import infrastructure_error, problems
-from tidegate_runtime.checkpoint import hadoop_crc, latest_offsets_batch
-from tidegate_runtime.dry_run import describe_error
+from tidegate_runtime.checkpoints.checkpoint import hadoop_crc, latest_offsets_batch
+from tidegate_runtime.driver.dry_run import describe_error
 
 VALUE_ERROR = (
     "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "

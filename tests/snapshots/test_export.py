@@ -11,7 +11,7 @@ import pytest
 from app.snapshots.checkpoint_files import describe, select_files
 from app.snapshots.errors import ExportError
 from tests.support.checkpoints import FakeCheckpoint
-from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch
 
 
 def _state(files: tuple[str, ...], partition: int = 0) -> list[str]:

@@ -23,9 +23,9 @@ from app.worker.core.context import WorkerContext
 from app.worker.dry_run.verdict import RESULT_LIMIT, read_result
 from tests.support.checkpoints import FakeCheckpoint
 from tests.support.flows import operate, running_job
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import dry_run as runtime_dryrun
-from tidegate_runtime.held_dir import READ_LIMIT
+from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints.held_dir import READ_LIMIT
 
 
 def _two_jobs(root: Path) -> tuple[FakeCheckpoint, FakeCheckpoint]:
@@ -134,7 +134,7 @@ def _within(seconds: float, work: object) -> None:
 
 
 def test_a_verdict_is_read_only_as_a_small_regular_file(tmp_path: Path) -> None:
-    verdict = tmp_path / runtime_dryrun.RESULT_FILE
+    verdict = tmp_path / contract.DRY_RUN_RESULT_FILE
     verdict.write_text(json.dumps({"ok": True, "queries": {}}))
     assert read_result(tmp_path) == {"ok": True, "queries": {}}
 

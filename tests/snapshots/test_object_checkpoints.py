@@ -33,7 +33,7 @@ from tests.support.api import ADMIN_TOKEN
 from tests.support.checkpoints import FakeCheckpoint
 from tests.support.flows import API, COUNTS, ENRICH, get_snapshot, make_version, operate, work
 from tests.support.s3 import ACCESS_KEY, SECRET_KEY, S3Store
-from tidegate_runtime.object_dir import ObjectDir, UrlPath
+from tidegate_runtime.checkpoints.object_dir import ObjectDir, UrlPath
 
 
 @pytest.fixture(params=["same-bucket", "local"])

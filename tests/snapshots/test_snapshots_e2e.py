@@ -22,9 +22,9 @@ from tests.operations.test_lifecycle_e2e import _expected, _job, _operate, _outp
 from tests.support.backends import Target
 from tests.support.e2e import APPS
 from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""Kafka startpoints through tidegate's resolver (tidegate_runtime/kafka_client.py) against
+"""Kafka startpoints through tidegate's resolver (tidegate_runtime/sources/kafka_client.py) against
 Apache Kafka itself (KRaft, one node, tests/support/kafka_broker.py), on Kafka-shaped
 checkpoint files: all four types, TIMESTAMP answered by the broker and checked against the
 record it names. One test keeps tansu, a broker that answers offsets-for-times wrongly, to
@@ -22,10 +22,10 @@ from app.core.config import Settings
 from tests.startpoints.test_resolve import T0, P, write_checkpoint
 from tests.support.api import version_body
 from tests.support.kafka_broker import create_topic, produce, tansu
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as sp
-from tidegate_runtime.control import Runtime
-from tidegate_runtime.kafka_client import ClientResolver, KafkaClientError
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver.runtime import Runtime
+from tidegate_runtime.sources import positions as sp
+from tidegate_runtime.sources.kafka_client import ClientResolver, KafkaClientError
 
 TOPIC = "clicks"
 RECORDS = 10  # per partition; record i of partition p is at T0 + 1000 i + p

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 
 from tests.startpoints.test_resolve import T0, write_checkpoint
 from tests.support.api import make_current_run, version_body
-from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
 
 URL = "/api/v1/jobs/late/startpoints"
 # Partition 0's records out of time order, as a producer with a skewed clock writes them:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as sp
-from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources import positions as sp
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
 
 T0 = 1_767_225_600_000
 
@@ -208,7 +208,7 @@ def test_revert_is_refused_once_a_later_batch_committed(
 
 
 def test_a_fresh_file_source_query_cannot_take_starting_offsets(tmp_path: Path) -> None:
-    from tidegate_runtime.control import Runtime
+    from tidegate_runtime.driver.runtime import Runtime
 
     runtime = Runtime(None, checkpoint_dir=str(tmp_path / "ck"))  # type: ignore[arg-type]
     runtime.declared = {"q": {"name": "q", "sources": [{"name": "f", "kind": "file"}]}}

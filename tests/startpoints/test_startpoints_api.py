@@ -11,8 +11,8 @@ from app.core.db import make_sessionmaker, transaction
 from app.runs.models import Run
 from tests.startpoints.test_resolve import T0, write_checkpoint
 from tests.support.api import make_current_run, version_body
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
 
 URL = "/api/v1/jobs/j/startpoints"
 
@@ -151,8 +151,9 @@ def test_preview_apply_commit_and_revert(
     }
     assert client.get(URL).json()["pending"][0]["state"] == "pending"  # preview applies nothing
 
-    # The run starts; its runtime applies them (as tidegate_runtime.control does) and reports.
-    from tidegate_runtime import startpoints as rt
+    # The run starts; its runtime applies them (as tidegate_runtime.driver.runtime does) and
+    # reports.
+    from tidegate_runtime.sources import positions as rt
 
     with transaction(make_sessionmaker(db)) as session:
         session.get(Run, run_id).state = "running"  # type: ignore[union-attr]
@@ -237,7 +238,7 @@ def test_batch_commit_progress_deletes_applied_startpoints(
     ck = settings.resolved_checkpoint_root / "j" / str(run_id) / "q"
     write_checkpoint(ck, 3, '{"0": 50, "1": 50, "2": 50, "3": 50}')
     client.put(URL, json={"startpoints": [{"source": "events", "type": "OLDEST"}]})
-    from tidegate_runtime import startpoints as rt
+    from tidegate_runtime.sources import positions as rt
 
     directives = client.get(f"/api/v1/runs/{run_id}/directives", headers=auth).json()
     points = [rt.Startpoint.from_json(p) for p in directives["startpoints"]]

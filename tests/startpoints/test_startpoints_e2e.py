@@ -15,8 +15,8 @@ from pipelines.ground_truth import log_records
 from tests.operations.test_lifecycle_e2e import _job, _operate, _output, _windowed_version
 from tests.support.backends import Target
 from tests.support.stack import Stack, wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 
@@ -132,9 +132,9 @@ def test_startpoints_end_to_end_keep_state(clusters: Stack, target: Target, tmp_
     assert len(view["applied"]) == 2  # each applied once
     assert _operate(stack, job, "stop")["state"] == "succeeded"
 
-    # 3. Rewinds on the stateful query (the semantic in tidegate_runtime/startpoints.py): every
-    # partition back to 3:30, partition 1 to its oldest record. The replayed records go
-    # into the kept state with the watermark lowered, so none is dropped as late: windows
+    # 3. Rewinds on the stateful query (the semantic in tidegate_runtime/sources/positions.py):
+    # every partition back to 3:30, partition 1 to its oldest record. The replayed records go into
+    # the kept state with the watermark lowered, so none is dropped as late: windows
     # emitted before are emitted again over the replayed records only (3:00 counts just
     # its records from 3:30); the window open at the stop (4:00) keeps its count and adds
     # them (what it had read and is replayed counts twice).

@@ -15,7 +15,7 @@ import pytest
 
 from app.snapshots.store.blobs import SnapshotStore
 from tests.support.s3 import S3Store, create_bucket, fault_proxy, moto_server
-from tidegate_runtime.checkpoint import hadoop_crc
+from tidegate_runtime.checkpoints.checkpoint import hadoop_crc
 
 META = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
 KEY_SCHEMA = {
@@ -58,7 +58,7 @@ def _utf(text: str) -> bytes:
 
 
 def schema_file(key: dict[str, Any], value: dict[str, Any]) -> bytes:
-    """Spark's state schema file, format v2 (see tidegate_runtime.checkpoint)."""
+    """Spark's state schema file, format v2 (see tidegate_runtime.checkpoints.checkpoint)."""
     return (
         _utf("v2")
         + struct.pack(">i", 1)

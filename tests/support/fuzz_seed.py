@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from app.core.db import make_sessionmaker, transaction
 from tests.support.database import empty_every_table
-from tidegate_runtime.eventlog import EventLog, NewRecord
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
 
 SEED_JOB = "fuzz-job"
 SEED_CLUSTER = "local"

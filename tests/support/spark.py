@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from tidegate_runtime.eventlog import EventLog, NewRecord, Stream
-from tidegate_runtime.source import EventLogDataSource
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord, Stream
+from tidegate_runtime.sources.eventlog_source import EventLogDataSource
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.support.database import scratch_database, server_url
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
 from tests.support.waiting import ends_with_the_tests, wait_for
-from tidegate_runtime.checkpoint import _STORES as checkpoint_registry
+from tidegate_runtime.checkpoints.checkpoint import _STORES as checkpoint_registry
 
 wait_until = wait_for  # the name most e2e and chaos tests import
 

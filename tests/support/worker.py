@@ -23,7 +23,7 @@ from app.core.db import make_sessionmaker, transaction, utcnow
 from app.jobs.models import Job, JobVersion
 from app.operations.models import Operation
 from app.worker.core.context import WorkerContext
-from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF, STANDBY_CONF
+from tidegate_runtime import contract
 
 
 @dataclass
@@ -69,7 +69,7 @@ class FakeBackend:
             self._finish_dry_run(app)
         if app.state == AppState.PENDING:  # the next look finds it started (or failed)
             app.state = AppState.FAILED if self.fail_on_start else AppState.RUNNING
-            if app.state == AppState.RUNNING and app.spec.conf.get(STANDBY_CONF) == "true":
+            if app.state == AppState.RUNNING and app.spec.conf.get(contract.STANDBY) == "true":
                 self._standby_calls_in(app)
             return AppStatus(backend_id, AppState.PENDING, "SUBMITTED")
         message = "boom: bad config" if app.state == AppState.FAILED else None
@@ -81,9 +81,9 @@ class FakeBackend:
     def _standby_calls_in(self, app: FakeApp) -> None:
         if self.factory is None:
             return
-        if app.spec.conf.get(DRY_RUN_DIR_CONF):  # its dry run first, as the runtime does
+        if app.spec.conf.get(contract.STANDBY_DRY_RUN_DIR):  # its dry run first, as a runtime's
             self._write_dry_run_result(app)
-        spare = app.spec.conf.get(SPARE_CONF)
+        spare = app.spec.conf.get(contract.SPARE)
         with transaction(self.factory) as session:
             channel.standby(
                 session,

@@ -1,5 +1,5 @@
 """Drain and update-by-drain, worker logic, against a real PostgreSQL and a scripted backend
-whose "runtime" answers the control plane the way tidegate_runtime/control.py does. The same
+whose "runtime" answers the control plane the way tidegate_runtime/driver/runtime.py does. The same
 scenarios run on real Spark in tests/worker/test_drain_e2e.py."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class ScriptedRuntime:
         self, ctx: WorkerContext, fake: FakeBackend, stuck: bool = False, late: bool = False
     ) -> None:
         # late: the drain marker is out when the timeout's stop arrives, so the runtime
-        # finishes the drain instead of stopping (tidegate_runtime/control.py does the same).
+        # finishes the drain instead of stopping (tidegate_runtime/driver/runtime.py does the same).
         self.ctx, self.fake, self.stuck, self.late = ctx, fake, stuck or late, late
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)

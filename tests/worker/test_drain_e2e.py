@@ -16,8 +16,8 @@ from tests.support.chaos.harness import enrich_rows
 from tests.support.chaos.windowed import producing
 from tests.support.e2e import APPS, SPARK_TEST_CONF
 from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
-from tidegate_runtime.eventlog import EventLog, NewRecord
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog, NewRecord
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

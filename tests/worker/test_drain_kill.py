@@ -16,8 +16,8 @@ from pipelines.ground_truth import expected_enrich
 from tests.support.chaos.harness import Chaos, caught_up, enrich_rows, enrich_version, step_names
 from tests.support.sizes import FULL
 from tests.support.stack import wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

@@ -19,7 +19,7 @@ from app.worker.core.steps import OperationFailed, Steps
 from app.worker.core.version import read_target
 from app.worker.dry_run import attempts, driver, scratch_copy, verdict
 from tests.support.worker import FakeBackend, make_job
-from tidegate_runtime import dry_run as runtime_dryrun
+from tidegate_runtime import contract
 
 VERSION = SimpleNamespace(
     cluster=None,
@@ -52,7 +52,7 @@ def test_submitted_once_under_its_own_tag(
     assert "spark.tidegate.run_id" not in spec.conf
     assert spec.conf["spark.tidegate.dry_run"] == "true"
     assert spec.conf["spark.tidegate.checkpoint_dir"] == str(scratch)
-    assert json.loads(spec.conf[runtime_dryrun.CHECK_CONF]) == ["counts"]
+    assert json.loads(spec.conf[contract.DRY_RUN_QUERIES]) == ["counts"]
     (query,) = json.loads(spec.conf["spark.tidegate.queries"])
     assert query["checkpoint_location"] is None  # never the real checkpoint
     assert (spec.file, spec.args) == ("/apps/new.py", ["--x", "1"])
@@ -69,7 +69,7 @@ def test_outcome_is_the_drivers_result_file(
         "ok": False,
         "queries": {"counts": {"ok": False, "error_class": "X", "message": "differs"}},
     }
-    (scratch / runtime_dryrun.RESULT_FILE).write_text(json.dumps(refused))
+    (scratch / contract.DRY_RUN_RESULT_FILE).write_text(json.dumps(refused))
     outcome = driver.await_outcome(ctx, VERSION, submitted["backend_id"], time.time(), scratch, 60)
     assert outcome["ok"] is False and outcome["queries"] == refused["queries"]
     assert verdict.problems(outcome, {}) == ["query 'counts': differs [X]"]

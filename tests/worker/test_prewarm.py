@@ -14,8 +14,8 @@ import pytest
 from tests.operations.test_lifecycle_e2e import _job, _operate, _windowed_version
 from tests.support.e2e import driver_jvms
 from tests.support.stack import Stack, wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
 

@@ -33,7 +33,7 @@ from tests.support.chaos.scenario import (
 )
 from tests.support.sizes import CHAOS_SEED, FULL, pick
 from tests.support.waiting import wait_for
-from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.sources.eventlog import EventLog
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

@@ -28,10 +28,16 @@ KAFKA = Path(kafka.__file__).parent
 def test_the_zip_holds_the_runtime_and_kafka_python_and_nothing_else(tmp_path: Path) -> None:
     path = runtime_bundle.runtime_bundle(tmp_path)
     names = zipfile.ZipFile(path).namelist()
-    expected = sorted(f"tidegate_runtime/{p.name}" for p in RUNTIME.glob("*.py"))
+    # Every module, its parts' folders (driver/, sources/, ...) included: a driver imports them.
+    expected = sorted(
+        f"tidegate_runtime/{p.relative_to(RUNTIME).as_posix()}" for p in RUNTIME.rglob("*.py")
+    )
     assert sorted(n for n in names if n.startswith("tidegate_runtime/") and n.endswith(".py")) == (
         expected
     )
+    parts = {n.split("/")[1] for n in expected if n.count("/") == 2}
+    assert {"driver", "sources", "checkpoints", "packaging"} <= parts, parts
+    assert all(f"tidegate_runtime/{part}/__init__.py" in names for part in parts)
     assert "tidegate_runtime/py.typed" in names
     kafka_files = sorted(
         f"kafka/{p.relative_to(KAFKA).as_posix()}"
@@ -80,9 +86,10 @@ def test_a_python_without_tidegate_imports_the_runtime_from_the_zip(tmp_path: Pa
     """``-I`` (isolated) and ``-S`` (no site-packages): only the stdlib and the zip."""
     path = runtime_bundle.runtime_bundle(tmp_path)
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import tidegate_runtime.files as f;"
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import tidegate_runtime.checkpoints.durable_files as f;"
         "print(f.__file__)\ntry:\n import app\nexcept ImportError:\n print('no app')\n"
-        "import kafka, tidegate_runtime.kafka_client as k;"
+        "import kafka, tidegate_runtime.sources.kafka_client as k;"
         "k.ClientResolver({'kafka.bootstrap.servers': 'h:9092'}); print(kafka.__file__)"
     )
     out = subprocess.run(
@@ -92,7 +99,7 @@ def test_a_python_without_tidegate_imports_the_runtime_from_the_zip(tmp_path: Pa
         check=True,
         cwd=tmp_path,
     ).stdout.split("\n")
-    assert out[0] == f"{path}/tidegate_runtime/files.py"
+    assert out[0] == f"{path}/tidegate_runtime/checkpoints/durable_files.py"
     assert out[1] == "no app"
     assert out[2] == f"{path}/kafka/__init__.py"  # the Kafka resolver's client ships too
 
@@ -103,7 +110,7 @@ def test_every_submission_carries_the_zip_first(tmp_path: Path) -> None:
     files = submission.py_files(cast(WorkerContext, ctx), version)
     assert files[1:] == ["/apps/team_lib.zip"]
     assert Path(files[0]).parent == tmp_path.absolute() / "runtime"
-    assert zipfile.ZipFile(files[0]).getinfo("tidegate_runtime/control.py")
+    assert zipfile.ZipFile(files[0]).getinfo("tidegate_runtime/driver/runtime.py")
 
 
 def test_the_data_source_planners_get_the_zip_on_their_path(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from app.worker.reconcile.spare import DRY_RUN_WAIT
 from tests.support.checkpoints import FakeCheckpoint
 from tests.support.worker import FakeBackend, die_after_step_then_resume, make_job
 from tests.worker.test_worker import _enqueue, _run, _run_op
-from tidegate_runtime.standby import DRY_RUN_DIR_CONF, SPARE_CONF
+from tidegate_runtime import contract
 
 RESTART_STEPS = [
     "target",
@@ -72,7 +72,7 @@ def _reports(ctx: WorkerContext, run_id: int, batch_id: int, *, idle: bool = Fal
 
 
 def _spares(fake: FakeBackend) -> list[str]:
-    return [i for i, a in fake.apps.items() if SPARE_CONF in a.spec.conf]
+    return [i for i, a in fake.apps.items() if contract.SPARE in a.spec.conf]
 
 
 def test_a_prewarmed_restart_hands_over_to_its_spare(ctx: WorkerContext, fake: FakeBackend) -> None:
@@ -90,7 +90,7 @@ def test_a_prewarmed_restart_hands_over_to_its_spare(ctx: WorkerContext, fake: F
     assert fake.submits == 2 and fake.alive() == [spare] and fake.apps[first].state.terminal  # type: ignore[index]
     spec = fake.apps[spare].spec
     assert spec.tag == f"tidegate-run-{run_id}-a1-spare1"
-    assert spec.conf["spark.tidegate.attempt"] == "1" and spec.conf[SPARE_CONF] == "1"
+    assert spec.conf["spark.tidegate.attempt"] == "1" and spec.conf[contract.SPARE] == "1"
     assert spec.conf["spark.tidegate.standby"] == "true"
     # It waits as long as its run needs it (a standby's hour would end a hot spare hourly).
     timeout = spec.conf["spark.tidegate.standby_timeout_seconds"]
@@ -281,7 +281,7 @@ def test_a_spare_of_a_run_with_state_dry_runs_on_a_copy_of_it(
     run = _passes(ctx, run_id)
     (spare,) = _spares(fake)
     conf = fake.apps[spare].spec.conf
-    scratch = Path(conf[DRY_RUN_DIR_CONF])
+    scratch = Path(conf[contract.STANDBY_DRY_RUN_DIR])
     assert scratch.name == run.spare_tag and ".tidegate-dryrun" in scratch.parts
     assert json.loads(conf["spark.tidegate.dry_run_queries"]) == ["q"]
     assert conf["spark.tidegate.checkpoint_dir"].endswith(f"/job/{run_id}")
@@ -303,7 +303,7 @@ def test_a_spare_of_a_run_without_state_only_warms_up(
     run_id = _running(ctx, job_id, hot_spare=True)
     _passes(ctx, run_id)
     (spare,) = _spares(fake)
-    assert DRY_RUN_DIR_CONF not in fake.apps[spare].spec.conf
+    assert contract.STANDBY_DRY_RUN_DIR not in fake.apps[spare].spec.conf
 
 
 def test_a_hot_spare_of_a_stateful_run_waits_for_its_first_commit(
@@ -318,7 +318,7 @@ def test_a_hot_spare_of_a_stateful_run_waits_for_its_first_commit(
     _reports(ctx, run_id, 0)
     run = _passes(ctx, run_id)
     (spare,) = _spares(fake)
-    assert run.spare_attempt == 1 and DRY_RUN_DIR_CONF in fake.apps[spare].spec.conf
+    assert run.spare_attempt == 1 and contract.STANDBY_DRY_RUN_DIR in fake.apps[spare].spec.conf
 
 
 @pytest.mark.parametrize("first", ["batch", "idle"])

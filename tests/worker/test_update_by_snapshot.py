@@ -33,7 +33,7 @@ from tests.support.flows import (
     running_job,
 )
 from tests.support.worker import FakeBackend
-from tidegate_runtime.standby import DRY_RUN_DIR_CONF
+from tidegate_runtime import contract
 
 
 @pytest.mark.parametrize(
@@ -154,10 +154,10 @@ def test_a_prewarmed_update_runs_its_dry_run_inside_the_standby(
     assert "dry_run_submit" not in names, names
     order = ["dry_run_prepare", "standby", "standby_ready", "dry_run", "request_stop", "go"]
     assert [n for n in names if n in order] == order, names
-    standbys = [a.spec for a in fake.apps.values() if a.spec.conf.get(DRY_RUN_DIR_CONF)]
+    standbys = [a.spec for a in fake.apps.values() if a.spec.conf.get(contract.STANDBY_DRY_RUN_DIR)]
     (spec,) = standbys  # the standby's, the one driver of v2
     assert spec.tag == f"tidegate-run-{op['run_id']}-a0"
-    scratch = Path(spec.conf[DRY_RUN_DIR_CONF])
+    scratch = Path(spec.conf[contract.STANDBY_DRY_RUN_DIR])
     assert json.loads(spec.conf["spark.tidegate.dry_run_queries"]) == ["counts"]
     assert spec.conf["spark.tidegate.dry_run_result"] == f"{scratch}/_dryrun.json"
     # Its own checkpoint stays its run's; the scratch copy is gone once judged.

@@ -23,8 +23,8 @@ from tests.support.chaos.harness import (
 )
 from tests.support.sizes import FULL
 from tests.support.stack import wait_until
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 

@@ -44,8 +44,8 @@ from app.snapshots.store.safe_files import (
     link_fd,
     open_regular,
 )
-from tidegate_runtime.held_dir import HeldDir
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints.held_dir import HeldDir
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 # Files put at once: two cores hash while the kernel copies (measured in bench/snapshots.py).
 PUT_THREADS = 4

@@ -13,8 +13,8 @@ from typing import Any
 
 from app.snapshots.store import digests
 from app.snapshots.store.safe_files import Folder, copy_fd, create_regular, open_regular
-from tidegate_runtime.held_dir import HeldDir
-from tidegate_runtime.object_dir import UrlPath
+from tidegate_runtime.checkpoints.held_dir import HeldDir
+from tidegate_runtime.checkpoints.object_dir import UrlPath
 
 # A file's identity for the hash cache: same path, size and mtime means the same content
 # (state files are never rewritten in place).

@@ -22,8 +22,8 @@ from app.snapshots.errors import StoreError
 from app.snapshots.store import digests
 from app.snapshots.store.local_tree import FileKey
 from app.snapshots.store.safe_files import create_regular, open_regular
-from tidegate_runtime.held_dir import HeldDir
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints.held_dir import HeldDir
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 # Written first into a query's checkpoint being restored in object storage, removed last.
 RESTORING = ".tidegate-restoring"

@@ -23,7 +23,7 @@ from app.snapshots.store.safe_files import (
     open_regular,
     remove,
 )
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 CHUNK = 4 * 1024 * 1024
 

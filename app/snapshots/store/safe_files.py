@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from app.snapshots.errors import UnsafeFileError
-from tidegate_runtime.held_dir import HeldDir, UnsafeEntry
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints.held_dir import HeldDir, UnsafeEntry
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 # A checkpoint folder: held open (the worker's way), or a path held for the call.
 Folder = Path | HeldDir

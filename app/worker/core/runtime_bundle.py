@@ -8,7 +8,7 @@ py-files. Spark puts py-files on the driver's and the executors' ``sys.path`` ah
 site-packages, so the version that runs is always the worker's own, whatever the cluster has.
 
 The zip also carries kafka-python (pure Python, no dependencies), which the runtime's Kafka
-resolver needs (tidegate_runtime/kafka_client.py): a job reading Kafka resolves its
+resolver needs (tidegate_runtime/sources/kafka_client.py): a job reading Kafka resolves its
 startpoints without the cluster installing anything. Py-files come ahead of site-packages, so
 a driver that imports ``kafka`` itself gets this copy too.
 

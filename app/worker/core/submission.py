@@ -16,18 +16,9 @@ from app.core import run_states as states
 from app.worker.core.context import WorkerContext
 from app.worker.core.runtime_bundle import runtime_bundle
 from tidegate_runtime import contract
-from tidegate_runtime.contract import BOOTSTRAP_ENV
-from tidegate_runtime.sinks import declared_sink
-
-STANDBY_CONF = contract.STANDBY
-STANDBY_TIMEOUT_CONF = contract.STANDBY_TIMEOUT_SECONDS
-SPARE_CONF = contract.SPARE
-DRY_RUN_DIR_CONF = contract.STANDBY_DRY_RUN_DIR
+from tidegate_runtime.driver.sinks import declared_sink
 
 __all__ = [
-    "SPARE_CONF",
-    "STANDBY_CONF",
-    "STANDBY_TIMEOUT_CONF",
     "py_files",
     "python_path_conf",
     "queries_conf",
@@ -119,23 +110,23 @@ def run_spec(
         contract.QUERIES: queries_conf(version),
     }
     if spare or run.state == states.STANDBY:
-        conf[STANDBY_CONF] = "true"
+        conf[contract.STANDBY] = "true"
         # A hot spare waits as long as its run runs; the channel tells it when to stop.
         timeout = (
             ctx.settings.spare_timeout_seconds if spare else ctx.settings.standby_timeout_seconds
         )
-        conf[STANDBY_TIMEOUT_CONF] = str(timeout)
+        conf[contract.STANDBY_TIMEOUT_SECONDS] = str(timeout)
     if not spare and run.state == states.STANDBY and run.standby_dry_run:
         conf.update(standby_dry_run_conf(run.standby_dry_run))
     if spare and dry_run:
         conf.update(standby_dry_run_conf(dry_run))
     if spare:
-        conf[SPARE_CONF] = str(run.spare_seq)
+        conf[contract.SPARE] = str(run.spare_seq)
     # The driver gets a single-use bootstrap token, as an environment variable (not in the
     # Spark UI's environment page, nor in logs): a backend may still show it (Livy carries
     # the environment as conf), and the driver's first call spends it for its run token.
     tag = run.spare_tag if spare else run.tag
-    return spec(ctx, version, tag, conf, env={BOOTSTRAP_ENV: bootstrap})
+    return spec(ctx, version, tag, conf, env={contract.BOOTSTRAP_ENV: bootstrap})
 
 
 def standby_dry_run_conf(dry_run: dict[str, Any]) -> dict[str, str]:
@@ -143,7 +134,7 @@ def standby_dry_run_conf(dry_run: dict[str, Any]) -> dict[str, str]:
     confs a dry-run driver reads, but its checkpoint_dir stays its run's own)."""
     scratch = str(dry_run["scratch"])
     return {
-        DRY_RUN_DIR_CONF: scratch,
+        contract.STANDBY_DRY_RUN_DIR: scratch,
         contract.DRY_RUN_QUERIES: json.dumps(sorted(dry_run["check"])),
         contract.DRY_RUN_TRIAL: json.dumps(dry_run.get("trial") or {}),
         contract.DRY_RUN_RESULT: f"{scratch}/{contract.DRY_RUN_RESULT_FILE}",

@@ -1,6 +1,6 @@
 """The dry run, before anything stops, where declarations are not enough: the new
 version's app run against a scratch copy of the state it would resume.
-tidegate_runtime/dry_run.py is the part that runs inside that driver. The room:
+tidegate_runtime/driver/dry_run.py is the part that runs inside that driver. The room:
 ``attempts.py`` drives the steps below, ``scratch_copy.py`` makes the scratch copy, ``driver.py``
 submits and awaits a dry run's own driver, ``verdict.py`` reads what Spark said. A pre-warmed
 update runs the same dry run inside its standby's driver (app/worker/standby/ready.py).
@@ -15,7 +15,7 @@ the old run (and before a submit from a snapshot starts the new one):
    committed prefix), and one empty batch is planned in each copy that holds state:
    ``offsets/N+1`` = ``offsets/N``. Spark runs a planned batch on restart even without data;
    it loads state version N+1, which the copy holds, and checks the state schemas and the
-   operator metadata (see tidegate_runtime/dry_run.py for what was observed on Spark 4.3).
+   operator metadata (see tidegate_runtime/driver/dry_run.py for what was observed on Spark 4.3).
 2. ``dry_run_submit``: the new version's app is submitted on its cluster with
    ``spark.tidegate.dry_run=true`` under the tag ``tidegate-dryrun-<operation>``: no run
    has that tag, and a worker resuming after a crash finds the driver by it

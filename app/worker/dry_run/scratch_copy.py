@@ -15,8 +15,8 @@ from app.core.plans import StoredPlan
 from app.snapshots import restore
 from app.snapshots.errors import SnapshotFailed
 from app.worker.core.context import WorkerContext
-from tidegate_runtime.checkpoint import hadoop_crc, latest_commit_batch, state_operators
-from tidegate_runtime.files import write_atomic
+from tidegate_runtime.checkpoints.checkpoint import hadoop_crc, latest_commit_batch, state_operators
+from tidegate_runtime.checkpoints.durable_files import write_atomic
 
 # Per partition, the records a fresh version's trial batch reads: enough to run its code on
 # real input, few enough that the batch costs next to nothing at any backlog.

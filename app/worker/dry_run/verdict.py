@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate_runtime import contract
-from tidegate_runtime.held_dir import HeldDir
+from tidegate_runtime.checkpoints.held_dir import HeldDir
 
 # Dry-run drivers at most per operation when they fail for infrastructure reasons.
 ATTEMPTS = 3

@@ -22,7 +22,7 @@ from app.worker.core.steps import OperationFailed, Steps, detail, set_result
 from app.worker.runs.control import (
     stop_run,
 )
-from tidegate_runtime.checkpoint import CheckpointError
+from tidegate_runtime.checkpoints.checkpoint import CheckpointError
 
 log = logging.getLogger(__name__)
 

@@ -46,8 +46,8 @@ from app.worker.runs.plan import fresh_plan
 from app.worker.runs.start import start_planned
 from app.worker.runs.verify import committed_batches, verify_for
 from app.worker.standby import ready, standby
-from tidegate_runtime.checkpoint import latest_commit_batch, read_offsets
-from tidegate_runtime.startpoints import parse_line
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch, read_offsets
+from tidegate_runtime.sources.positions import parse_line
 
 
 def update_on_fresh_state(ctx: WorkerContext, op: Operation, steps: Steps) -> dict[str, Any]:

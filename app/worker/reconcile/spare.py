@@ -34,7 +34,7 @@ from app.snapshots.errors import SnapshotFailed
 from app.worker.core import submission
 from app.worker.core.context import WorkerContext, fault_point
 from app.worker.dry_run import driver, scratch_copy
-from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed, Steps, detail, set_result
 from app.worker.reconcile.reconciler import wait_for_run
 from app.worker.runs.start import await_started
-from tidegate_runtime.chain import NOTHING_TO_FLUSH
+from tidegate_runtime.driver.drain_order import NOTHING_TO_FLUSH
 
 # How long a drain waits for a just-started driver's runtime to call in before refusing.
 RUNTIME_HELLO_SECONDS = 60.0
@@ -213,7 +213,7 @@ def drain_run(
             if run.runtime_seen_at is None:
                 raise OperationFailed(
                     "this job does not run the tidegate runtime, which a drain needs "
-                    "(tidegate_runtime.control.Runtime); use stop instead"
+                    "(tidegate_runtime.driver.runtime.Runtime); use stop instead"
                 )
             if run.state == states.RUNNING:
                 transition(

@@ -17,7 +17,7 @@ from app.runs.models import Run
 from app.worker.core.context import WorkerContext
 from app.worker.core.steps import OperationFailed
 from app.worker.reconcile.reconciler import pass_now
-from tidegate_runtime.checkpoint import latest_commit_batch
+from tidegate_runtime.checkpoints.checkpoint import latest_commit_batch
 
 # How long an update waits for every query of the new run to commit its first batch.
 FIRST_BATCH_SECONDS = 600.0

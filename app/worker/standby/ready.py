@@ -6,10 +6,10 @@ gives it). Everything an update does before the stop to get one is here, in orde
 A pre-warmed update runs its dry run inside its standby's driver, so one driver start serves
 both (an update by snapshot: on a scratch copy of the state; by drain or stateless: a trial
 batch on scratch checkpoints, app/worker/dry_run/scratch_copy.py::plan_trial). The standby
-runs the new version's code there (as a dry-run driver would, tidegate_runtime/dry_run.py),
+runs the new version's code there (as a dry-run driver would, tidegate_runtime/driver/dry_run.py),
 writes the verdict, and only then waits for go; at go the same session runs the job's code
 again, for real, its plan's code generated and its source planned already
-(tidegate_runtime/standby.py).
+(tidegate_runtime/driver/standby.py).
 
 The steps, before anything stops, are the list ``READYING`` below, in order:
 1. ``dry_run_prepare``: the scratch copy, as a cold dry run's (app/worker/dry_run/attempts.py);

@@ -25,7 +25,7 @@ from tests.support.e2e import (
     spark_submit_processes,
 )
 from tests.support.stack import ROOT, Stack, running_stack, wait_until
-from tidegate_runtime.eventlog import EventLog
+from tidegate_runtime.sources.eventlog import EventLog
 
 WORKER = ROOT / "app" / "worker"
 # The HANDLERS table (kind -> handler) lives in the dispatcher; the handlers and the steps

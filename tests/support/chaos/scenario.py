@@ -10,8 +10,8 @@ from typing import Any
 from pipelines.ground_truth import expected_enrich
 from tests.support.chaos.harness import Chaos, caught_up, enrich_rows, enrich_version
 from tests.support.waiting import wait_for
-from tidegate_runtime.eventlog import EventLog
-from tidegate_runtime.produce import produce
+from tidegate_runtime.sources.eventlog import EventLog
+from tidegate_runtime.sources.eventlog_producer import produce
 
 T0 = 1_767_225_600_000
 

@@ -16,7 +16,7 @@ from pipelines.ground_truth import WINDOW_MS, expected_windowed_counts
 from tests.support.chaos.harness import committed_files
 from tests.support.e2e import SPARK_TEST_CONF
 from tests.support.stack import ROOT
-from tidegate_runtime.eventlog import NewRecord, Stream
+from tidegate_runtime.sources.eventlog import NewRecord, Stream
 
 Window = tuple[int, str, int, float | None]  # (window start in ms, key, count, sum)
 

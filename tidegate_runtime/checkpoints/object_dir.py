@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Protocol
 
-from tidegate_runtime.held_dir import READ_LIMIT, TooLarge, _parts
+from tidegate_runtime.checkpoints.held_dir import READ_LIMIT, TooLarge, _parts
 
 
 class ObjectFileSystem(Protocol):

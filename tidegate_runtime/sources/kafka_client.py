@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from tidegate_runtime.startpoints import StartpointError
+from tidegate_runtime.sources.positions import StartpointError
 
 T = TypeVar("T")
 
@@ -134,7 +134,7 @@ def _pem_store(options: Mapping[str, Any], store: str) -> str:
 
 
 class ClientResolver:
-    """:class:`tidegate_runtime.startpoints.KafkaResolver` over a kafka-python consumer (no
+    """:class:`tidegate_runtime.sources.positions.KafkaResolver` over a kafka-python consumer (no
     group: it commits nothing and joins nothing)."""
 
     def __init__(self, options: Mapping[str, Any], timeout_s: float = 30.0) -> None:

@@ -1,15 +1,15 @@
-"""Per-query supervision (PSTL's): a query that fails is restarted alone, on its checkpoint,
+"""The per-query restart policy, its arithmetic alone (query_restarts.py acts on it). PSTL's
+per-query supervision: a query that fails is restarted alone, on its checkpoint,
 after an exponential backoff, while the driver's other queries keep running. The driver
 itself ends (and the control plane restarts it) only when a query has used up its restarts.
 
 The policy is the job's restart policy, sent in the run's directives in seconds; each query
 counts its own failures, and a query that ran ``stable_period`` since its last start counts
-from zero again. Pure logic: the runtime (tidegate_runtime/control.py) asks it what to do."""
+from zero again. Pure logic: the runtime (tidegate_runtime/driver/runtime.py) asks it what to do."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tidegate_runtime import contract
 
@@ -24,7 +24,7 @@ class RestartPolicy:
     stable_period: float = 60.0
 
     @classmethod
-    def from_directives(cls, policy: dict[str, Any] | None) -> RestartPolicy:
+    def from_directives(cls, policy: contract.QueryRestartPolicy | None) -> RestartPolicy:
         if not policy:
             return cls()  # an unmanaged job, or a control plane that sends none: no supervision
         return cls(

@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from tidegate_runtime.channel_client import TidegateRuntimeError
+from tidegate_runtime.driver.channel import TidegateRuntimeError
 
 log = logging.getLogger("tidegate.runtime")
 

@@ -1,5 +1,6 @@
-"""Stopping a query between batches (Spark has no graceful stop of its own), and the driver's
-fence once its queries have stopped."""
+"""Stopping a query at a batch boundary, between two batches (Spark has no graceful stop of its
+own), and the driver's fence once its queries have stopped there. What decides to stop is
+directives.py (a stop directive or a drain's end)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.channel_client import ControlClient
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver.channel import ControlClient
 
 log = logging.getLogger("tidegate.runtime")
 

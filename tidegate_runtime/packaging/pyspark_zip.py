@@ -14,7 +14,7 @@ and compiles the source as before when they differ, or when another Python versi
 zip (a different magic number). Run once per Spark installation, at install time; nothing
 else changes:
 
-    python -m tidegate_runtime.pyspark_zip [SPARK_HOME]
+    python -m tidegate_runtime.packaging.pyspark_zip [SPARK_HOME]
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def spark_home() -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tidegate_runtime.pyspark_zip",
+        prog="python -m tidegate_runtime.packaging.pyspark_zip",
         description="Add bytecode to Spark's python/lib/*.zip (see the module's docstring).",
     )
     parser.add_argument("spark_home", nargs="?", type=Path, help="default: SPARK_HOME or pyspark's")

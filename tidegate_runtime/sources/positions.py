@@ -1,5 +1,7 @@
-"""Startpoints on the Spark side: resolve them to concrete offsets per source format and
-apply them to a checkpoint (or hand them to a fresh query as its starting offsets).
+"""Positions: where a reader stands in a source, per source format (the offsets a checkpoint
+records), and startpoints resolved to them: applied to a checkpoint or handed to a fresh
+query as its starting offsets (tidegate_runtime/driver/startpoints.py does so as a query
+starts).
 
 Shared by the control plane (validation, preview) and the in-job runtime, so it imports only
 the standard library and the runtime's own modules.
@@ -8,7 +10,7 @@ Formats:
 * ``eventlog`` — ``{"0": 123, "1": 45}``; every type, resolved from the log itself.
 * ``kafka`` — Spark's ``{"topic": {"0": 123}}``; every type, resolved through a
   :class:`KafkaResolver`: the runtime builds tidegate's own from the reader's options
-  (:mod:`tidegate_runtime.kafka_client`, a kafka-python consumer) unless the job sets one.
+  (:mod:`tidegate_runtime.sources.kafka_client`, a kafka-python consumer) unless the job sets one.
   Without a resolver, OFFSET (unchecked against the partition's end) and OLDEST (Spark's
   ``-2``, bound by Spark to the earliest available offset) still work, on the partitions the
   checkpoint or the startpoints name; UPCOMING and TIMESTAMP need it.
@@ -44,8 +46,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.eventlog import EventLog, format_offsets, parse_offsets
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.sources.eventlog import EventLog, format_offsets, parse_offsets
 
 TYPES = ("OLDEST", "UPCOMING", "OFFSET", "TIMESTAMP")
 

@@ -1,10 +1,12 @@
-"""The runtime restarting a failed query alone (PSTL's per-query supervision): after the
+"""The runtime restarting a failed query alone, as restart_policy.py's arithmetic says (PSTL's
+per-query supervision): after the
 job's backoff, on its checkpoint, while the driver's other queries run on; the driver ends
 only when a query has used up its restarts. Each failure is reported to the control plane.
 
-``Restarter`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read
+``Restarter`` is a part of ``Runtime`` (tidegate_runtime/driver/runtime.py), kept apart to be read
 alone, as ``Drainer`` is: the policy arithmetic is ``Supervisor``
-(tidegate_runtime/supervision.py); the annotations below name what it uses of the runtime's."""
+(tidegate_runtime/driver/restart_policy.py); the annotations below name what it uses of the
+runtime's."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from tidegate_runtime.channel_client import ControlClient
-from tidegate_runtime.supervision import Supervisor
+from tidegate_runtime import contract
+from tidegate_runtime.driver.channel import ControlClient
+from tidegate_runtime.driver.restart_policy import Supervisor
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -86,7 +89,7 @@ class Restarter:
     ) -> None:
         if self.client is None:
             return
-        report = {
+        report: contract.QueryFailureReport = {
             "attempt": self.attempt,
             "query": name,
             "failures": failures,

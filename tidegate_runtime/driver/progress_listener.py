@@ -8,7 +8,8 @@ from typing import Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from tidegate_runtime.channel_client import progress_report
+from tidegate_runtime import contract
+from tidegate_runtime.driver.channel import progress_report
 
 
 class ProgressReporter(StreamingQueryListener):
@@ -33,7 +34,8 @@ class ProgressReporter(StreamingQueryListener):
             if str(query.id) == str(event.id):
                 last = query.lastProgress
                 batch = int(last["batchId"]) if last and "batchId" in last else 0
-                self.runtime._outbox.put({"query": name, "batch_id": batch, "idle": True})
+                idle: contract.ProgressReport = {"query": name, "batch_id": batch, "idle": True}
+                self.runtime._outbox.put(idle)
 
     def onQueryTerminated(self, event: Any) -> None:
         # Events arrive in order: after this one, every progress of the query has been seen.

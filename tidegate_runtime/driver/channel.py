@@ -1,5 +1,6 @@
-"""The driver's side of the runtime channel: its HTTP client, the errors the runtime raises,
-and the progress report it posts for each batch. Standard library only (runs in drivers)."""
+"""The driver's side of the runtime channel (app/channel/ is the API's): its HTTP client, the errors
+the runtime raises, and the progress report it posts for each batch. Standard library only (runs in
+drivers)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidegate_runtime import contract
-
-TOKEN_ENV = "TIDEGATE_RUN_TOKEN"
-# What tidegate starts a driver with: single use, traded for the run token at start.
-BOOTSTRAP_ENV = contract.BOOTSTRAP_ENV
 
 
 class TidegateRuntimeError(Exception):
@@ -46,7 +43,7 @@ class ControlClient:
     def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(
-            f"{self.api_url.rstrip('/')}/api/v1/runs/{self.run_id}{path}",
+            f"{self.api_url.rstrip('/')}/api/v1{contract.RUN_CHANNEL.format(run_id=self.run_id)}{path}",
             data=data,
             method=method,
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
@@ -60,55 +57,59 @@ class ControlClient:
             if exc.code in (401, 403):
                 raise ControlPlaneRefused(
                     f"tidegate refused this run's token ({exc.code}): {detail}. The driver must "
-                    f"be started by tidegate, with {TOKEN_ENV} set for run {self.run_id}."
+                    f"be started by tidegate, with {contract.RUN_TOKEN_ENV} set for run "
+                    f"{self.run_id}."
                 ) from None
             raise
 
     def exchange_bootstrap(self) -> str:
         """This client's token is the driver's bootstrap token: trade it for the run token
         (once: the bootstrap is spent) and use that from now on."""
-        answer = self._call("POST", "/token")
+        answer = self._call("POST", contract.TOKEN_PATH)
         self.token = str(answer["token"])
         return self.token
 
-    def directives(self, attempt: int, wait: int = 0) -> dict[str, Any]:
+    def directives(self, attempt: int, wait: int = 0) -> contract.Directives:
         """What the control plane wants; with ``wait``, a long-poll answered at once when the
         run is to stop or drain, else after ``wait`` seconds."""
         query = f"attempt={attempt}" + (f"&wait={wait}" if wait else "")
-        result: dict[str, Any] = self._call(
-            "GET", f"/directives?{query}", timeout=wait + self.timeout
+        result: contract.Directives = self._call(
+            "GET", f"{contract.DIRECTIVES_PATH}?{query}", timeout=wait + self.timeout
         )
         return result
 
-    def standby(self, attempt: int, wait: int, spare: int | None = None) -> dict[str, Any]:
+    def standby(self, attempt: int, wait: int, spare: int | None = None) -> contract.StandbyAnswer:
         """A standby's long-poll: answers at go or release, else after ``wait`` seconds."""
         which = "" if spare is None else f"&spare={spare}"
-        result: dict[str, Any] = self._call(
-            "GET", f"/standby?attempt={attempt}&wait={wait}{which}", timeout=wait + self.timeout
+        result: contract.StandbyAnswer = self._call(
+            "GET",
+            f"{contract.STANDBY_PATH}?attempt={attempt}&wait={wait}{which}",
+            timeout=wait + self.timeout,
         )
         return result
 
-    def progress(self, report: dict[str, Any]) -> None:
+    def progress(self, report: contract.ProgressReport) -> None:
         try:
-            self._call("POST", "/progress", report)
+            self._call("POST", contract.PROGRESS_PATH, report)
         except urllib.error.HTTPError as exc:
             if exc.code != 422 or not _has_newer_fields(report):
                 raise
             # An API older than this runtime (tidegate rolled back under a running driver)
             # refuses the fields: the rest of the report is what its figures need.
-            self._call("POST", "/progress", _without_newer_fields(report))
+            self._call("POST", contract.PROGRESS_PATH, _without_newer_fields(report))
 
-    def startpoints_applied(self, reports: list[dict[str, Any]]) -> None:
-        self._call("POST", "/startpoints/applied", reports)
+    def startpoints_applied(self, reports: list[contract.AppliedReport]) -> None:
+        self._call("POST", contract.STARTPOINTS_APPLIED_PATH, reports)
 
-    def drain_state(self, state: dict[str, Any]) -> None:
-        self._call("POST", "/drain", state)
+    def drain_state(self, state: contract.DrainReport) -> None:
+        self._call("POST", contract.DRAIN_PATH, state)
 
     def fenced(self, attempt: int) -> None:
-        self._call("POST", "/fenced", {"attempt": attempt})
+        report: contract.FenceReport = {"attempt": attempt}
+        self._call("POST", contract.FENCED_PATH, report)
 
-    def query_failed(self, report: dict[str, Any]) -> None:
-        self._call("POST", "/query-failures", report)
+    def query_failed(self, report: contract.QueryFailureReport) -> None:
+        self._call("POST", contract.QUERY_FAILURES_PATH, report)
 
 
 def _problem_detail(exc: urllib.error.HTTPError) -> str:
@@ -138,7 +139,7 @@ _KEY_ORDER = {name: i for i, name in enumerate(KEY_METRICS)}
 NEWER_OPERATOR_FIELDS = ("custom_metrics", "num_rows_dropped_by_watermark")
 
 
-def _has_newer_fields(report: dict[str, Any]) -> bool:
+def _has_newer_fields(report: contract.ProgressReport) -> bool:
     return any(
         op.get(name) is not None and op.get(name) != {}
         for op in report.get("state_operators") or []
@@ -146,9 +147,9 @@ def _has_newer_fields(report: dict[str, Any]) -> bool:
     )
 
 
-def _without_newer_fields(report: dict[str, Any]) -> dict[str, Any]:
-    operators = [
-        {k: v for k, v in op.items() if k not in NEWER_OPERATOR_FIELDS}
+def _without_newer_fields(report: contract.ProgressReport) -> contract.ProgressReport:
+    operators: list[contract.StateOperatorProgress] = [
+        {k: v for k, v in op.items() if k not in NEWER_OPERATOR_FIELDS}  # type: ignore[misc]
         for op in report.get("state_operators") or []
     ]
     return {**report, "state_operators": operators}
@@ -181,8 +182,8 @@ def operator_metrics(metrics: Any) -> dict[str, float]:
     return dict(list(numeric.items())[:MAX_CUSTOM_METRICS])
 
 
-def progress_report(name: str, progress: Any) -> dict[str, Any]:
-    """Listener progress -> the API's ProgressReport."""
+def progress_report(name: str, progress: Any) -> contract.ProgressReport:
+    """Listener progress -> the API's ProgressReport (its shape: contract.ProgressReport)."""
     data = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
 
     def offsets(value: Any) -> Any:

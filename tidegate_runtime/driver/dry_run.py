@@ -51,18 +51,10 @@ from typing import Any
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
 
 log = logging.getLogger("tidegate.runtime.dryrun")
 
-DRY_RUN_CONF = contract.DRY_RUN
-CHECK_CONF = contract.DRY_RUN_QUERIES
-# JSON {query: {source: {"start": {partition: offset}, "end": {…}}}}: a fresh version's trial
-TRIAL_CONF = contract.DRY_RUN_TRIAL
-RESULT_CONF = contract.DRY_RUN_RESULT
-TIMEOUT_CONF = contract.DRY_RUN_TIMEOUT
-RESULT_FILE = contract.DRY_RUN_RESULT_FILE
 DEFAULT_TIMEOUT = 240.0
 MESSAGE_LIMIT = 4000
 

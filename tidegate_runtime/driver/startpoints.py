@@ -1,22 +1,25 @@
-"""The runtime starting each query where its startpoints say: a query with a committed batch
+"""The runtime applying the run's startpoints as each query starts (what a startpoint resolves
+to, per source, is tidegate_runtime/sources/positions.py): it starts each query where its
+startpoints say: a query with a committed batch
 has its checkpoint's offsets rewritten before it starts (reported to the control plane, which
 can show and undo it); a fresh query's reader is given ``startingOffsets`` instead. A trial
-batch (tidegate_runtime/dry_run.py) starts at the old run's last records the same way.
+batch (tidegate_runtime/driver/dry_run.py) starts at the old run's last records the same way.
 
-``Starter`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read
+``Starter`` is a part of ``Runtime`` (tidegate_runtime/driver/runtime.py), kept apart to be read
 alone, as ``Drainer`` and ``Restarter`` are: the resolution of a startpoint to offsets is
-tidegate_runtime/startpoints.py; the annotations below name what it uses of the runtime's."""
+tidegate_runtime/sources/positions.py; the annotations below name what it uses of the runtime's."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import dry_run as dry
-from tidegate_runtime import startpoints as sp
-from tidegate_runtime.channel_client import ControlClient, TidegateRuntimeError
-from tidegate_runtime.eventlog import format_offsets
+from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver import dry_run as dry
+from tidegate_runtime.driver.channel import ControlClient, TidegateRuntimeError
+from tidegate_runtime.sources import positions as sp
+from tidegate_runtime.sources.eventlog import format_offsets
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -33,7 +36,7 @@ class Starter:
     declared: dict[str, dict[str, Any]]
     dry_run: dry.DryRun | None
     startpoints: list[sp.Startpoint]
-    sources: dict[str, dict[str, Any]]  # declared sources' kinds and options, by name
+    sources: dict[str, contract.SourceDeclaration]  # declared sources' kinds and options
     kafka_resolver: sp.KafkaResolver | None  # the job's own, if it set one
     _kafka_resolvers: dict[str, sp.KafkaResolver]  # tidegate's, one per Kafka source
     _given_starting: dict[str, dict[int, int]]  # what starting_offsets gave each source
@@ -80,11 +83,11 @@ class Starter:
         self._given_starting[source] = offsets
         return sp.format_line(decl["kind"], offsets, decl["options"])
 
-    def _kafka(self, source: str, decl: dict[str, Any]) -> sp.KafkaResolver | None:
+    def _kafka(self, source: str, decl: contract.SourceDeclaration) -> sp.KafkaResolver | None:
         if decl["kind"] != "kafka" or self.kafka_resolver is not None:
             return self.kafka_resolver
         if source not in self._kafka_resolvers:
-            from tidegate_runtime.kafka_client import ClientResolver
+            from tidegate_runtime.sources.kafka_client import ClientResolver
 
             self._kafka_resolvers[source] = ClientResolver(decl["options"])
         return self._kafka_resolvers[source]
@@ -93,7 +96,7 @@ class Starter:
         """Rewrite each source's committed offsets before the query starts; report what
         moved so the control plane can show it and undo it."""
         assert self.client is not None
-        reports = []
+        reports: list[contract.AppliedReport] = []
         for index, source in enumerate(self.declared[name].get("sources", [])):
             points = self._points(source["name"])
             if not points:

@@ -29,17 +29,11 @@ import urllib.error
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from tidegate_runtime import checkpoint as cp
 from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
 
 log = logging.getLogger("tidegate.runtime")
 
-STANDBY_CONF = contract.STANDBY
-STANDBY_TIMEOUT_CONF = contract.STANDBY_TIMEOUT_SECONDS
-# A spare (the run's next attempt, started ahead): its number, which its go is given to.
-SPARE_CONF = contract.SPARE
-# The scratch root of the dry run this standby runs before it waits (an update by snapshot).
-DRY_RUN_DIR_CONF = contract.STANDBY_DRY_RUN_DIR
 DEFAULT_TIMEOUT = 3600.0
 LONG_POLL_SECONDS = 25
 
@@ -53,11 +47,13 @@ class StandbyReleased(Exception):
 
 
 class _Channel(Protocol):
-    def standby(self, attempt: int, wait: int, spare: int | None = None) -> dict[str, Any]: ...
+    def standby(
+        self, attempt: int, wait: int, spare: int | None = None
+    ) -> contract.StandbyAnswer: ...
 
 
 def _is_standby(spark: Any) -> bool:
-    return (spark.conf.get(STANDBY_CONF, "false") or "").lower() == "true"
+    return (spark.conf.get(contract.STANDBY, "false") or "").lower() == "true"
 
 
 def wait_if_standby(spark: Any, channel: _Channel, attempt: int) -> bool:
@@ -82,16 +78,16 @@ def dry_run_dir(spark: Any) -> str | None:
     waits, and has not had its go yet."""
     if _went_with is not None or not _is_standby(spark):
         return None
-    return spark.conf.get(DRY_RUN_DIR_CONF, None) or None
+    return spark.conf.get(contract.STANDBY_DRY_RUN_DIR, None) or None
 
 
 def go_then_run_again(spark: Any, channel: _Channel, attempt: int) -> None:
     """After this standby's dry run (its verdict written): wait for go, then run the job's code
     again, for real, in this session. StandbyReleased when go does not come."""
     global _went_with
-    if spark.conf.get(SPARE_CONF, None):
+    if spark.conf.get(contract.SPARE, None):
         # A spare's dry run: no one reads its verdict, and its copy goes now.
-        shutil.rmtree(spark.conf.get(DRY_RUN_DIR_CONF, None) or "", ignore_errors=True)
+        shutil.rmtree(spark.conf.get(contract.STANDBY_DRY_RUN_DIR, None) or "", ignore_errors=True)
     _await_go_for(spark, channel, attempt)
     _went_with = channel
     main = sys.modules.get("__main__")
@@ -102,8 +98,8 @@ def go_then_run_again(spark: Any, channel: _Channel, attempt: int) -> None:
 
 def _await_go_for(spark: Any, channel: _Channel, attempt: int) -> None:
     conf = spark.conf
-    spare = conf.get(SPARE_CONF, None)
-    timeout = float(conf.get(STANDBY_TIMEOUT_CONF, None) or DEFAULT_TIMEOUT)
+    spare = conf.get(contract.SPARE, None)
+    timeout = float(conf.get(contract.STANDBY_TIMEOUT_SECONDS, None) or DEFAULT_TIMEOUT)
     await_go(channel, attempt, timeout, spare=int(spare) if spare else None)
 
 
@@ -118,7 +114,9 @@ def warm_up(spark: Any) -> None:
     - Spark's file writer and Parquet's (with its snappy codec) on every executor slot and
       in the driver, into the dry run's scratch folder, then removed: a sink that writes
       files otherwise pays their first use in the first batch (about 0.9 s here)."""
-    from tidegate_runtime.source import EventLogDataSource  # pyarrow: only when warming
+    from tidegate_runtime.sources.eventlog_source import (
+        EventLogDataSource,  # pyarrow: only when warming
+    )
 
     sc = spark.sparkContext
     slots = max(1, int(sc.defaultParallelism))
@@ -145,7 +143,7 @@ def _write_warm_up_files(spark: Any, slots: int) -> None:
     """A few rows written as Parquet by every slot into the dry run's scratch folder (every
     executor reaches it: it lies beside the checkpoints), then removed. A standby without a
     scratch folder of its own writes nothing."""
-    scratch = spark.conf.get(DRY_RUN_DIR_CONF, None)
+    scratch = spark.conf.get(contract.STANDBY_DRY_RUN_DIR, None)
     if not scratch:
         return
     target = scratch.rstrip("/") + "/.tidegate-warm-up-files"
@@ -191,7 +189,7 @@ def await_go(
     spare: int | None = None,
     clock: Any = time.monotonic,
     sleep: Any = time.sleep,
-) -> dict[str, Any]:
+) -> contract.StandbyAnswer:
     """Long-poll until go (returned) or release (StandbyReleased). The control plane being
     briefly unreachable does not end the wait; the timeout does."""
     deadline = clock() + timeout
@@ -200,8 +198,8 @@ def await_go(
         left = deadline - clock()
         if left <= 0:
             raise StandbyReleased(
-                f"no go within {timeout:.0f}s ({STANDBY_TIMEOUT_CONF}): this standby exits "
-                "without having touched a checkpoint"
+                f"no go within {timeout:.0f}s ({contract.STANDBY_TIMEOUT_SECONDS}): this standby "
+                "exits without having touched a checkpoint"
             )
         try:
             wait = max(1, min(LONG_POLL_SECONDS, int(left)))

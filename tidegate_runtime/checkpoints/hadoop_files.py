@@ -1,7 +1,7 @@
-"""The driver's own view of a checkpoint in object storage: the file methods an ``ObjectDir``
-needs (tidegate_runtime/object_dir.py), over the Hadoop ``FileSystem`` Spark itself writes the
-checkpoint with (through py4j), so the runtime reads and edits it with exactly the driver's
-settings (endpoint, credentials provider, path style) and nothing of its own to configure.
+"""The driver's own view of a checkpoint in object storage: the file methods an ``ObjectDir`` needs
+(tidegate_runtime/checkpoints/object_dir.py), over the Hadoop ``FileSystem`` Spark itself writes the
+checkpoint with (through py4j), so the runtime reads and edits it with exactly the driver's settings
+(endpoint, credentials provider, path style) and nothing of its own to configure.
 
 Registered by ``Runtime.from_spark`` for the object-store schemes Hadoop serves; pyspark and
 the standard library only."""
@@ -13,8 +13,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime.object_dir import ObjectDir
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.checkpoints.object_dir import ObjectDir
 
 # Schemes a driver's Hadoop may serve (given its jars): S3 (s3a), Google Cloud Storage (gs),
 # Azure (abfs, abfss, wasb), HDFS. Only s3a is tested here (against moto's S3 server).

@@ -1,13 +1,14 @@
-"""The runtime following its directives: stop at a batch boundary, or drain — stage by stage,
+"""The runtime following its directives (named for both: a plain stop and a drain are followed
+here): stop at a batch boundary, or drain — stage by stage,
 upstream first; a query reading only eventlog sources drains natively (end offsets fixed, a
 marker that closes every window), any other is restarted with AvailableNow on its checkpoint.
 A stage whose queries hold no state with anything left to emit (stateless, or deduplication
 only) gets no marker: it ends after the batch that reads up to the end offsets, its state kept
 rather than evicted key by key.
 
-``Drainer`` is a part of ``Runtime`` (tidegate_runtime/control.py), kept apart to be read alone:
-its own state is ``DrainState`` (the runtime's ``_drain_state``); the annotations below name what it
-uses of the runtime's."""
+``Drainer`` is a part of ``Runtime`` (tidegate_runtime/driver/runtime.py), kept apart to be read
+alone: its own state is ``DrainState`` (the runtime's ``_drain_state``); the annotations below name
+what it uses of the runtime's."""
 
 from __future__ import annotations
 
@@ -20,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from tidegate_runtime import checkpoint as cp
-from tidegate_runtime import startpoints as sp
-from tidegate_runtime.chain import NOTHING_TO_FLUSH, drain_stages
-from tidegate_runtime.channel_client import ControlClient, ControlPlaneRefused
-from tidegate_runtime.source import MARKER_PARTITION
-from tidegate_runtime.stopping import stop_at_batch_boundary
-from tidegate_runtime.supervision import Supervisor
+from tidegate_runtime import contract
+from tidegate_runtime.checkpoints import checkpoint as cp
+from tidegate_runtime.driver.batch_boundary import stop_at_batch_boundary
+from tidegate_runtime.driver.channel import ControlClient, ControlPlaneRefused
+from tidegate_runtime.driver.drain_order import NOTHING_TO_FLUSH, drain_stages
+from tidegate_runtime.driver.restart_policy import Supervisor
+from tidegate_runtime.sources import positions as sp
+from tidegate_runtime.sources.eventlog_source import MARKER_PARTITION
 
 log = logging.getLogger("tidegate.runtime")
 
@@ -36,7 +38,7 @@ class DrainState:
     """Where a drain is: what it was asked for, its end offsets, its stages (upstream first)
     and the stage under way, the marker's batches, the queries restarted bounded."""
 
-    request: dict[str, Any] | None = None
+    request: contract.DrainRequest | None = None
     end: dict[str, dict[str, int]] | None = None
     marker: bool = False
     marker_batches: dict[str, int] = field(default_factory=dict)
@@ -53,7 +55,7 @@ class Drainer:
     attempt: int
     declared: dict[str, dict[str, Any]]
     queries: dict[str, StreamingQuery]
-    sources: dict[str, dict[str, Any]]
+    sources: dict[str, contract.SourceDeclaration]
     stop_reason: str | None
     _drain_state: DrainState
     _writers: dict[str, DataStreamWriter]
@@ -86,15 +88,15 @@ class Drainer:
             # The marker has moved the watermark past every window: stopping now would leave
             # a checkpoint that drops all later input as late. Finish the drain (a batch or
             # two) instead; the run ends stopped with its drain complete.
-            self._drain(self._drain_state.request or {})
+            self._drain(self._drain_state.request or {"end_offsets": None})
             return
         if directives.get("stop"):
             self.stop_reason = directives.get("reason") or "stop"
             log.info("stop directive (%s): stopping queries at a batch boundary", self.stop_reason)
             self.stop_all()
-        elif directives.get("drain") is not None:
-            self._drain_state.request = directives["drain"]
-            self._drain(directives["drain"])
+        elif (drain := directives.get("drain")) is not None:
+            self._drain_state.request = drain
+            self._drain(drain)
 
     @property
     def _draining(self) -> bool:
@@ -110,7 +112,7 @@ class Drainer:
                     out.setdefault(str(source["name"]), []).append((name, index))
         return out
 
-    def _drain(self, request: dict[str, Any]) -> None:
+    def _drain(self, request: contract.DrainRequest) -> None:
         """One step of a drain, each poll. Queries drain stage by stage, upstream first
         (their ``upstream`` in the version). In a stage, a query reading only eventlog
         sources drains natively: fix its sources' end offsets, catch up to them, read the
@@ -139,7 +141,7 @@ class Drainer:
         if state.done:
             return
         self.stop_all()
-        self.client.drain_state({"end_offsets": state.end, "drained": True})
+        self.client.drain_state({"end_offsets": state.end or {}, "drained": True})
         state.done, self.stop_reason = True, "drained"
         log.info("drain: complete at %s", state.end)
 
@@ -296,7 +298,8 @@ class Drainer:
         source = self.declared[query]["sources"][index]
         if source.get("kind") not in ("eventlog", "kafka") or not position:
             return position
-        options = (self.sources.get(str(source["name"])) or {}).get("options") or {}
+        declared = self.sources.get(str(source["name"]))
+        options = (declared["options"] if declared else None) or {}
         parsed = sp.parse_line(str(source["kind"]), json.dumps(position), options)
         return {str(p): o for p, o in sorted(parsed.items())}
 

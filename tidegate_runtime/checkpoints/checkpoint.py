@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tidegate_runtime.held_dir import HeldDir, TooLarge
-from tidegate_runtime.object_dir import ObjectDir, UrlPath
+from tidegate_runtime.checkpoints.held_dir import HeldDir, TooLarge
+from tidegate_runtime.checkpoints.object_dir import ObjectDir, UrlPath
 
 BYTES_PER_CHECKSUM = 512
 ORIGINAL_SUFFIX = ".tidegate-orig"

@@ -1,0 +1,1 @@
+"""A checkpoint read and edited, locally or in object storage: shared by drivers and app/."""

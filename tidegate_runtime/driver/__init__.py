@@ -1,0 +1,1 @@
+"""The driver's control loop: Runtime, its channel, and what it does on each directive."""
