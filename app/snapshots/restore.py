@@ -24,9 +24,10 @@ from app.snapshots.restore_sources import (
     PRESTAGED,
     checkpoint_root,
     copy_run,
+    failure,
     fresh_query_id,
-    prestaged_bytes,
     snapshot_files,
+    summary,
 )
 from app.snapshots.store import digests
 from app.snapshots.store.access import store_for
@@ -169,19 +170,8 @@ def _assemble(
         raise
     except (SnapshotError, CheckpointError, OSError) as exc:
         parent.remove_tree(staging)
-        raise SnapshotFailed(
-            f"restoring query '{item['query']}' from "
-            f"{source.get('snapshot') or 'run ' + str(source.get('run'))}: {exc}"
-        ) from exc
-    restored: dict[str, Any] = {
-        "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
-        "files": len(files),
-        "bytes": sum(int(e.get("size") or 0) for e in files.values()),
-        "checkpoint": str(dest),
-    }
-    if present:  # how much was there before the stop (prestage)
-        restored["prestaged_bytes"] = prestaged_bytes(files, present)
-    return restored
+        raise failure(item, source, exc) from exc
+    return summary(source, files, dest, present)
 
 
 def _take_prestaged(parent: HeldDir, staging: str) -> dict[str, str]:

@@ -22,9 +22,10 @@ from app.snapshots.errors import SnapshotError, SnapshotFailed
 from app.snapshots.restore_sources import (
     PRESTAGED,
     copy_run,
+    failure,
     fresh_query_id,
-    prestaged_bytes,
     snapshot_files,
+    summary,
 )
 from app.snapshots.store import digests
 from app.snapshots.store.blobs import SnapshotStore
@@ -96,19 +97,8 @@ def assemble(
         raise
     except (SnapshotError, CheckpointError, OSError) as exc:
         parent.remove_tree(dest.name)
-        raise SnapshotFailed(
-            f"restoring query '{item['query']}' from "
-            f"{source.get('snapshot') or 'run ' + str(source.get('run'))}: {exc}"
-        ) from exc
-    restored: dict[str, Any] = {
-        "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
-        "files": len(files),
-        "bytes": sum(int(e.get("size") or 0) for e in files.values()),
-        "checkpoint": str(dest),
-    }
-    if present:  # how much was there before the stop (prestage)
-        restored["prestaged_bytes"] = prestaged_bytes(files, present)
-    return restored
+        raise failure(item, source, exc) from exc
+    return summary(source, files, dest, present)
 
 
 def take_prestaged(folder: ObjectDir) -> dict[str, str]:

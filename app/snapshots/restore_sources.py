@@ -94,9 +94,27 @@ def snapshot_files(
     return files
 
 
-def prestaged_bytes(files: dict[str, Any], present: dict[str, str]) -> int:
-    return sum(
-        int(e.get("size") or 0)
-        for rel, e in files.items()
-        if present.get(rel) == digests.content_id(e)
-    )
+def summary(
+    source: PlannedSource, files: dict[str, Any], dest: object, present: dict[str, str]
+) -> dict[str, Any]:
+    """What a query's restore reports: where from, how many files and bytes, where to; with a
+    prestage (``present``), how many of those bytes were in place before the stop."""
+    restored: dict[str, Any] = {
+        "from": {k: source.get(k) for k in ("job", "snapshot", "run", "query", "batch_id")},
+        "files": len(files),
+        "bytes": sum(int(e.get("size") or 0) for e in files.values()),
+        "checkpoint": str(dest),
+    }
+    if present:
+        restored["prestaged_bytes"] = sum(
+            int(e.get("size") or 0)
+            for rel, e in files.items()
+            if present.get(rel) == digests.content_id(e)
+        )
+    return restored
+
+
+def failure(item: PlannedQuery, source: PlannedSource, exc: BaseException) -> SnapshotFailed:
+    """The error a query's restore fails with: which query, from what, and why."""
+    origin = source.get("snapshot") or f"run {source.get('run')}"
+    return SnapshotFailed(f"restoring query '{item['query']}' from {origin}: {exc}")
