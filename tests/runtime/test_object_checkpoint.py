@@ -117,3 +117,18 @@ def test_names_leaving_the_folder_and_oversized_files_are_refused(
 def test_a_scheme_with_no_file_system_configured_says_so() -> None:
     with pytest.raises(cp.CheckpointError, match=r"no gs:// file system is configured here"):
         cp.latest_commit_batch("gs://bucket/ck/q")
+
+
+def test_a_stop_reads_a_batch_under_way_in_s3(store: tuple[Any, str]) -> None:
+    """The stop at a batch boundary reads the plan and the commits of a checkpoint in object
+    storage as of a local one: a batch planned and not committed is one under way (before,
+    an ``s3a://`` checkpoint read as "nothing to tell" and a query whose batches outlast its
+    trigger was told to end only after half the stop's timeout: 60 s in bench/RESULTS.md)."""
+    from tidegate_runtime.driver import batch_boundary
+
+    fs, bucket = store
+    url = _checkpoint(fs, bucket, "stopping")
+    assert batch_boundary._readable(url) and not batch_boundary._readable(None)
+    assert batch_boundary._batches_paired(url) is False  # batch 1 planned, not committed
+    fs.pipe_file(f"{bucket}/stopping/commits/1", b'v1\n{"nextBatchWatermarkMs":7000}')
+    assert batch_boundary._batches_paired(url) is True
