@@ -27,20 +27,34 @@ figure: the stop call to the first output line of the restored job (1 s windows,
 about every second). Input keeps arriving throughout (40 records a second by default, Kafka
 timestamps moving with the clock), so every new driver has work.
 
+``--checkpoints s3``: every Spark checkpoint in a bucket instead of on this disk (the default,
+``local``), on moto's S3 server, which the script starts on loopback in its own process
+(app/devtools/s3_server.py): tidegate's checkpoint root ``s3a://<bucket>/checkpoints`` and its
+snapshots in the same bucket (``s3://<bucket>/snapshots``: an export copies state
+server-side), bare Spark's checkpoints beside them, every driver writing through Hadoop's S3A
+(the hadoop-aws jars, ``s3a_conf``), as docs/deploy.md "Checkpoints in object storage" says.
+The commit signal is then read from the bucket: the ``commits/N`` keys listed through s3fs,
+each one's write time as the server recorded it (S3's LastModified is in whole seconds).
+Flink's savepoints stay on this disk. Results: bench/results/kafka-upgrade-s3.json.
+
     python bench/kafka_upgrade.py [--reps 3] [--strategies bare,update-snapshot-prewarmed,...]
     python bench/kafka_upgrade.py --reps 1 --strategies bare   # smoke (no Flink)
+    python bench/kafka_upgrade.py --checkpoints s3 --strategies bare,update-snapshot-prewarmed
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -49,14 +63,23 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from app.devtools import jvm_deps
 from app.devtools.kafka_broker import kafka_broker
+from app.devtools.s3_server import (
+    create_bucket,
+    moto_server,
+    s3a_conf,
+    s3fs_options,
+    written_at,
+)
 from bench.common import ROOT
 from bench.upgrade import (
     FLINK,
     STRATEGIES,
+    Checkpoints,
     Context,
     Source,
     Strategy,
     Switch,
+    Written,
     _no_cleanup,
     _report,
     flink_anchor,
@@ -69,11 +92,19 @@ FLINK_JOB = ROOT / "bench" / "flink" / "sql_kafka_window_job.py"
 FLINK_KAFKA = "flink-kafka"  # the jar group (jvm/deps.toml) and the strategy
 TOPIC = "clicks"
 DEFAULT = "bare,update-snapshot-prewarmed,update-drain-prewarmed,flink-kafka"
+CHECKPOINTS = ("local", "s3")
 
 
-def kafka_source(bootstrap: str, topic: str) -> Source:
+def kafka_source(
+    bootstrap: str,
+    topic: str,
+    conf: dict[str, str] | None = None,
+    jar_groups: tuple[str, ...] = ("spark-kafka",),
+) -> Source:
     """pipelines/kafka_windowed_counts.py on ``topic``, declared to tidegate as
-    tests/startpoints/test_kafka_e2e.py does (source kind kafka, the Spark Kafka jars)."""
+    tests/startpoints/test_kafka_e2e.py does (source kind kafka, the Spark Kafka jars); with
+    ``conf`` and the jars of more ``jar_groups`` (jvm/deps.toml), e.g. to checkpoint in S3."""
+    jars = ",".join(jvm_deps.classpath(group, sep=",") for group in jar_groups)
     return Source(
         PIPELINE,
         ["--bootstrap", bootstrap, "--topic", topic],
@@ -83,8 +114,50 @@ def kafka_source(bootstrap: str, topic: str) -> Source:
             "kind": "kafka",
             "options": {"kafka.bootstrap.servers": bootstrap, "subscribe": topic},
         },
-        {"spark.jars": jvm_deps.classpath("spark-kafka", sep=",")},
+        {"spark.jars": jars, **(conf or {})},
     )
+
+
+def bucket_commits(fs: Any) -> Written:
+    """The commit signal of a checkpoint in a bucket on the server of ``moto_server`` (this
+    process): its ``commits/N`` keys listed through s3fs (``fs``), each one's write time as
+    the server recorded it (``written_at``: to the microsecond, where S3's LastModified has
+    whole seconds)."""
+
+    def written(checkpoint: str) -> list[float]:
+        where = checkpoint.split("://", 1)[1]  # bucket/prefix…
+        try:
+            keys = fs.ls(f"{where}/commits", detail=False, refresh=True)
+        except FileNotFoundError:
+            return []
+        bucket = where.split("/", 1)[0]
+        times = (
+            written_at(bucket, key.split("/", 1)[1])
+            for key in keys
+            if key.rsplit("/", 1)[-1].isdigit()
+        )
+        return [t for t in times if t is not None]
+
+    return written
+
+
+@contextmanager
+def s3_checkpoints() -> Iterator[tuple[Checkpoints, str]]:
+    """moto's S3 server on loopback (stopped on the way out) and a bucket on it: every
+    checkpoint there (tidegate's root, bare Spark's beside it), tidegate's snapshots in the
+    same bucket; the checkpoints and the server's endpoint."""
+    import fsspec
+
+    with moto_server() as endpoint:
+        bucket = create_bucket(endpoint)
+        options = json.dumps(s3fs_options(endpoint))
+        fs = fsspec.filesystem("s3", **s3fs_options(endpoint), skip_instance_cache=True)
+        env = {
+            "TIDEGATE_CHECKPOINT_STORAGE_OPTIONS": options,
+            "TIDEGATE_SNAPSHOT_ROOT": f"s3://{bucket}/snapshots",
+            "TIDEGATE_SNAPSHOT_STORAGE_OPTIONS": options,
+        }
+        yield Checkpoints(f"s3a://{bucket}", bucket_commits(fs), env), endpoint
 
 
 def flink_kafka(bootstrap: str, topic: str) -> Callable[[Context, int], Switch]:
@@ -149,8 +222,21 @@ def main() -> None:
     parser.add_argument("--strategies", default=DEFAULT)
     parser.add_argument("--partitions", type=int, default=2, help="the topic's partitions")
     parser.add_argument("--rate", type=int, default=40, help="records a second (2 to 1000)")
-    parser.add_argument("--results", default="kafka-upgrade", help="bench/results/<name>.json")
+    parser.add_argument(
+        "--checkpoints",
+        choices=CHECKPOINTS,
+        default="local",
+        help="where every Spark checkpoint (and tidegate's snapshots) go: this disk, or a "
+        "bucket on moto's S3 server on loopback",
+    )
+    parser.add_argument(
+        "--results",
+        help="bench/results/<name>.json (default: kafka-upgrade, kafka-upgrade-s3 with "
+        "--checkpoints s3)",
+    )
     args = parser.parse_args()
+    in_s3 = args.checkpoints == "s3"
+    results = args.results or ("kafka-upgrade-s3" if in_s3 else "kafka-upgrade")
     known = [s for s in STRATEGIES if s != "flink"] + [FLINK_KAFKA, "flink"]
     chosen = [s.strip() for s in args.strategies.split(",") if s.strip()]
     unknown = set(chosen) - set(known)
@@ -161,6 +247,8 @@ def main() -> None:
     try:
         jvm_deps.jars("spark-kafka")
         jvm_deps.jars("kafka-broker")
+        if in_s3:
+            jvm_deps.jars("hadoop-aws")
         if FLINK_KAFKA in chosen:
             jvm_deps.jars(FLINK_KAFKA)
     except jvm_deps.MissingJarsError as exc:
@@ -177,7 +265,14 @@ def main() -> None:
     print(f"load average at start (1, 5, 15 min): {load_start}")
     tmp = Path(tempfile.mkdtemp(prefix="tidegate-bench-kafka-upgrade-"))
     stop_feed = threading.Event()
-    with kafka_broker(tmp / "kafka") as broker:  # stopped on the way out, failure or not
+    with ExitStack() as started:  # the broker (and S3) stopped on the way out, failure or not
+        broker = started.enter_context(kafka_broker(tmp / "kafka"))
+        checkpoints, source = None, kafka_source(broker.bootstrap, TOPIC)
+        if in_s3:
+            checkpoints, endpoint = started.enter_context(s3_checkpoints())
+            groups = ("spark-kafka", "hadoop-aws")
+            source = kafka_source(broker.bootstrap, TOPIC, s3a_conf(endpoint), groups)
+            print(f"checkpoints in S3: {checkpoints.at('checkpoints')} (moto, {endpoint})")
         create_topic(broker.bootstrap, TOPIC, args.partitions)
         feeder = threading.Thread(
             target=feed,
@@ -197,21 +292,24 @@ def main() -> None:
                 chosen,
                 args.reps,
                 strategies,
-                kafka_source(broker.bootstrap, TOPIC),
+                source,
+                checkpoints,
             )
         finally:
             stop_feed.set()
             feeder.join(30)
     load_end = _load()
     print(f"\nsource: Kafka topic ({args.partitions} partitions, {args.rate} records/s)")
+    print(f"checkpoints: {args.checkpoints}")
     print(f"load average (1, 5, 15 min): at start {load_start}, at end {load_end}")
     _report(
         switches,
         args.reps,
-        results=args.results,
+        results=results,
         anchor=FLINK_KAFKA,
         extra={
             "source": "kafka",
+            "checkpoints": args.checkpoints,
             "partitions": args.partitions,
             "records_per_s": args.rate,
             "strategies": chosen,

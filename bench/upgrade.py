@@ -115,6 +115,38 @@ def eventlog_source(log_root: Path) -> Source:
     )
 
 
+# The write times (wall clock) of the ``commits/N`` of a checkpoint (its folder or URL).
+Written = Callable[[str], list[float]]
+
+
+def local_commits(checkpoint: str) -> list[float]:
+    """The mtimes of the ``commits/N`` files of the checkpoint folder ``checkpoint``."""
+    commits = Path(checkpoint) / "commits"
+    if not commits.is_dir():
+        return []
+    return [p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit()]
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where the measured jobs checkpoint and how their commits are read: folders under
+    ``base`` on this disk by default (``local_checkpoints``); bench/kafka_upgrade.py's
+    ``--checkpoints s3`` hands keys in a bucket instead. tidegate's checkpoint root is
+    ``base``/checkpoints (``env``: the rest of tidegate's settings for it, e.g. the store's
+    options), bare Spark's checkpoints are beside it."""
+
+    base: str
+    written: Written = local_commits
+    env: dict[str, str] = field(default_factory=dict)
+
+    def at(self, *parts: str) -> str:
+        return "/".join([self.base.rstrip("/"), *parts])
+
+
+def local_checkpoints(tmp: Path) -> Checkpoints:
+    return Checkpoints(str(tmp))
+
+
 @dataclass
 class Context:
     tmp: Path
@@ -124,10 +156,15 @@ class Context:
     log_root: Path
     state: dict[str, Any] = field(default_factory=dict)
     source: Source | None = None  # None: the event log's under log_root
+    checkpoints: Checkpoints | None = None  # None: folders under tmp
 
     @property
     def pipeline(self) -> Source:
         return self.source or eventlog_source(self.log_root)
+
+    @property
+    def store(self) -> Checkpoints:
+        return self.checkpoints or local_checkpoints(self.tmp)
 
 
 def _wait(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
@@ -142,20 +179,21 @@ def _wait(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) 
 
 
 def commit_times(
-    checkpoint: Path, since: float = -math.inf, until: float = math.inf
+    checkpoint: Path | str,
+    since: float = -math.inf,
+    until: float = math.inf,
+    written: Written = local_commits,
 ) -> list[float]:
-    """The mtimes (wall clock) of the ``commits/N`` written after ``since`` and before
-    ``until``, in order."""
-    commits = checkpoint / "commits"
-    if not commits.is_dir():
-        return []
-    times = (p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit())
-    return sorted(t for t in times if since < t < until)
+    """The write times (wall clock; on this disk the mtimes) of the ``commits/N`` written
+    after ``since`` and before ``until``, in order."""
+    return sorted(t for t in written(str(checkpoint)) if since < t < until)
 
 
-def first_commit_after(checkpoint: Path, since: float) -> float | None:
-    """mtime of the earliest ``commits/N`` written after ``since``, if any."""
-    return next(iter(commit_times(checkpoint, since=since)), None)
+def first_commit_after(
+    checkpoint: Path | str, since: float, written: Written = local_commits
+) -> float | None:
+    """When the earliest ``commits/N`` written after ``since`` was written, if any."""
+    return next(iter(commit_times(checkpoint, since=since, written=written)), None)
 
 
 def _args(ctx: Context, out: str, checkpoint: str | None = None) -> list[str]:
@@ -179,9 +217,11 @@ class Switch:
     steady: float | None = None
 
 
-def last_commit_before(checkpoint: Path, until: float) -> float | None:
-    """mtime of the latest ``commits/N`` written before ``until``, if any."""
-    return next(reversed(commit_times(checkpoint, until=until)), None)
+def last_commit_before(
+    checkpoint: Path | str, until: float, written: Written = local_commits
+) -> float | None:
+    """When the latest ``commits/N`` written before ``until`` was written, if any."""
+    return next(reversed(commit_times(checkpoint, until=until, written=written)), None)
 
 
 def _at(stamp: str) -> float:
@@ -191,11 +231,11 @@ def _at(stamp: str) -> float:
 # ---- bare Spark -----------------------------------------------------------------------------
 
 
-def _bare_submit(ctx: Context, tag: str, checkpoint: Path) -> tuple[str, float]:
+def _bare_submit(ctx: Context, tag: str, checkpoint: str) -> tuple[str, float]:
     spec = SubmitSpec(
         tag=tag,
         file=str(ctx.pipeline.pipeline),
-        args=_args(ctx, f"{tag}-out", str(checkpoint)),
+        args=_args(ctx, f"{tag}-out", checkpoint),
         conf={**CONF, **ctx.pipeline.conf},
     )
     submitted = time.time()
@@ -204,10 +244,10 @@ def _bare_submit(ctx: Context, tag: str, checkpoint: Path) -> tuple[str, float]:
 
 def bare(ctx: Context, rep: int) -> Switch:
     """Kill through REST, wait until the driver is gone, resubmit on the same checkpoint."""
-    checkpoint = ctx.tmp / f"bare-checkpoint-{rep}"
+    checkpoint, written = ctx.store.at(f"bare-checkpoint-{rep}"), ctx.store.written
     driver, since = _bare_submit(ctx, f"bare-{rep}-a", checkpoint)
     ctx.state["bare"] = driver
-    _wait(lambda: first_commit_after(checkpoint, since), 240, "bare first commit")
+    _wait(lambda: first_commit_after(checkpoint, since, written), 240, "bare first commit")
     time.sleep(STEADY_SECONDS)
     load, t0 = os.getloadavg()[0], time.time()
     ctx.backend.kill(driver)
@@ -215,8 +255,10 @@ def bare(ctx: Context, rep: int) -> Switch:
     gone = time.time()
     driver, since = _bare_submit(ctx, f"bare-{rep}-b", checkpoint)
     ctx.state["bare"] = driver
-    committed = _wait(lambda: first_commit_after(checkpoint, since), 240, "bare new commit")
-    last = last_commit_before(checkpoint, since) or t0
+    committed = _wait(
+        lambda: first_commit_after(checkpoint, since, written), 240, "bare new commit"
+    )
+    last = last_commit_before(checkpoint, since, written) or t0
     phases = {"old driver gone": gone - t0, "resubmitted": since - t0}
     return Switch(committed - t0, committed - last, phases, load)
 
@@ -262,8 +304,8 @@ def _version_body(ctx: Context, out: str) -> dict[str, Any]:
     }
 
 
-def _checkpoint(ctx: Context, job: str, run_id: int) -> Path:
-    return ctx.tmp / "checkpoints" / job / str(run_id) / "windowed_counts"
+def _checkpoint(ctx: Context, job: str, run_id: int) -> str:
+    return ctx.store.at("checkpoints", job, str(run_id), "windowed_counts")
 
 
 def _start_job(ctx: Context, job: str, out: str, fields: dict[str, Any] | None = None) -> int:
@@ -278,7 +320,8 @@ def _start_job(ctx: Context, job: str, out: str, fields: dict[str, Any] | None =
     since = time.time()
     op = _operate(ctx, f"/jobs/{job}/submit", {"version": 1})
     checkpoint = _checkpoint(ctx, job, op["run_id"])
-    _wait(lambda: first_commit_after(checkpoint, since), 240, f"{job} first commit")
+    written = ctx.store.written
+    _wait(lambda: first_commit_after(checkpoint, since, written), 240, f"{job} first commit")
     ctx.state["job"] = job
     time.sleep(STEADY_SECONDS)
     return int(op["run_id"])
@@ -348,9 +391,11 @@ def _restart(ctx: Context, rep: int, prewarm: bool) -> Switch:
     load, t0 = os.getloadavg()[0], time.time()
     op = _operate(ctx, f"/jobs/{job}/restart", {"prewarm": prewarm})
     assert op["result"]["spare_taken_over"] is prewarm, op["result"]
-    since = _new_attempt_at(ctx, run_id, t0)
-    committed = _wait(lambda: first_commit_after(checkpoint, since), 240, "tidegate new commit")
-    last = last_commit_before(checkpoint, since) or t0
+    since, written = _new_attempt_at(ctx, run_id, t0), ctx.store.written
+    committed = _wait(
+        lambda: first_commit_after(checkpoint, since, written), 240, "tidegate new commit"
+    )
+    last = last_commit_before(checkpoint, since, written) or t0
     return Switch(committed - t0, committed - last, _phases(ctx, op, t0, [run_id]), load)
 
 
@@ -382,7 +427,12 @@ def _crash(ctx: Context, rep: int, hot_spare: bool) -> Switch:
 
 
 def measure_crash(
-    ctx: Context, job: str, run_id: int, checkpoint: Path, hot_spare: bool, timeout: float = 240
+    ctx: Context,
+    job: str,
+    run_id: int,
+    checkpoint: Path | str,
+    hot_spare: bool,
+    timeout: float = 240,
 ) -> Switch:
     """Kill the running driver of ``run_id`` (once its spare is ready, with ``hot_spare``);
     until the next attempt's first commit (also bench/statesize.py)."""
@@ -402,9 +452,11 @@ def measure_crash(
         timeout,
         f"{job} restarted",
     )
-    since = _new_attempt_at(ctx, run_id, t0)
-    committed = _wait(lambda: first_commit_after(checkpoint, since), timeout, f"{job} commit")
-    last = last_commit_before(checkpoint, t0) or t0
+    since, written = _new_attempt_at(ctx, run_id, t0), ctx.store.written
+    committed = _wait(
+        lambda: first_commit_after(checkpoint, since, written), timeout, f"{job} commit"
+    )
+    last = last_commit_before(checkpoint, t0, written) or t0
     phases = _phases(ctx, {"steps": []}, t0, [run_id])
     return Switch(committed - t0, committed - last, phases, load, first_batch(ctx, run_id, since))
 
@@ -437,9 +489,11 @@ def _update(ctx: Context, rep: int, strategy: str, prewarm: bool = False) -> Swi
     # Cold, the new run is created once the old one ended; pre-warmed, its standby gets go.
     since = _at(next(s for s in op["steps"] if s["name"] in ("create_run", "go"))["at"])
     new_run = op["result"]["run_id"]
-    checkpoint = _checkpoint(ctx, job, new_run)
-    committed = _wait(lambda: first_commit_after(checkpoint, since), 240, f"{job} new commit")
-    last = last_commit_before(_checkpoint(ctx, job, run_id), committed) or t0
+    checkpoint, written = _checkpoint(ctx, job, new_run), ctx.store.written
+    committed = _wait(
+        lambda: first_commit_after(checkpoint, since, written), 240, f"{job} new commit"
+    )
+    last = last_commit_before(_checkpoint(ctx, job, run_id), committed, written) or t0
     phases = _phases(ctx, op, t0, [run_id, new_run])
     return Switch(committed - t0, committed - last, phases, load)
 
@@ -592,10 +646,13 @@ def measure(
     reps: int,
     strategies: dict[str, Strategy],
     source: Source | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> tuple[dict[str, list[Switch]], dict[str, list[str]]]:
     """A Spark standalone cluster, tidegate's API and worker on a scratch database, then
     ``reps`` rounds of the ``chosen`` strategies, interleaved; everything started here is
-    stopped on the way out. The switches of each strategy, and its failures."""
+    stopped on the way out. The switches of each strategy, and its failures. ``checkpoints``:
+    where they go (None: folders under ``tmp``)."""
+    store = checkpoints or local_checkpoints(tmp)
     cluster = LocalStandaloneCluster(
         tmp / "spark",
         find_free_port(),
@@ -609,7 +666,8 @@ def measure(
     cluster.start()
     try:
         with scratch_database("tidegate_bench_upgrade") as url:
-            env = tidegate_env(url, tmp)
+            root = {"TIDEGATE_CHECKPOINT_ROOT": store.at("checkpoints"), **store.env}
+            env = tidegate_env(url, tmp, **root)
             with (
                 serve(
                     ["-m", "app.cli", "api", "--no-migrate"], env, tmp / "api.log", "/healthz"
@@ -645,6 +703,7 @@ def measure(
                     client,
                     log_root,
                     source=source,
+                    checkpoints=store,
                 )
                 print(f"tidegate {api.url}; spark {cluster.master_url}; {reps} rounds")
                 # Rounds interleaved: every strategy once a round, in an order that turns

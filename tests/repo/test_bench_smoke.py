@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +211,45 @@ def test_kafka_upgrade(server_url: str, tmp_path: Path) -> None:
     assert _positive(bare["request_to_commit"]) and _positive(bare["stood_still"]), bare
     assert len(figures["load_avg_start"]) == 3 and len(figures["load_avg_end"]) == 3
     assert "vs bare" in stdout and "load average" in stdout
+    assert figures["checkpoints"] == "local", figures
+
+
+def test_kafka_upgrade_reads_the_commit_signal_from_a_bucket() -> None:
+    """Issue 52, ``--checkpoints s3`` without Spark: the commits of a checkpoint in a bucket on
+    moto's server are read back through s3fs, each with its write time to the microsecond
+    (S3's LastModified has whole seconds), a temporary file not; a checkpoint with none has
+    none; a bad choice of ``--checkpoints`` is refused by the argument parser."""
+    import fsspec
+
+    from app.devtools.s3_server import create_bucket, moto_server, s3fs_options
+    from bench.kafka_upgrade import bucket_commits
+    from bench.upgrade import first_commit_after, last_commit_before
+
+    with moto_server() as endpoint:
+        bucket = create_bucket(endpoint)
+        fs = fsspec.filesystem("s3", **s3fs_options(endpoint), skip_instance_cache=True)
+        written = bucket_commits(fs)
+        checkpoint = f"s3a://{bucket}/checkpoints/job/1/windowed_counts"
+        assert written(checkpoint) == []
+        between = []  # (just before, just after) each commit's PUT
+        for name in ("0", "1", ".2.tmp", "2"):
+            before = time.time()
+            fs.pipe(f"{bucket}/checkpoints/job/1/windowed_counts/commits/{name}", b"v1\n{}")
+            if name.isdigit():
+                between.append((before, time.time()))
+            time.sleep(0.2)
+        seen = sorted(written(checkpoint))
+        assert len(seen) == 3, seen
+        # (moto's clock keeps microseconds: a millisecond's slack for the rounding)
+        assert all(a - 1e-3 <= t <= b + 1e-3 for t, (a, b) in zip(seen, between, strict=True))
+        assert first_commit_after(checkpoint, between[0][1], written) == seen[1]
+        assert last_commit_before(checkpoint, between[2][0], written) == seen[1]
+        assert written(f"s3a://{bucket}/checkpoints/job/2/windowed_counts") == []
+    proc = subprocess.run(
+        [sys.executable, "bench/kafka_upgrade.py", "--checkpoints", "gcs"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "invalid choice: 'gcs'" in proc.stderr, proc.stderr

@@ -6,19 +6,23 @@ from __future__ import annotations
 
 import http.client
 import http.server
-import logging
-import socket
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-# Made-up credentials: tests assert they never appear in an error.
-ACCESS_KEY = "AKIATIDEGATETESTKEY01"
-SECRET_KEY = "tidegate-test-secret-do-not-echo-0123456789"
-REGION = "us-east-1"
+# moto's server, a bucket on it and the options to reach it: app/devtools/s3_server.py (the
+# benchmarks use them too).
+from app.devtools.s3_server import ACCESS_KEY as ACCESS_KEY
+from app.devtools.s3_server import REGION as REGION
+from app.devtools.s3_server import SECRET_KEY as SECRET_KEY
+from app.devtools.s3_server import create_bucket as create_bucket
+from app.devtools.s3_server import moto_server as moto_server
+from app.devtools.s3_server import no_delay
+from app.devtools.s3_server import s3a_conf as s3a_conf
+from app.devtools.s3_server import s3fs_options as s3fs_options
+
 # How long a hung request is held at most (the client gives up long before).
 HANG_LIMIT_SECONDS = 30.0
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -26,42 +30,6 @@ S3_INTERNAL_ERROR = (
     b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
     b"<Message>We encountered an internal error. Please try again.</Message></Error>"
 )
-
-
-@contextmanager
-def moto_server() -> Iterator[str]:
-    """moto's S3 in server mode on a free loopback port; yields its endpoint URL."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    # werkzeug writes a response's headers and body separately: with Nagle on, each request
-    # waits out the client's delayed ACK (40 ms). Accepted sockets inherit the option.
-    _no_delay(server._server.socket)  # type: ignore[union-attr]
-    try:
-        host, port = server.get_host_and_port()
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
-def _no_delay(sock: socket.socket) -> None:
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def create_bucket(endpoint: str) -> str:
-    import boto3
-
-    name = f"tidegate-{uuid.uuid4().hex[:12]}"
-    boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name=REGION,
-    ).create_bucket(Bucket=name)
-    return name
 
 
 @dataclass
@@ -203,7 +171,7 @@ def fault_proxy(upstream: str) -> Iterator[tuple[FaultProxy, str]]:
     handler = type("Handler", (_Handler,), {"proxy": proxy})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    _no_delay(server.socket)
+    no_delay(server.socket)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -239,32 +207,3 @@ class S3Store:
                 **config,
             },
         }
-
-
-def s3a_conf(endpoint: str) -> dict[str, str]:
-    """The Spark conf a driver checkpointing to ``s3a://`` on ``endpoint`` (moto's server)
-    needs besides the pinned hadoop-aws jars (docs/deploy.md): its endpoint, path-style
-    access over plain HTTP, the test credentials."""
-    return {
-        "spark.hadoop.fs.s3a.endpoint": endpoint,
-        "spark.hadoop.fs.s3a.endpoint.region": REGION,
-        "spark.hadoop.fs.s3a.path.style.access": "true",
-        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
-        "spark.hadoop.fs.s3a.access.key": ACCESS_KEY,
-        "spark.hadoop.fs.s3a.secret.key": SECRET_KEY,
-        "spark.hadoop.fs.s3a.aws.credentials.provider": (
-            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
-        ),
-        # RocksDB's SST uploads: moto's server misanswers the SDK's Expect: 100-continue.
-        "spark.hadoop.fs.s3a.optimized.copy.from.local.enabled": "false",
-    }
-
-
-def s3fs_options(endpoint: str) -> dict[str, Any]:
-    """The s3fs options tidegate gets for a bucket on ``endpoint``."""
-    return {
-        "endpoint_url": endpoint,
-        "key": ACCESS_KEY,
-        "secret": SECRET_KEY,
-        "client_kwargs": {"region_name": REGION},
-    }
