@@ -247,3 +247,26 @@ def test_an_update_by_snapshot_prestages_into_s3_and_restores_only_what_changed(
     _restored_exactly(fs, settings, op["run_id"], ck)
     key = _key(settings, "j", op["run_id"])
     assert not fs.exists(f"{key}/.tidegate-prestaged.json")
+
+
+def test_a_resume_point_from_a_runs_coordinates_in_s3_is_copied_within_the_bucket(
+    client: TestClient,
+    cluster: str,
+    ctx: WorkerContext,
+    settings: Settings,
+    s3: S3Store,
+    tmp_path: Path,
+) -> None:
+    """No snapshot: the new run's checkpoint copied from the old run's committed batch, object
+    by object inside the bucket (server-side), exactly the files a restart at it needs."""
+    run_id, ck = _running_job(client, ctx, settings, s3, tmp_path)
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    before = len(s3.proxy.bodies)
+    coordinates = {"mode": "resume", "run": run_id, "query": "counts"}
+    body = {"version": 1, "resume_point": {"counts": coordinates}, "dry_run": False}
+    op = operate(client, ctx, "j", "submit", body)
+    assert op["state"] == "succeeded", op
+    assert op["result"]["from"]["counts"]["batch_id"] == 1, op["result"]
+    _restored_exactly(_fs(s3), settings, op["run_id"], ck)
+    copied = [n for m, p, n in s3.proxy.bodies[before:] if m == "PUT" and "/checkpoints/" in p]
+    assert copied and all(n == 0 for n in copied[1:-1]), copied  # marker, copies, metadata
