@@ -57,7 +57,9 @@ clients-check: $(STAMP)
 # during an update by drain and by snapshot; three PostgreSQL crashes under API load, three
 # driver kills, 150 schemathesis examples per operation; and every end-to-end scenario on both
 # backends (CI runs each on one, tests/support/backends.py::CI_BACKEND; the RocksDB one, a million
-# events at this size, under make bench). Add -s to see seeds, kills
+# events at this size, under make bench); the end-to-end tests, or their later steps, that CI
+# leaves to another test proving the same feature (tests/support/sizes.py::under_chaos and
+# `if FULL:` blocks; the skip reason or a comment there names the CI test). Add -s to see seeds, kills
 # and samples.
 # `make bench` runs every benchmark at its default (modest) size; each prints medians and
 # ratios to a baseline measured in the same run and writes bench/results/<name>.json; and the

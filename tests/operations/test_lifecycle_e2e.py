@@ -20,6 +20,7 @@ from pipelines.ground_truth import expected_enrich, expected_windowed_counts
 from tests.support.backends import Target
 from tests.support.chaos.harness import enrich_rows
 from tests.support.e2e import SPARK_TEST_CONF, app_path
+from tests.support.sizes import under_chaos
 from tests.support.stack import ROOT, Stack, wait_until
 from tidegate_runtime.checkpoints import checkpoint as cp
 from tidegate_runtime.driver.channel import ControlClient, ControlPlaneRefused
@@ -27,8 +28,6 @@ from tidegate_runtime.sources.eventlog import EventLog
 from tidegate_runtime.sources.eventlog_producer import produce
 
 pytestmark = pytest.mark.e2e
-
-BACKENDS = ["runner", "standalone"]
 
 
 def _job(stack: Stack, name: str, policy: dict[str, Any] | None = None) -> None:
@@ -161,7 +160,20 @@ def _page_and_metrics_agree_with_the_api(stack: Stack, job: str, run_id: int, qu
     )
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+# CI runs the lifecycle on the standalone cluster; the runner's submit, progress, stop and
+# restart are what every runner scenario in CI starts with.
+RUNNER_IN_CI = (
+    "test_windowed_pipeline_submit_progress_stop_restart[standalone] (this lifecycle: submit, "
+    "progress, page and /metrics, graceful stop, restart, cancel); the runner backend's submit, "
+    "progress, stop and restart in tests/startpoints/test_startpoints_e2e.py[runner] and "
+    "tests/worker/test_drain_e2e.py[runner]"
+)
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param("runner", marks=under_chaos(RUNNER_IN_CI)), "standalone"],
+)
 def test_windowed_pipeline_submit_progress_stop_restart(
     clusters: Stack, backend: str, tmp_path: Path
 ) -> None:
@@ -244,6 +256,12 @@ def test_failing_app_restarts_on_schedule_then_fails(clusters: Stack) -> None:
     assert job_body["state"] == "failed" and job_body["current_run_id"] == run["id"]
 
 
+@under_chaos(
+    "tests/worker/test_worker_kill.py::test_worker_killed_along_a_job_lifecycle (a worker "
+    "killed right after a driver was handed to the backend, reconcile:after_backend_submit, "
+    "leaves one driver per attempt, the output exact) and tests/backends/test_backends_e2e.py "
+    "(the standalone backend finds a driver by its tag)"
+)
 def test_worker_killed_mid_submit_leaves_exactly_one_driver(
     clusters: Stack, standalone_cluster: LocalStandaloneCluster, tmp_path: Path
 ) -> None:

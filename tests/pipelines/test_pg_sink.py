@@ -2,7 +2,8 @@
 writes each batch to PostgreSQL with ``foreachBatch`` and a ledger of (query id, batch id) in
 the same transaction. Across a killed driver (supervised restart), an update by snapshot, an
 update by drain and a final drain, every window's count and sum over the table is exactly the
-ground truth: no batch lost, none written twice."""
+ground truth: no batch lost, none written twice. (CI, ``make test``, leaves the update by drain
+out: TIDEGATE_SUITE=full runs it.)"""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pipelines.ground_truth import expected_windowed_counts
 from tests.operations.test_lifecycle_e2e import _job, _operate
 from tests.snapshots.test_snapshots_e2e import _windowed
 from tests.support.e2e import SPARK_TEST_CONF, driver_jvms
+from tests.support.sizes import FULL
 from tests.support.stack import ROOT, Stack, wait_until
 from tidegate_runtime.sources.eventlog import EventLog
 from tidegate_runtime.sources.eventlog_producer import produce
@@ -81,16 +83,20 @@ def test_a_postgresql_sink_is_exactly_once_across_crash_snapshot_update_and_drai
     )
 
     # An update by snapshot: the state, and the query's id with it, carried over.
-    update = _operate(stack, job, "update", {"version": v2})
+    update = _operate(stack, job, "update", {"version": v2, "verify_seconds": 5})
     assert update["state"] == "succeeded", update
     _more(root, 120)
     wait_until(lambda: _caught_up(stack, job, root), bool, 180)
 
-    # An update by drain: the windows flushed, the query started fresh (a new id).
-    update = _operate(stack, job, "update", {"version": v3, "strategy": "drain"})
-    assert update["state"] == "succeeded", update
-    _more(root, 200)
-    wait_until(lambda: _caught_up(stack, job, root), bool, 180)
+    # An update by drain: the windows flushed, the query started fresh (a new id). (Under
+    # TIDEGATE_SUITE=full: in CI an update by drain is tests/worker/test_drain_e2e.py's and
+    # tests/operations/test_s3_checkpoints_e2e.py's; here the drain below flushes the windows.)
+    if FULL:
+        body = {"version": v3, "strategy": "drain", "verify_seconds": 5}
+        update = _operate(stack, job, "update", body)
+        assert update["state"] == "succeeded", update
+        _more(root, 200)
+        wait_until(lambda: _caught_up(stack, job, root), bool, 180)
     drained = _operate(stack, job, "drain")
     assert drained["state"] == "succeeded", drained
 
@@ -117,5 +123,6 @@ def test_a_postgresql_sink_is_exactly_once_across_crash_snapshot_update_and_drai
     # On a mismatch, the ledger says which batch of which query wrote what (a missing window
     # is either never emitted or its batch was skipped as written before).
     assert got == expected, {"missing": sorted(set(expected) - set(got)), "ledger": ledger}
-    assert lineages == (2,)  # the checkpoint's query id kept across crash and snapshot update
+    # The checkpoint's query id kept across crash and snapshot update; the drain's a new one.
+    assert lineages == ((2,) if FULL else (1,))
     assert unledgered == (0,)

@@ -32,8 +32,9 @@ from tidegate_runtime.sources.eventlog_producer import produce
 pytestmark = pytest.mark.e2e
 
 T0 = 1_767_225_600_000
-# Long enough that the other query is seen working while the failed one waits.
-POLICY = {"min_backoff": "40s", "max_backoff": "2m", "max_attempts": 3, "stable_period": "10m"}
+# Long enough that the other query is seen working while the failed one waits (it catches
+# up within seconds), and that a drain ends within twice it: the test waits it out once.
+POLICY = {"min_backoff": "25s", "max_backoff": "2m", "max_attempts": 3, "stable_period": "10m"}
 
 
 def _enriched(out: Path) -> list[tuple[Any, ...]]:

@@ -26,6 +26,7 @@ from tests.support.kafka_topics import (
     kafka_version,
     producing,
 )
+from tests.support.sizes import FULL
 from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
 
 pytestmark = pytest.mark.e2e
@@ -203,27 +204,29 @@ def test_kafka_update_by_drain_then_a_new_partition_a_driver_kill_and_a_drain(
     assert applied["after_offsets"] == {str(p): o for p, o in end1.items()}
 
     # A partition added while the new run reads: Spark finds it and reads it from its oldest
-    # record. Then the run's driver is killed; the run comes back on its own (supervised),
-    # from its checkpoint, the new partition's offsets in it.
+    # record. Then (under TIDEGATE_SUITE=full) the run's driver is killed; the run comes back
+    # on its own (supervised), from its checkpoint, the new partition's offsets in it. In CI a
+    # Kafka driver's kill and supervised restart is tests/pipelines/test_kafka_sink.py's.
     topic.add_partition()
     topic.produce(50, topic.last_ts + STEP_MS)  # on all 5 partitions
     new_run = result["run_id"]
     wanted = as_spark(topic.name, topic.end())
     wait_until(lambda: end_offset(stack, new_run), lambda end: end == wanted, 180)
-    (driver,) = wait_until(
-        lambda: driver_jvms(stack.run(new_run)["tag"]), lambda found: len(found) == 1
-    )
-    driver.send_signal(signal.SIGKILL)
-    psutil.wait_procs([driver], timeout=30)
-    topic.produce(50, topic.last_ts + STEP_MS)  # while it is down
-    wanted = as_spark(topic.name, topic.end())
-    back = wait_until(
-        lambda: stack.run(new_run),
-        lambda run: run["attempt"] == 1 and run["state"] == "running",
-        240,
-    )
-    assert back["failures"] == 1, back
-    wait_until(lambda: end_offset(stack, new_run), lambda end: end == wanted, 180)
+    if FULL:
+        (driver,) = wait_until(
+            lambda: driver_jvms(stack.run(new_run)["tag"]), lambda found: len(found) == 1
+        )
+        driver.send_signal(signal.SIGKILL)
+        psutil.wait_procs([driver], timeout=30)
+        topic.produce(50, topic.last_ts + STEP_MS)  # while it is down
+        wanted = as_spark(topic.name, topic.end())
+        back = wait_until(
+            lambda: stack.run(new_run),
+            lambda run: run["attempt"] == 1 and run["state"] == "running",
+            240,
+        )
+        assert back["failures"] == 1, back
+        wait_until(lambda: end_offset(stack, new_run), lambda end: end == wanted, 180)
 
     with producing(topic, topic.last_ts + STEP_MS):  # later than all before: none is late
         drained = _operate(stack, job, "drain", {"timeout_seconds": 240})

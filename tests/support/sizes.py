@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import random
 
+import pytest
+
 FULL = os.environ.get("TIDEGATE_SUITE", "smoke").lower() == "full"
 
 
@@ -28,3 +30,12 @@ def _chaos_seed() -> int:
 
 
 CHAOS_SEED = _chaos_seed()
+
+
+def under_chaos(in_ci: str) -> pytest.MarkDecorator:
+    """Runs under ``make chaos`` (TIDEGATE_SUITE=full) only: a test whose feature another
+    test already proves on real Spark in ``make test``. ``in_ci`` names that test and what it
+    proves, and is the skip's reason in CI (``pytest -rs`` prints it)."""
+    return pytest.mark.skipif(
+        not FULL, reason=f"under `make chaos` (TIDEGATE_SUITE=full); in CI: {in_ci}"
+    )

@@ -15,6 +15,7 @@ from tests.support.backends import Target
 from tests.support.chaos.harness import enrich_rows
 from tests.support.chaos.windowed import producing
 from tests.support.e2e import APPS, SPARK_TEST_CONF
+from tests.support.sizes import under_chaos
 from tests.support.stack import Stack, assert_switch, wait_until, watching_standbys
 from tidegate_runtime.sources.eventlog import EventLog, NewRecord
 from tidegate_runtime.sources.eventlog_producer import produce
@@ -226,6 +227,11 @@ def test_update_by_drain_replaces_the_state_with_nothing_lost_or_twice(
     assert _operate(stack, job, "stop")["state"] == "succeeded"
 
 
+@under_chaos(
+    "tests/worker/test_kafka_outage.py::test_a_drain_with_its_broker_down_stops_cleanly_and_a_"
+    "later_drain_is_exact: a drain that runs out of time fails, the run stopped at a batch "
+    "boundary with nothing committed past what it read; restarted, a later drain is exact"
+)
 def test_a_drain_that_times_out_stops_cleanly_and_a_later_drain_finishes_exactly(
     runner: Stack, tmp_path: Path
 ) -> None:
@@ -359,6 +365,12 @@ def test_a_chain_drains_upstream_first_and_a_file_source_drains_bounded(
     assert enrich_rows(out) == want  # totals: everything enrich wrote, nothing left behind
 
 
+@under_chaos(
+    "tests/worker/test_drain_kill.py::test_stateless_update_survives_a_killed_worker (an "
+    "update with strategy stateless on the event log: the old run stopped at a batch boundary, "
+    "the new version from its committed offsets, every record once; a worker killed on the "
+    "way) and tests/pipelines/test_kafka_sink.py (a stateless update on Kafka, input arriving)"
+)
 def test_a_stateless_update_continues_exactly_where_the_old_version_stopped(
     runner: Stack, cluster_python: str, team_pipelines: Path, tmp_path: Path
 ) -> None:
