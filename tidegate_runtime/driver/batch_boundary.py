@@ -18,17 +18,15 @@ from tidegate_runtime.driver.channel import ControlClient
 log = logging.getLogger("tidegate.runtime")
 
 
-def _readable(checkpoint: str | None) -> bool:
+def _readable(checkpoint: str) -> bool:
     """A checkpoint to read: a folder that exists, or one in object storage (read through the
     driver's Hadoop file system; a missing one reads as having no batch)."""
-    if not checkpoint:
-        return False
     return cp.is_object_store(checkpoint) or cp._local(checkpoint).is_dir()
 
 
 def _batches_paired(checkpoint: str | None) -> bool:
     """No batch planned but not committed (true when there is nothing to tell)."""
-    if not _readable(checkpoint):
+    if not checkpoint or not _readable(checkpoint):
         return True
     try:
         return cp.latest_offsets_batch(checkpoint) == cp.latest_commit_batch(checkpoint)
@@ -88,7 +86,7 @@ def _batch_running(query: StreamingQuery, checkpoint: str | None) -> bool:
     ``StreamExecution.getBatchDescriptionString``). The jobs are read first and the commit
     after: Spark's job list lags, and a job of batch N seen after N committed would tell
     the query while it plans N+1."""
-    if not _readable(checkpoint):
+    if not checkpoint or not _readable(checkpoint):
         return False
     try:
         batch = cp.latest_offsets_batch(checkpoint)
