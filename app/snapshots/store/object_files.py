@@ -12,11 +12,11 @@ complete, and one with it (a worker killed mid-restore) is emptied and restored 
 
 from __future__ import annotations
 
-import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any
 
 from app.snapshots.errors import StoreError
 from app.snapshots.store import digests
@@ -65,6 +65,23 @@ def _server_copy(fs: Any, source: str, target: str) -> bool:
     return True
 
 
+def _read_hashed(checkpoint: ObjectDir, rel: str, size: int, spool: IO[bytes] | None) -> str:
+    """The content id of the object ``rel``, streamed (into ``spool`` too, if given, flushed)."""
+    digest = digests.new_hasher()
+    read = 0
+    with _client(checkpoint).open(checkpoint.object_key(rel), "rb") as src:
+        while chunk := src.read(CHUNK):
+            digest.update(chunk)
+            read += len(chunk)
+            if spool is not None:
+                spool.write(chunk)
+    if read != size:  # rewritten while read: Spark never does; driver code might
+        raise StoreError(f"{rel} changed while it was read ({size} bytes, then {read})")
+    if spool is not None:
+        spool.flush()
+    return digests.content(digest)
+
+
 def put_object(
     store: Any,
     checkpoint: ObjectDir,
@@ -79,32 +96,21 @@ def put_object(
     if content is not None and (content in in_store or store.fs.exists(store.blob_path(content))):
         return digests.entry(content, size, mtime_ns), size, False, False
     server_side = not store.local and same_server(store.fs, checkpoint.fs)
-    with contextlib.ExitStack() as stack:
-        spool = None if server_side else stack.enter_context(tempfile.TemporaryFile())
-        digest = digests.new_hasher()
-        read = 0
-        with _client(checkpoint).open(checkpoint.object_key(rel), "rb") as src:
-            while chunk := src.read(CHUNK):
-                digest.update(chunk)
-                read += len(chunk)
-                if spool is not None:
-                    spool.write(chunk)
-        if read != size:  # rewritten while read: Spark never does; driver code might
-            raise StoreError(f"{rel} changed while it was read ({size} bytes, then {read})")
-        content = digests.content(digest)
-        target = store.blob_path(content)
-        if store.fs.exists(target):
-            wrote = False
-        elif spool is None:
-            wrote = _server_copy(store.fs, checkpoint.object_key(rel), target)
-            if not wrote:  # the server would not: through tidegate after all
-                with tempfile.TemporaryFile() as again:
-                    again.write(checkpoint.fs.cat_file(checkpoint.object_key(rel)))
-                    again.flush()
-                    wrote = store._put_blob(again.fileno(), content)
+    with tempfile.TemporaryFile() as spool:
+        if not server_side:
+            content = _read_hashed(checkpoint, rel, size, spool)
+            wrote = store._put_blob(spool.fileno(), content)  # False where it is stored
         else:
-            spool.flush()
-            wrote = store._put_blob(spool.fileno(), content)
+            content = _read_hashed(checkpoint, rel, size, None)
+            target = store.blob_path(content)
+            if store.fs.exists(target):
+                wrote = False
+            elif _server_copy(store.fs, checkpoint.object_key(rel), target):
+                wrote = True
+            else:  # the server would not: through tidegate after all, read and checked again
+                if _read_hashed(checkpoint, rel, size, spool) != content:
+                    raise StoreError(f"{rel} changed while it was read")
+                wrote = store._put_blob(spool.fileno(), content)
     return digests.entry(content, size, mtime_ns), size, True, wrote
 
 
@@ -174,7 +180,11 @@ def copy_between(src: HeldDir | ObjectDir, files: list[str], dest: HeldDir | Obj
                 src.fs, src.object_key(rel), dest.object_key(rel)
             ):
                 continue
-            dest.write_atomic(rel, src.fs.cat_file(src.object_key(rel)))
+            with tempfile.TemporaryFile() as spool:  # streamed, never whole in memory
+                with _client(src).open(src.object_key(rel), "rb") as f:
+                    shutil.copyfileobj(f, spool, CHUNK)
+                spool.flush()
+                _client(dest).put_file(f"/proc/self/fd/{spool.fileno()}", dest.object_key(rel))
         elif isinstance(src, ObjectDir):
             assert isinstance(dest, HeldDir)
             target = create_regular(dest, rel)
