@@ -23,10 +23,8 @@ from app.snapshots.models import Snapshot, SnapshotUse
 from app.snapshots.restore_sources import (
     PRESTAGED,
     checkpoint_root,
-    copy_run,
     failure,
-    fresh_query_id,
-    snapshot_files,
+    fill,
     summary,
 )
 from app.snapshots.store import digests
@@ -139,27 +137,13 @@ def _assemble(
     """One query's checkpoint assembled in its staging folder in ``parent`` and renamed to
     ``dest``; what it holds. ``keep_hints``: what was restored is remembered for the next
     export (``restored_hints``; not for a dry run's scratch copy)."""
-    with_state = "state" in item["parts"]
     staging = _staging(dest)
     present = _take_prestaged(parent, staging) if source.get("snapshot") is not None else {}
     if not present:
         parent.remove_tree(staging)
     try:
         with parent.child(staging, create=True) as folder:
-            if source.get("snapshot") is not None:
-                files = snapshot_files(factory, store, source)
-                if not with_state:
-                    files = {k: v for k, v in files.items() if not k.startswith("state/")}
-                hints = store.restore(
-                    files, folder, link=settings.snapshot_restore_links, present=present
-                )
-            else:
-                files = copy_run(settings, item, source, folder, with_state=with_state)
-                hints = {}
-            if item.get("fresh_id"):
-                fresh_query_id(folder)
-                hints.pop("metadata", None)
-                hints.pop(".metadata.crc", None)
+            files, hints = fill(factory, settings, store, item, source, folder, present)
         if keep_hints:
             restored_hints.save(settings, dest, hints)
         if parent.is_dir(dest.name):

@@ -21,10 +21,8 @@ from app.snapshots.checkpoint_files import checkpoint_path
 from app.snapshots.errors import SnapshotError, SnapshotFailed
 from app.snapshots.restore_sources import (
     PRESTAGED,
-    copy_run,
     failure,
-    fresh_query_id,
-    snapshot_files,
+    fill,
     summary,
 )
 from app.snapshots.store import digests
@@ -68,7 +66,6 @@ def assemble(
     place, marked ``RESTORING`` from before its first file to after its last (complete or
     marked; a marked one is emptied and restored again, ``in_place``). The new run's driver
     is submitted only after this returns."""
-    with_state = "state" in item["parts"]
     folder = parent.child(dest.name)
     present: dict[str, str] = {}
     try:
@@ -77,18 +74,7 @@ def assemble(
         if not present:
             parent.remove_tree(dest.name)
         folder.write_atomic(RESTORING, b"")
-        if source.get("snapshot") is not None:
-            files = snapshot_files(factory, store, source)
-            if not with_state:
-                files = {k: v for k, v in files.items() if not k.startswith("state/")}
-            hints = store.restore(files, folder, present=present)
-        else:
-            files = copy_run(settings, item, source, folder, with_state=with_state)
-            hints = {}
-        if item.get("fresh_id"):
-            fresh_query_id(folder)
-            hints.pop("metadata", None)
-            hints.pop(".metadata.crc", None)
+        files, hints = fill(factory, settings, store, item, source, folder, present)
         if keep_hints:
             restored_hints.save(settings, dest, hints)
         folder.unlink(RESTORING)  # the commit point

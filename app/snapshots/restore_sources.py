@@ -118,3 +118,32 @@ def failure(item: PlannedQuery, source: PlannedSource, exc: BaseException) -> Sn
     """The error a query's restore fails with: which query, from what, and why."""
     origin = source.get("snapshot") or f"run {source.get('run')}"
     return SnapshotFailed(f"restoring query '{item['query']}' from {origin}: {exc}")
+
+
+def fill(
+    factory: sessionmaker[Session],
+    settings: Settings,
+    store: SnapshotStore,
+    item: PlannedQuery,
+    source: PlannedSource,
+    folder: HeldDir | ObjectDir,
+    present: dict[str, str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A query's files put in ``folder`` (its staging folder, or its prefix in object storage):
+    a snapshot's, restored by the store (``present``: what a prestage left there), or a run's
+    committed batch, copied; state left out where the plan does not carry it, and a fresh query
+    id where it asks. The files and the restore's hints."""
+    with_state = "state" in item["parts"]
+    if source.get("snapshot") is not None:
+        files = snapshot_files(factory, store, source)
+        if not with_state:
+            files = {k: v for k, v in files.items() if not k.startswith("state/")}
+        hints = store.restore(files, folder, link=settings.snapshot_restore_links, present=present)
+    else:
+        files = copy_run(settings, item, source, folder, with_state=with_state)
+        hints = {}
+    if item.get("fresh_id"):
+        fresh_query_id(folder)
+        hints.pop("metadata", None)
+        hints.pop(".metadata.crc", None)
+    return files, hints

@@ -270,3 +270,30 @@ def test_a_resume_point_from_a_runs_coordinates_in_s3_is_copied_within_the_bucke
     _restored_exactly(_fs(s3), settings, op["run_id"], ck)
     copied = [n for m, p, n in s3.proxy.bodies[before:] if m == "PUT" and "/checkpoints/" in p]
     assert copied and all(n == 0 for n in copied[1:-1]), copied  # marker, copies, metadata
+
+
+def test_where_the_server_refuses_a_copy_the_bytes_go_through_tidegate(
+    client: TestClient,
+    cluster: str,
+    ctx: WorkerContext,
+    settings: Settings,
+    s3: S3Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server-side copy the server refuses (another account's bucket, a server without
+    CopyObject): each blob read again, checked against the hash and uploaded; each object
+    of a restore copied through a spool. The snapshot and the restore are the same."""
+    from app.snapshots.store import object_files
+
+    monkeypatch.setattr(object_files, "_server_copy", lambda *_: False)
+    _, ck = _running_job(client, ctx, settings, s3, tmp_path)
+    op = operate(client, ctx, "j", "snapshots", {"name": "s1"})
+    assert op["state"] == "succeeded", op
+    (query,) = get_snapshot(client, "j", "s1")["queries"]
+    if settings.snapshot_storage_options:  # same server: uploaded after all
+        assert s3.proxy.bytes_put("/blobs/") == query["size_bytes"] > 0
+    assert operate(client, ctx, "j", "stop")["state"] == "succeeded"
+    op = operate(client, ctx, "j", "submit", {"version": 1, "snapshot": "s1", "dry_run": False})
+    assert op["state"] == "succeeded", op
+    _restored_exactly(_fs(s3), settings, op["run_id"], ck)
