@@ -20,7 +20,7 @@ import boto3
 import pytest
 
 from app.devtools import jvm_deps
-from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server
+from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, create_bucket, moto_server, s3a_conf
 
 pytestmark = pytest.mark.spark
 
@@ -102,15 +102,7 @@ def test_a_checkpoint_in_s3_is_flushed_rewound_and_restored_through_the_drivers_
                 "spark.sql.shuffle.partitions": "2",
                 "spark.sql.session.timeZone": "UTC",
                 "spark.ui.enabled": "false",
-                "spark.hadoop.fs.s3a.endpoint": endpoint,
-                "spark.hadoop.fs.s3a.endpoint.region": REGION,
-                "spark.hadoop.fs.s3a.path.style.access": "true",
-                "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
-                "spark.hadoop.fs.s3a.access.key": ACCESS_KEY,
-                "spark.hadoop.fs.s3a.secret.key": SECRET_KEY,
-                "spark.hadoop.fs.s3a.aws.credentials.provider": (
-                    "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
-                ),
+                **s3a_conf(endpoint),
             },
         }
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "AWS_EC2_METADATA_DISABLED": "true"}
