@@ -32,15 +32,12 @@ from app.snapshots.errors import ExportError, UnsafeFileError
 from app.snapshots.store.safe_files import AnyFolder, held
 from tidegate_runtime.checkpoints.checkpoint import (
     CheckpointError,
+    Tree,
     read_commit,
     read_offsets,
     state_operators,
 )
-from tidegate_runtime.checkpoints.held_dir import HeldDir
 from tidegate_runtime.checkpoints.object_dir import ObjectDir
-
-# A checkpoint as the selection reads it: held locally, or in object storage.
-Tree = HeldDir | ObjectDir
 
 # "12.delta", "12.snapshot", "12.zip", "12.changelog", and RocksDB's "12_<uniqueId>.zip".
 VERSIONED = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)$")
